@@ -1,0 +1,1 @@
+//! The canonical DUST formatter, the JSON normaliser, and conversion between the notations.

@@ -1,0 +1,12 @@
+//! Stardust's capability core: everything Stardust knows about documents, with no protocol.
+//!
+//! Fronts (CLI, LSP, MCP, FUSE) convert their inputs into calls on this crate and convert the
+//! answers back; no rule lives in a front. See `docs/ARCHITECTURE.md` for the codemap.
+
+pub mod diagnostics;
+pub mod error;
+pub mod format;
+pub mod syntax;
+pub mod text;
+
+pub use error::{Error, Result};

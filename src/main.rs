@@ -1,0 +1,86 @@
+//! The `stardust` command line: argument parsing and dispatch only; every rule is in the core.
+
+mod cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "stardust", version, about = "One store of JSON and DUST documents.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every diagnostic of a store; exit 1 if any is an error.
+    Check {
+        /// The store directory.
+        store: PathBuf,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
+    /// Rewrite documents canonically in place, or format standard input with `-`.
+    Fmt {
+        /// Documents or directories to format; `-` reads standard input.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Write nothing; exit 1 if any document would change.
+        #[arg(long)]
+        check: bool,
+        /// The notation of standard input.
+        #[arg(long, value_enum)]
+        lang: Option<LangArg>,
+    },
+    /// Write a document in the other notation to standard output.
+    Convert {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        to: LangArg,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LangArg {
+    Json,
+    Dust,
+}
+
+impl From<LangArg> for stardust_core::syntax::Lang {
+    fn from(lang: LangArg) -> Self {
+        match lang {
+            LangArg::Json => stardust_core::syntax::Lang::Json,
+            LangArg::Dust => stardust_core::syntax::Lang::Dust,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::Check { store, format } => cmd::check::run(&store, format),
+        Command::Fmt { paths, check, lang } => cmd::fmt::run(&paths, check, lang),
+        Command::Convert { file, to } => cmd::fmt::convert(&file, to),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => cmd::report(&err),
+    }
+}
+
+/// Logs go to stderr; stdout carries only requested output.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("stardust=info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
