@@ -1,10 +1,118 @@
 //! `stardust check STORE`: every diagnostic of a store, for people or (`--format json`) scripts.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use serde_json::json;
+use stardust_core::analysis::{Analysis, Document};
+use stardust_core::diagnostics::{Diagnostic, Severity};
+use stardust_core::text::{Encoding, Span};
+
 use crate::OutputFormat;
 
-pub(crate) fn run(_store: &Path, _format: OutputFormat) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet written")
+pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode> {
+    let analysis = Analysis::load(store)?;
+    let all = analysis.all_diagnostics();
+    let (mut errors, mut warnings) = (0usize, 0usize);
+    for (_, diags) in &all {
+        for d in diags {
+            match d.severity {
+                Severity::Error => errors += 1,
+                Severity::Warning => warnings += 1,
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    match format {
+        OutputFormat::Text => {
+            for (path, diags) in &all {
+                let doc = analysis.document(path).expect("diagnosed documents exist");
+                for d in diags {
+                    let (line, col) = line_col(doc, d.span);
+                    writeln!(
+                        out,
+                        "{path}:{line}:{col}: {}[{}] {}",
+                        d.severity.as_str(),
+                        d.code,
+                        d.message
+                    )?;
+                    for r in &d.related {
+                        if let Some(other) = analysis.document(&r.path) {
+                            let (line, col) = line_col(other, r.span);
+                            writeln!(out, "  {}:{line}:{col}: note: {}", r.path, r.message)?;
+                        }
+                    }
+                }
+            }
+            writeln!(
+                out,
+                "{} in {} documents ({} entities): {}, {}",
+                if errors == 0 { "ok" } else { "failed" },
+                analysis.document_count(),
+                analysis.entity_count(),
+                plural(errors, "error"),
+                plural(warnings, "warning"),
+            )?;
+        }
+        OutputFormat::Json => {
+            let analysis = &analysis;
+            let diagnostics: Vec<_> = all
+                .iter()
+                .flat_map(|(path, diags)| {
+                    let doc = analysis.document(path).expect("diagnosed documents exist");
+                    diags.iter().map(move |d| to_json(analysis, doc, d))
+                })
+                .collect();
+            let report = json!({
+                "diagnostics": diagnostics,
+                "summary": {
+                    "documents": analysis.document_count(),
+                    "entities": analysis.entity_count(),
+                    "errors": errors,
+                    "warnings": warnings,
+                },
+            });
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        }
+    }
+    Ok(if errors > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// 1-based line and column, the column counted in characters.
+fn line_col(doc: &Document, span: Span) -> (u32, u32) {
+    let pos = doc.line_index.position(&doc.text, span.start, Encoding::Utf32);
+    (pos.line + 1, pos.column + 1)
+}
+
+fn range_json(doc: &Document, span: Span) -> serde_json::Value {
+    let (line, column) = line_col(doc, span);
+    let end = doc.line_index.position(&doc.text, span.end, Encoding::Utf32);
+    json!({"line": line, "column": column, "endLine": end.line + 1, "endColumn": end.column + 1})
+}
+
+fn to_json(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> serde_json::Value {
+    let related: Vec<_> = d
+        .related
+        .iter()
+        .filter_map(|r| {
+            let other = analysis.document(&r.path)?;
+            Some(json!({"path": r.path, "range": range_json(other, r.span), "message": r.message}))
+        })
+        .collect();
+    json!({
+        "path": doc.path,
+        "range": range_json(doc, d.span),
+        "severity": d.severity,
+        "code": d.code,
+        "message": d.message,
+        "source": "stardust",
+        "related": related,
+        "data": d.data,
+    })
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }

@@ -1,0 +1,705 @@
+//! The analysis of a whole store: documents, entities, the id index, schemas and every
+//! diagnostic of SPEC §5.
+//!
+//! An [`Analysis`] is an immutable snapshot. It is built from documents in memory (so unsaved
+//! editor buffers and not-yet-committed changes are analysed exactly like files), and a new
+//! snapshot is derived from an old one with [`Analysis::with_changes`], which re-parses only
+//! the changed documents.
+//!
+//! Diagnostics come in three layers:
+//! - local: depend only on the document's text (syntax, duplicate keys, id rule, missing type);
+//! - validation: depend on the document, the schemas and the types of the entities it
+//!   references (schema, unknown-type, ref-type), computed per document;
+//! - store-wide: duplicate ids and dangling references, read from the id index on demand.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::config::Config;
+use crate::diagnostics::{Diagnostic, DiagnosticCode, Related};
+use crate::error::{Error, Result};
+use crate::model::{self, Entity, Reference};
+use crate::schema::{self, Compiled, SchemaSource, Subject};
+use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
+use crate::text::{LineIndex, Span};
+
+/// What every analysis of one store shares: where it is and how it is configured.
+#[derive(Debug)]
+pub struct StoreContext {
+    pub root: PathBuf,
+    pub config: Config,
+}
+
+impl StoreContext {
+    /// Read the configuration of the store at `root`.
+    pub fn load(root: &Path) -> Result<StoreContext> {
+        let meta = std::fs::metadata(root)
+            .map_err(|err| Error::io(format!("cannot open the store {}", root.display()), err))?;
+        if !meta.is_dir() {
+            return Err(Error::InvalidArguments(format!(
+                "{} is not a directory; give the store's root folder",
+                root.display()
+            )));
+        }
+        Ok(StoreContext { root: root.to_owned(), config: Config::load(root)? })
+    }
+}
+
+/// The SHA-256 of a document's content, in lowercase hex: its version.
+pub fn version_of(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
+    }
+    out
+}
+
+/// One document, parsed, with what can be known from its text alone.
+#[derive(Debug)]
+pub struct Document {
+    /// Store-relative, `/`-separated.
+    pub path: String,
+    pub lang: Lang,
+    /// The text; for a file that is not UTF-8, its valid prefix.
+    pub text: Arc<str>,
+    pub version: String,
+    pub line_index: LineIndex,
+    pub parse: Parse,
+    pub entities: Vec<Entity>,
+    pub references: Vec<Reference>,
+    /// Diagnostics that depend on nothing but this document.
+    pub local: Vec<Diagnostic>,
+    /// The schema the document names with a top-level `$schema` key.
+    dollar_schema: Option<(SchemaName, Span)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum SchemaName {
+    /// A store-relative path.
+    Store(String),
+    /// A JSON Schema meta-schema: the document is itself a schema.
+    Meta,
+    /// Something that cannot be used without leaving the store.
+    Refused(String),
+}
+
+impl Document {
+    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`.
+    pub fn new(path: String, bytes: Vec<u8>) -> Document {
+        let lang = Lang::from_path(&path).unwrap_or(Lang::Json);
+        let version = version_of(&bytes);
+        let mut local = Vec::new();
+        let text: String = if bytes.len() > u32::MAX as usize {
+            local.push(Diagnostic::new(
+                DiagnosticCode::Syntax,
+                Span::empty(0),
+                format!("the document is {} bytes; documents are limited to 4 GiB", bytes.len()),
+            ));
+            String::new()
+        } else {
+            match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(err) => {
+                    let valid = err.utf8_error().valid_up_to();
+                    let mut bytes = err.into_bytes();
+                    bytes.truncate(valid);
+                    local.push(Diagnostic::new(
+                        DiagnosticCode::Syntax,
+                        Span::empty(crate::text::to_u32(valid)),
+                        format!(
+                            "the document is not valid UTF-8 (invalid byte at offset {valid}); save it as UTF-8"
+                        ),
+                    ));
+                    String::from_utf8(bytes).unwrap_or_default()
+                }
+            }
+        };
+        let parse = if local.is_empty() {
+            syntax::parse(&text, lang)
+        } else {
+            Parse {
+                value: Value::Null,
+                root: None,
+                implicit_object: false,
+                comments: Vec::new(),
+                errors: Vec::new(),
+            }
+        };
+        for err in &parse.errors {
+            let code = match err.kind {
+                SyntaxErrorKind::Syntax => DiagnosticCode::Syntax,
+                SyntaxErrorKind::DuplicateKey => DiagnosticCode::DuplicateKey,
+            };
+            local.push(Diagnostic::new(code, err.span, err.message.clone()));
+        }
+        let entities = model::entities(&parse);
+        let references = model::references(&parse, &entities);
+        for entity in &entities {
+            local.extend(entity_problems(entity));
+        }
+        let dollar_schema = dollar_schema(&path, &parse);
+        let line_index = LineIndex::new(&text);
+        Document {
+            path,
+            lang,
+            text: text.into(),
+            version,
+            line_index,
+            parse,
+            entities,
+            references,
+            local,
+            dollar_schema,
+        }
+    }
+
+    /// The tree and value of entity `i`.
+    pub fn entity_node(&self, i: usize) -> Option<(&Node, &Value)> {
+        let root = self.parse.root.as_ref()?;
+        match self.entities.get(i)?.index {
+            None => Some((root, &self.parse.value)),
+            Some(index) => root.items(&self.parse.value).nth(index),
+        }
+    }
+}
+
+/// The id rule and the missing-field problems of one entity.
+fn entity_problems(entity: &Entity) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    match &entity.id {
+        Some(id) => {
+            if let Some(problem) = model::id_problem(id) {
+                out.push(
+                    Diagnostic::new(DiagnosticCode::InvalidId, entity.id_span, format!("invalid id '{id}': {problem}"))
+                        .with_data(json!({"id": id})),
+                );
+            }
+        }
+        None => {
+            let has_id_field = entity.id_span != entity.anchor;
+            let message = if has_id_field {
+                "an entity's id must be a string like 'book/dune'".to_owned()
+            } else {
+                let ty = entity.ty.as_deref().unwrap_or("type");
+                format!("this entity has no 'id'; add one like '{ty}/<name>'")
+            };
+            out.push(Diagnostic::new(DiagnosticCode::InvalidId, entity.id_span, message));
+        }
+    }
+    if entity.ty.is_none() {
+        let span = entity.type_span.unwrap_or(entity.anchor);
+        let message = if entity.type_span.is_some() {
+            "an entity's type must be a string naming its schema".to_owned()
+        } else {
+            "this entity has no 'type'; add the name of its schema".to_owned()
+        };
+        out.push(Diagnostic::new(DiagnosticCode::UnknownType, span, message));
+    }
+    out
+}
+
+/// The `$schema` of a document whose top level is an object.
+fn dollar_schema(path: &str, parse: &Parse) -> Option<(SchemaName, Span)> {
+    let root = parse.root.as_ref()?;
+    let (member, value) = root.member(&parse.value, "$schema")?;
+    let name = value.as_str()?;
+    let span = member.value.span;
+    let meta = ["http://json-schema.org/", "https://json-schema.org/"];
+    if meta.iter().any(|p| name.starts_with(p)) {
+        return Some((SchemaName::Meta, span));
+    }
+    if name.contains("://") || name.starts_with('/') {
+        return Some((SchemaName::Refused(name.to_owned()), span));
+    }
+    // A relative path, resolved against the document's folder, must stay inside the store.
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    for part in name.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Some((SchemaName::Refused(name.to_owned()), span));
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    Some((SchemaName::Store(parts.join("/")), span))
+}
+
+/// Where an entity is: its document and its index in that document's entity list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntityLoc {
+    pub path: Arc<str>,
+    pub index: usize,
+}
+
+type Docs = BTreeMap<String, Arc<Document>>;
+
+/// An immutable snapshot of the analysis of a whole store.
+#[derive(Clone)]
+pub struct Analysis {
+    ctx: Arc<StoreContext>,
+    docs: Arc<Docs>,
+    /// Every entity by id; more than one location means a duplicate id.
+    ids: Arc<HashMap<String, Vec<EntityLoc>>>,
+    /// Type of each entity id (the first one, for duplicates), for `x-stardust-ref`.
+    types: Arc<HashMap<String, String>>,
+    /// Compiled schemas by store-relative path.
+    schemas: Arc<HashMap<String, Compiled>>,
+    /// Validation diagnostics (schema, unknown-type, ref-type) per document.
+    validation: Arc<HashMap<String, Arc<Vec<Diagnostic>>>>,
+}
+
+impl std::fmt::Debug for Analysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analysis")
+            .field("root", &self.ctx.root)
+            .field("documents", &self.docs.len())
+            .field("entities", &self.ids.len())
+            .finish()
+    }
+}
+
+impl Analysis {
+    /// Read and analyse the store at `root` from disk.
+    pub fn load(root: &Path) -> Result<Analysis> {
+        let ctx = Arc::new(StoreContext::load(root)?);
+        let files = crate::scan::documents(root, &ctx.config)?;
+        let read: Vec<(String, Vec<u8>)> = files
+            .into_par_iter()
+            .filter_map(|(rel, abs)| match std::fs::read(&abs) {
+                Ok(bytes) => Some((rel, bytes)),
+                Err(err) => {
+                    tracing::warn!("skipping {rel}: {err}");
+                    None
+                }
+            })
+            .collect();
+        Ok(Analysis::new(ctx, read))
+    }
+
+    /// Analyse the given documents (store-relative path, content).
+    pub fn new(ctx: Arc<StoreContext>, docs: Vec<(String, Vec<u8>)>) -> Analysis {
+        let docs: Docs = docs
+            .into_par_iter()
+            .map(|(path, bytes)| (path.clone(), Arc::new(Document::new(path, bytes))))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        Analysis::build(ctx, Arc::new(docs))
+    }
+
+    /// A new snapshot with documents put (`Some(content)`) or deleted (`None`).
+    pub fn with_changes(&self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
+        let parsed: Vec<(String, Option<Arc<Document>>)> = changes
+            .into_par_iter()
+            .map(|(path, bytes)| {
+                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
+                (path, doc)
+            })
+            .collect();
+        let mut docs = (*self.docs).clone();
+        for (path, doc) in parsed {
+            match doc {
+                Some(doc) => docs.insert(path, doc),
+                None => docs.remove(&path),
+            };
+        }
+        Analysis::build(self.ctx.clone(), Arc::new(docs))
+    }
+
+    fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
+        let mut ids: HashMap<String, Vec<EntityLoc>> = HashMap::new();
+        let mut types = HashMap::new();
+        for doc in docs.values() {
+            let path: Arc<str> = doc.path.as_str().into();
+            for (index, entity) in doc.entities.iter().enumerate() {
+                let Some(id) = &entity.id else { continue };
+                ids.entry(id.clone()).or_default().push(EntityLoc { path: path.clone(), index });
+                if let Some(ty) = &entity.ty {
+                    types.entry(id.clone()).or_insert_with(|| ty.clone());
+                }
+            }
+        }
+        let schemas = compile_schemas(&ctx.config, &docs);
+        let types: Arc<HashMap<String, String>> = Arc::new(types);
+        let validation = docs
+            .par_iter()
+            .map(|(path, doc)| {
+                let diags = schema::with_entity_types(types.clone(), || {
+                    validate_document(&ctx.config, &docs, &schemas, doc)
+                });
+                (path.clone(), Arc::new(diags))
+            })
+            .collect::<HashMap<_, _>>();
+        Analysis {
+            ctx,
+            docs,
+            ids: Arc::new(ids),
+            types,
+            schemas: Arc::new(schemas),
+            validation: Arc::new(validation),
+        }
+    }
+
+    pub fn context(&self) -> &Arc<StoreContext> {
+        &self.ctx
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.ctx.config
+    }
+
+    pub fn document(&self, path: &str) -> Option<&Arc<Document>> {
+        self.docs.get(path)
+    }
+
+    /// Documents in path order.
+    pub fn documents(&self) -> impl Iterator<Item = &Arc<Document>> {
+        self.docs.values()
+    }
+
+    pub fn document_count(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Number of distinct entity ids.
+    pub fn entity_count(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Where the entity `id` is defined (several places for a duplicate id).
+    pub fn entity(&self, id: &str) -> &[EntityLoc] {
+        self.ids.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The type of entity `id`.
+    pub fn type_of(&self, id: &str) -> Option<&str> {
+        self.types.get(id).map(String::as_str)
+    }
+
+    /// The store-relative path of the schema of entity type `ty`, with its compiled form, if
+    /// the store has it.
+    pub fn type_schema(&self, ty: &str) -> Option<(String, &Compiled)> {
+        let path = self.ctx.config.type_schema_path(ty);
+        let compiled = self.schemas.get(&path)?;
+        Some((path, compiled))
+    }
+
+    /// Every diagnostic of the document at `path`, in source order.
+    pub fn diagnostics_of(&self, path: &str) -> Vec<Diagnostic> {
+        let Some(doc) = self.docs.get(path) else { return Vec::new() };
+        let mut out = doc.local.clone();
+        if let Some(v) = self.validation.get(path) {
+            out.extend(v.iter().cloned());
+        }
+        out.extend(self.duplicate_ids(doc));
+        out.extend(self.dangling_refs(doc));
+        out.sort_by_key(|d| (d.span.start, d.span.end, d.code));
+        out
+    }
+
+    /// Every diagnostic of the store, by document path.
+    pub fn all_diagnostics(&self) -> Vec<(String, Vec<Diagnostic>)> {
+        self.docs
+            .keys()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|path| (path.clone(), self.diagnostics_of(path)))
+            .filter(|(_, diags)| !diags.is_empty())
+            .collect()
+    }
+
+    fn duplicate_ids(&self, doc: &Document) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for (index, entity) in doc.entities.iter().enumerate() {
+            let Some(id) = &entity.id else { continue };
+            let locs = self.entity(id);
+            if locs.len() < 2 {
+                continue;
+            }
+            let related: Vec<Related> = locs
+                .iter()
+                .filter(|loc| !(*loc.path == *doc.path && loc.index == index))
+                .filter_map(|loc| {
+                    let other = self.docs.get(&*loc.path)?.entities.get(loc.index)?;
+                    Some(Related {
+                        path: loc.path.to_string(),
+                        span: other.id_span,
+                        message: format!("'{id}' is also defined here"),
+                    })
+                })
+                .collect();
+            let elsewhere: Vec<&str> = related.iter().map(|r| r.path.as_str()).collect();
+            out.push(
+                Diagnostic::new(
+                    DiagnosticCode::DuplicateId,
+                    entity.id_span,
+                    format!(
+                        "the id '{id}' is used by {} entities (also in {}); ids must be unique, rename all but one",
+                        locs.len(),
+                        elsewhere.join(", ")
+                    ),
+                )
+                .with_related(related)
+                .with_data(json!({"id": id})),
+            );
+        }
+        out
+    }
+
+    fn dangling_refs(&self, doc: &Document) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for reference in &doc.references {
+            let target = &reference.target;
+            if self.ids.contains_key(target) {
+                continue;
+            }
+            let diagnostic = if let Some(problem) = model::id_problem(target) {
+                Diagnostic::new(
+                    DiagnosticCode::DanglingRef,
+                    reference.span,
+                    format!(
+                        "'@{target}' is not a valid reference: {problem}; write '@@' to start a string with a literal '@'"
+                    ),
+                )
+                .with_data(json!({"id": target, "candidates": []}))
+            } else {
+                let candidates = self.closest_ids(target, 3);
+                let hint = match candidates.as_slice() {
+                    [] => "create it or fix the reference".to_owned(),
+                    [one] => format!("did you mean '@{one}'?"),
+                    many => format!(
+                        "did you mean {}?",
+                        many.iter().map(|c| format!("'@{c}'")).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                Diagnostic::new(
+                    DiagnosticCode::DanglingRef,
+                    reference.span,
+                    format!("no entity has the id '{target}'; {hint}"),
+                )
+                .with_data(json!({"id": target, "candidates": candidates}))
+            };
+            out.push(diagnostic);
+        }
+        out
+    }
+
+    /// Up to `n` existing ids closest to `target` by edit distance, nearest first.
+    pub fn closest_ids(&self, target: &str, n: usize) -> Vec<String> {
+        let limit = (target.chars().count() / 3).max(2);
+        let target_len = target.chars().count();
+        let mut scored: Vec<(usize, &String)> = self
+            .ids
+            .keys()
+            .filter(|id| id.len().abs_diff(target.len()) <= limit * 4)
+            .filter(|id| id.chars().count().abs_diff(target_len) <= limit)
+            .filter_map(|id| {
+                let d = model::edit_distance(target, id);
+                (d <= limit).then_some((d, id))
+            })
+            .collect();
+        scored.sort();
+        scored.into_iter().take(n).map(|(_, id)| id.clone()).collect()
+    }
+}
+
+/// Which documents are schemas: the type schemas, the `[[schema]]` targets, what documents
+/// name with `$schema`, and documents whose own `$schema` is a meta-schema.
+fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compiled> {
+    let mut paths: Vec<String> = Vec::new();
+    let dir_prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
+    for (path, doc) in docs.iter() {
+        let in_dir = path.starts_with(&dir_prefix) && path.ends_with(".schema.json");
+        let meta = matches!(doc.dollar_schema, Some((SchemaName::Meta, _)));
+        if in_dir || meta {
+            paths.push(path.clone());
+        }
+        if let Some((SchemaName::Store(target), _)) = &doc.dollar_schema {
+            paths.push(target.clone());
+        }
+    }
+    paths.extend(config.schema_globs.iter().map(|g| g.path.clone()));
+    paths.sort();
+    paths.dedup();
+    let source: SchemaSource = {
+        let docs = docs.clone();
+        Arc::new(move |path: &str| docs.get(path).filter(|d| d.parse.root.is_some()).map(|d| d.parse.value.clone()))
+    };
+    paths
+        .into_par_iter()
+        .filter_map(|path| {
+            let doc = docs.get(&path)?;
+            let compiled = if doc.parse.root.is_none() || !doc.parse.errors.is_empty() {
+                Compiled::Invalid {
+                    message: "the schema has syntax errors; fix them first".to_owned(),
+                    pointer: Vec::new(),
+                    data: json!({}),
+                }
+            } else {
+                schema::compile(&path, &doc.parse.value, source.clone())
+            };
+            Some((path, compiled))
+        })
+        .collect()
+}
+
+/// Schema, unknown-type and ref-type diagnostics of one document.
+fn validate_document(
+    config: &Config,
+    docs: &Docs,
+    schemas: &HashMap<String, Compiled>,
+    doc: &Document,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Some(root) = &doc.parse.root else { return out };
+
+    // The document is itself a schema that does not compile.
+    if let Some(Compiled::Invalid { message, pointer, data }) = schemas.get(&doc.path) {
+        let brace = Span::new(root.span.start, (root.span.start + 1).min(root.span.end));
+        let span = match root.at_pointer(&doc.parse.value, pointer) {
+            Some((node, _, _)) if !pointer.is_empty() => node.span,
+            _ => brace,
+        };
+        let span = refs_span(root, &doc.parse.value, message).unwrap_or(span);
+        if doc.parse.errors.is_empty() {
+            out.push(Diagnostic::new(DiagnosticCode::Schema, span, message.clone()).with_data(data.clone()));
+        }
+    }
+
+    // Each entity against the schema of its type.
+    for (i, entity) in doc.entities.iter().enumerate() {
+        let Some(ty) = &entity.ty else { continue };
+        let schema_path = config.type_schema_path(ty);
+        let Some((node, value)) = doc.entity_node(i) else { continue };
+        match schemas.get(&schema_path) {
+            Some(Compiled::Ok(validator)) => {
+                let subject = Subject {
+                    name: ty,
+                    schema: docs.get(&schema_path).map(|d| &d.parse.value),
+                };
+                out.extend(schema::validate(validator, node, value, entity.anchor, &subject));
+            }
+            // The schema's own diagnostic says what is wrong with it.
+            Some(Compiled::Invalid { .. }) => {}
+            None => {
+                let span = entity.type_span.unwrap_or(entity.anchor);
+                out.push(
+                    Diagnostic::new(
+                        DiagnosticCode::UnknownType,
+                        span,
+                        format!(
+                            "no schema for type '{ty}': add {schema_path} or use a known type{}",
+                            known_types_hint(config, schemas, ty)
+                        ),
+                    )
+                    .with_data(json!({"type": ty})),
+                );
+            }
+        }
+    }
+
+    // The document against the schema it names or a `[[schema]]` glob associates.
+    let mut associated: Vec<(String, Span)> = Vec::new();
+    match &doc.dollar_schema {
+        Some((SchemaName::Store(path), span)) => associated.push((path.clone(), *span)),
+        Some((SchemaName::Refused(name), span)) => out.push(Diagnostic::new(
+            DiagnosticCode::Schema,
+            *span,
+            format!("cannot use the schema '{name}': schemas are read only from inside the store, never fetched; copy it into the store and name it by a relative path"),
+        )),
+        _ => {}
+    }
+    for glob in &config.schema_globs {
+        if glob.matcher.is_match(&doc.path) {
+            associated.push((glob.path.clone(), Span::new(root.span.start, root.span.start)));
+        }
+    }
+    for (path, span) in associated {
+        match schemas.get(&path) {
+            Some(Compiled::Ok(validator)) => {
+                let name = path.rsplit('/').next().unwrap_or(&path);
+                let name = name.trim_end_matches(".json").trim_end_matches(".schema");
+                let subject = Subject { name, schema: docs.get(&path).map(|d| &d.parse.value) };
+                let anchor = if doc.parse.implicit_object || !matches!(root.kind, NodeKind::Object(_)) {
+                    span
+                } else {
+                    Span::new(root.span.start, root.span.start + 1)
+                };
+                out.extend(schema::validate(validator, root, &doc.parse.value, anchor, &subject));
+            }
+            Some(Compiled::Invalid { .. }) => {}
+            None => out.push(Diagnostic::new(
+                DiagnosticCode::Schema,
+                span,
+                format!("the schema '{path}' is not a document of the store; create it or fix the path"),
+            )),
+        }
+    }
+    out
+}
+
+/// For a `$ref` that could not be resolved, the span of the offending `$ref` value.
+fn refs_span(root: &Node, value: &Value, message: &str) -> Option<Span> {
+    if !message.starts_with("cannot resolve a $ref") {
+        return None;
+    }
+    let mut found = None;
+    find_refs(root, value, &mut |node, target| {
+        if found.is_none() && message.contains(target) {
+            found = Some(node.span);
+        }
+    });
+    found
+}
+
+fn find_refs(node: &Node, value: &Value, f: &mut dyn FnMut(&Node, &str)) {
+    match &node.kind {
+        NodeKind::Object(_) => {
+            for (key, member, v) in node.entries(value) {
+                if key == "$ref" {
+                    if let Some(target) = v.as_str() {
+                        f(&member.value, target);
+                    }
+                } else {
+                    find_refs(&member.value, v, f);
+                }
+            }
+        }
+        NodeKind::Array(_) => {
+            for (n, v) in node.items(value) {
+                find_refs(n, v, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn known_types_hint(config: &Config, schemas: &HashMap<String, Compiled>, ty: &str) -> String {
+    let prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
+    let mut known: Vec<(usize, &str)> = schemas
+        .keys()
+        .filter_map(|p| p.strip_prefix(&prefix)?.strip_suffix(".schema.json"))
+        .filter(|t| !t.contains('/'))
+        .map(|t| (model::edit_distance(ty, t), t))
+        .collect();
+    known.sort();
+    match known.first() {
+        Some((d, t)) if *d <= 2 => format!(" (did you mean '{t}'?)"),
+        Some(_) => {
+            let names: Vec<&str> = known.iter().map(|(_, t)| *t).take(8).collect();
+            format!(" ({})", names.join(", "))
+        }
+        None => String::new(),
+    }
+}

@@ -1,0 +1,405 @@
+//! `stardust.toml`: the strict store configuration (SPEC §2).
+//!
+//! Every key is optional, and every unknown key, wrong type or inconsistent combination is a
+//! `config-invalid` error naming the key, so a typo never silently changes behaviour.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+use crate::diagnostics::DiagnosticCode;
+use crate::error::{Error, Result};
+use crate::syntax::Lang;
+
+pub const CONFIG_FILE: &str = "stardust.toml";
+
+/// The validated configuration of one store.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Glob patterns (store-relative) of files that are not documents.
+    pub ignore: Vec<String>,
+    pub ignore_set: GlobSet,
+    /// Store-relative folder of `<type>.schema.json` files.
+    pub schemas_dir: String,
+    /// Extra schema associations for documents, in file order.
+    pub schema_globs: Vec<SchemaGlob>,
+    /// Where new entities of a type are created.
+    pub types: BTreeMap<String, TypeConfig>,
+    /// Diagnostic codes that refuse a commit (the save authority).
+    pub refuse: Vec<DiagnosticCode>,
+    pub mcp_mutation: MutationPosture,
+    pub mcp_mutation_allowlist: Vec<String>,
+    pub max_pending: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct SchemaGlob {
+    pub glob: String,
+    pub matcher: globset::GlobMatcher,
+    /// Store-relative path of the schema.
+    pub path: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeConfig {
+    pub dir: String,
+    pub format: Lang,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MutationPosture {
+    #[default]
+    Off,
+    Gated,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config::from_raw(RawConfig::default(), Path::new(CONFIG_FILE))
+            .expect("the default configuration is valid")
+    }
+}
+
+impl Config {
+    /// Read `stardust.toml` from a store root; a missing file is the default configuration.
+    pub fn load(root: &Path) -> Result<Config> {
+        let path = root.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(err) => Err(Error::ConfigInvalid {
+                path,
+                message: format!("cannot read it: {err}"),
+            }),
+        }
+    }
+
+    /// Parse configuration text; `path` only names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config> {
+        let raw: RawConfig = toml::from_str(text).map_err(|err| Error::ConfigInvalid {
+            path: path.to_owned(),
+            message: err.to_string().trim_end().to_owned(),
+        })?;
+        Config::from_raw(raw, path)
+    }
+
+    fn from_raw(raw: RawConfig, path: &Path) -> Result<Config> {
+        let invalid = |message: String| Error::ConfigInvalid { path: path.to_owned(), message };
+
+        let mut ignore_set = GlobSetBuilder::new();
+        for pattern in &raw.store.ignore {
+            let glob = Glob::new(pattern).map_err(|err| {
+                invalid(format!("store.ignore: '{pattern}' is not a valid glob: {err}"))
+            })?;
+            ignore_set.add(glob);
+        }
+        let ignore_set = ignore_set
+            .build()
+            .map_err(|err| invalid(format!("store.ignore: the globs cannot be combined: {err}")))?;
+
+        let schemas_dir = raw.store.schemas.unwrap_or_else(|| "schemas".to_owned());
+        check_relative(&schemas_dir).map_err(|why| invalid(format!("store.schemas: {why}")))?;
+
+        let mut schema_globs = Vec::new();
+        for (i, entry) in raw.schema.into_iter().enumerate() {
+            let matcher = Glob::new(&entry.glob)
+                .map_err(|err| {
+                    invalid(format!("schema[{i}].glob: '{}' is not a valid glob: {err}", entry.glob))
+                })?
+                .compile_matcher();
+            check_relative(&entry.path).map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
+            schema_globs.push(SchemaGlob { glob: entry.glob, matcher, path: entry.path });
+        }
+
+        let mut types = BTreeMap::new();
+        for (name, entry) in raw.types {
+            let dir = entry.dir.unwrap_or_else(|| name.clone());
+            check_relative(&dir).map_err(|why| invalid(format!("types.{name}.dir: {why}")))?;
+            let format = match entry.format.as_deref() {
+                None | Some("dust") => Lang::Dust,
+                Some("json") => Lang::Json,
+                Some(other) => {
+                    return Err(invalid(format!(
+                        "types.{name}.format: expected \"json\" or \"dust\", found \"{other}\""
+                    )));
+                }
+            };
+            types.insert(name, TypeConfig { dir, format });
+        }
+
+        let refuse = match raw.save.refuse {
+            None => vec![
+                DiagnosticCode::Syntax,
+                DiagnosticCode::Schema,
+                DiagnosticCode::DuplicateId,
+                DiagnosticCode::InvalidId,
+            ],
+            Some(codes) => codes
+                .iter()
+                .map(|code| {
+                    DiagnosticCode::parse(code).ok_or_else(|| {
+                        let known: Vec<_> =
+                            DiagnosticCode::ALL.iter().map(|c| format!("\"{c}\"")).collect();
+                        invalid(format!(
+                            "save.refuse: unknown diagnostic code \"{code}\"; known codes are {}",
+                            known.join(", ")
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        };
+
+        let mcp_mutation = match raw.mcp.mutation.as_deref() {
+            None | Some("off") => MutationPosture::Off,
+            Some("gated") => MutationPosture::Gated,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "mcp.mutation: expected \"off\" or \"gated\", found \"{other}\""
+                )));
+            }
+        };
+        let allowlist = raw.mcp.mutation_allowlist;
+        match (mcp_mutation, &allowlist) {
+            (MutationPosture::Gated, None) => {
+                return Err(invalid(
+                    "mcp.mutation_allowlist is required when mcp.mutation = \"gated\"; list the \
+                     MCP client names allowed to confirm"
+                        .to_owned(),
+                ));
+            }
+            (MutationPosture::Gated, Some(list)) if list.is_empty() => {
+                return Err(invalid(
+                    "mcp.mutation_allowlist is empty, so mcp.mutation = \"gated\" would allow no \
+                     one; list client names or set mcp.mutation = \"off\""
+                        .to_owned(),
+                ));
+            }
+            (MutationPosture::Off, Some(list)) if !list.is_empty() => {
+                return Err(invalid(
+                    "mcp.mutation_allowlist is set but mcp.mutation is \"off\"; set mcp.mutation = \
+                     \"gated\" or remove the allowlist"
+                        .to_owned(),
+                ));
+            }
+            _ => {}
+        }
+
+        let max_pending = raw.notifications.max_pending.unwrap_or(10_000);
+        if max_pending == 0 {
+            return Err(invalid("notifications.max_pending must be at least 1".to_owned()));
+        }
+
+        Ok(Config {
+            ignore: raw.store.ignore,
+            ignore_set,
+            schemas_dir,
+            schema_globs,
+            types,
+            refuse,
+            mcp_mutation,
+            mcp_mutation_allowlist: allowlist.unwrap_or_default(),
+            max_pending,
+        })
+    }
+
+    /// Where new entities of `ty` go: `[types.<ty>]`, else a folder named after the type, in DUST.
+    pub fn type_config(&self, ty: &str) -> TypeConfig {
+        self.types
+            .get(ty)
+            .cloned()
+            .unwrap_or_else(|| TypeConfig { dir: ty.to_owned(), format: Lang::Dust })
+    }
+
+    /// The store-relative path of the schema of entity type `ty`.
+    pub fn type_schema_path(&self, ty: &str) -> String {
+        if self.schemas_dir.is_empty() || self.schemas_dir == "." {
+            format!("{ty}.schema.json")
+        } else {
+            format!("{}/{ty}.schema.json", self.schemas_dir.trim_end_matches('/'))
+        }
+    }
+}
+
+/// A configured path must stay inside the store.
+fn check_relative(path: &str) -> std::result::Result<(), String> {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        return Err(format!("'{path}' must be relative to the store root"));
+    }
+    if p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("'{path}' must not leave the store ('..' is not allowed)"));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    store: RawStore,
+    #[serde(default)]
+    schema: Vec<RawSchema>,
+    #[serde(default)]
+    types: BTreeMap<String, RawType>,
+    #[serde(default)]
+    save: RawSave,
+    #[serde(default)]
+    mcp: RawMcp,
+    #[serde(default)]
+    notifications: RawNotifications,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawStore {
+    #[serde(default)]
+    ignore: Vec<String>,
+    schemas: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSchema {
+    glob: String,
+    path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawType {
+    dir: Option<String>,
+    format: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSave {
+    refuse: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    mutation: Option<String>,
+    mutation_allowlist: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawNotifications {
+    max_pending: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{Expect, expect};
+
+    use super::*;
+
+    fn check_err(text: &str, expect: Expect) {
+        let err = Config::parse(text, Path::new("stardust.toml")).unwrap_err();
+        assert_eq!(err.code(), "config-invalid");
+        expect.assert_eq(&err.to_string());
+    }
+
+    #[test]
+    fn full_configuration() {
+        let config = Config::parse(
+            r#"
+[store]
+ignore = ["node_modules/**", "target/**"]
+schemas = "schemas"
+
+[[schema]]
+glob = "config/*.json"
+path = "schemas/app-config.schema.json"
+
+[types.person]
+dir = "people"
+format = "json"
+
+[save]
+refuse = ["syntax", "schema", "duplicate-id", "invalid-id", "dangling-ref"]
+
+[mcp]
+mutation = "gated"
+mutation_allowlist = ["claude-code"]
+
+[notifications]
+max_pending = 50
+"#,
+            Path::new("stardust.toml"),
+        )
+        .unwrap();
+        assert!(config.ignore_set.is_match("node_modules/a/b.json"));
+        assert!(config.schema_globs[0].matcher.is_match("config/app.json"));
+        assert_eq!(config.type_config("person"), TypeConfig { dir: "people".into(), format: Lang::Json });
+        assert_eq!(config.type_config("book"), TypeConfig { dir: "book".into(), format: Lang::Dust });
+        assert_eq!(config.refuse.len(), 5);
+        assert_eq!(config.mcp_mutation, MutationPosture::Gated);
+        assert_eq!(config.max_pending, 50);
+        assert_eq!(config.type_schema_path("book"), "schemas/book.schema.json");
+    }
+
+    #[test]
+    fn defaults() {
+        let config = Config::parse("", Path::new("stardust.toml")).unwrap();
+        assert_eq!(config.schemas_dir, "schemas");
+        assert_eq!(config.max_pending, 10_000);
+        assert_eq!(config.mcp_mutation, MutationPosture::Off);
+        assert!(config.refuse.contains(&DiagnosticCode::Syntax));
+        assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
+    }
+
+    #[test]
+    fn strictness() {
+        check_err(
+            "[store]\nignroe = []\n",
+            expect![[r#"
+                invalid configuration in stardust.toml: TOML parse error at line 2, column 1
+                  |
+                2 | ignroe = []
+                  | ^^^^^^
+                unknown field `ignroe`, expected `ignore` or `schemas`"#]],
+        );
+        check_err(
+            "[notifications]\nmax_pending = \"many\"\n",
+            expect![[r#"
+                invalid configuration in stardust.toml: TOML parse error at line 2, column 15
+                  |
+                2 | max_pending = "many"
+                  |               ^^^^^^
+                invalid type: string "many", expected usize"#]],
+        );
+        check_err(
+            "[mcp]\nmutation = \"gated\"\n",
+            expect![[r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is required when mcp.mutation = "gated"; list the MCP client names allowed to confirm"#]],
+        );
+        check_err(
+            "[mcp]\nmutation_allowlist = [\"x\"]\n",
+            expect![[r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is set but mcp.mutation is "off"; set mcp.mutation = "gated" or remove the allowlist"#]],
+        );
+        check_err(
+            "[save]\nrefuse = [\"schema\", \"typo\"]\n",
+            expect![[r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type""#]],
+        );
+        check_err(
+            "[types.book]\nformat = \"yaml\"\n",
+            expect![[r#"invalid configuration in stardust.toml: types.book.format: expected "json" or "dust", found "yaml""#]],
+        );
+        check_err(
+            "[store]\nschemas = \"../elsewhere\"\n",
+            expect![[r#"invalid configuration in stardust.toml: store.schemas: '../elsewhere' must not leave the store ('..' is not allowed)"#]],
+        );
+        check_err(
+            "[store]\nignore = [\"a[\"]\n",
+            expect![[r#"invalid configuration in stardust.toml: store.ignore: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#]],
+        );
+        check_err(
+            "[notifications]\nmax_pending = 0\n",
+            expect![[r#"invalid configuration in stardust.toml: notifications.max_pending must be at least 1"#]],
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Finding a store's documents on disk (SPEC §2).
+//!
+//! A document is a `.json` or `.dust` file outside `.stardust/`, `.git/` and the `ignore`
+//! globs. Symbolic links are never followed, so a link cannot pull files from outside the
+//! store into it (or count a document twice).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::syntax::Lang;
+
+/// Folders of a store that never hold documents.
+pub const PRIVATE_DIRS: [&str; 2] = [".stardust", ".git"];
+
+/// Whether a store-relative path (`/`-separated) names a document.
+pub fn is_document_path(config: &Config, rel: &str) -> bool {
+    Lang::from_path(rel).is_some()
+        && !rel.split('/').next().is_some_and(|first| PRIVATE_DIRS.contains(&first))
+        && !config.ignore_set.is_match(rel)
+}
+
+/// Every document of the store at `root`, as (store-relative path, absolute path), sorted.
+pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let walker = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name();
+    let mut it = walker.into_iter();
+    while let Some(entry) = it.next() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) if err.depth() == 0 => {
+                return Err(Error::io(format!("cannot read the store {}", root.display()), err.into()));
+            }
+            Err(err) => {
+                tracing::warn!("skipping an unreadable part of the store: {err}");
+                continue;
+            }
+        };
+        let Some(rel) = relative(root, entry.path()) else { continue };
+        if entry.file_type().is_dir() {
+            let private = entry.depth() == 1 && PRIVATE_DIRS.contains(&rel.as_str());
+            if private || (entry.depth() > 0 && config.ignore_set.is_match(&rel)) {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        if entry.file_type().is_file() && is_document_path(config, &rel) {
+            out.push((rel, entry.into_path()));
+        }
+    }
+    Ok(out)
+}
+
+/// The `/`-separated path of `path` relative to `root`, if it is valid UTF-8.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_documents_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (path, text) in [
+            ("books/dune.dust", "id book/dune"),
+            ("people/frank.json", "{}"),
+            ("README.md", "# hi"),
+            (".stardust/log/x.json", "{}"),
+            (".git/config.json", "{}"),
+            ("node_modules/pkg/package.json", "{}"),
+            ("deep/a/b/c.json", "[]"),
+        ] {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/etc", root.join("outside")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("books/dune.dust"), root.join("link.dust")).unwrap();
+        let config = Config::parse("[store]\nignore = [\"node_modules/**\"]", Path::new("x")).unwrap();
+        let found: Vec<String> = documents(root, &config).unwrap().into_iter().map(|(rel, _)| rel).collect();
+        assert_eq!(found, ["books/dune.dust", "deep/a/b/c.json", "people/frank.json"]);
+    }
+}

@@ -1,0 +1,122 @@
+//! Data-driven tests of the store analysis: each fixture in `test-data/analysis/` is a small
+//! store written as `//- path` sections; its snapshot lists every diagnostic with the text its
+//! range covers, so a reviewer can check ranges at a glance.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use stardust_core::analysis::{Analysis, StoreContext};
+use stardust_core::config::Config;
+use stardust_core::text::Encoding;
+
+/// Split a fixture into (path, content) files.
+fn files(fixture: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in fixture.split_inclusive('\n') {
+        if let Some(path) = line.strip_prefix("//- ") {
+            out.push((path.trim().to_owned(), String::new()));
+        } else if let Some((_, text)) = out.last_mut() {
+            text.push_str(line);
+        }
+    }
+    out
+}
+
+pub fn analyse(fixture: &str) -> Analysis {
+    let files = files(fixture);
+    let config = files
+        .iter()
+        .find(|(p, _)| p == "stardust.toml")
+        .map(|(_, t)| Config::parse(t, Path::new("stardust.toml")).expect("fixture config is valid"))
+        .unwrap_or_default();
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config });
+    let docs = files
+        .into_iter()
+        .filter(|(p, _)| p != "stardust.toml")
+        .map(|(p, t)| (p, t.into_bytes()))
+        .collect();
+    Analysis::new(ctx, docs)
+}
+
+/// Every diagnostic of the store, one block each.
+pub fn render(analysis: &Analysis) -> String {
+    let mut out = String::new();
+    for (path, diags) in analysis.all_diagnostics() {
+        let doc = analysis.document(&path).unwrap();
+        for d in diags {
+            let start = doc.line_index.position(&doc.text, d.span.start, Encoding::Utf32);
+            let end = doc.line_index.position(&doc.text, d.span.end, Encoding::Utf32);
+            writeln!(
+                out,
+                "{path}:{}:{}-{}:{} {}[{}] {}",
+                start.line + 1,
+                start.column + 1,
+                end.line + 1,
+                end.column + 1,
+                d.severity.as_str(),
+                d.code,
+                d.message
+            )
+            .unwrap();
+            writeln!(out, "    at: {:?}", &doc.text[d.span.range()]).unwrap();
+            for r in &d.related {
+                let other = analysis.document(&r.path).unwrap();
+                writeln!(out, "    related: {} {:?} {}", r.path, &other.text[r.span.range()], r.message)
+                    .unwrap();
+            }
+            if !d.data.is_null() {
+                writeln!(out, "    data: {}", d.data).unwrap();
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no diagnostics\n");
+    }
+    out
+}
+
+#[test]
+fn analysis_fixtures() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/analysis");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty());
+    for path in entries {
+        let fixture = std::fs::read_to_string(&path).unwrap();
+        let actual = render(&analyse(&fixture));
+        expect_test::expect_file![path.with_extension("snap")].assert_eq(&actual);
+    }
+}
+
+#[test]
+fn not_utf8_is_a_syntax_diagnostic_with_the_offset() {
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config: Config::default() });
+    let mut bytes = b"id book/a\ntitle '".to_vec();
+    bytes.extend_from_slice(&[0xff, 0xfe]);
+    bytes.extend_from_slice(b"'\n");
+    let analysis = Analysis::new(ctx, vec![("a.dust".to_owned(), bytes)]);
+    expect_test::expect![[r#"
+        a.dust:2:8-2:8 error[syntax] the document is not valid UTF-8 (invalid byte at offset 17); save it as UTF-8
+            at: ""
+    "#]]
+    .assert_eq(&render(&analysis));
+}
+
+#[test]
+fn changes_make_a_new_snapshot_and_leave_the_old_one_alone() {
+    let before = analyse(
+        "//- a.dust\nid a/one\ntype a\nfriend @a/two\n//- schemas/a.schema.json\n{\"type\": \"object\"}\n",
+    );
+    assert_eq!(before.diagnostics_of("a.dust").len(), 1, "the reference dangles");
+    let after = before.with_changes(vec![("b.dust".to_owned(), Some(b"id a/two\ntype a\n".to_vec()))]);
+    assert!(after.diagnostics_of("a.dust").is_empty(), "{:?}", after.diagnostics_of("a.dust"));
+    assert_eq!(before.diagnostics_of("a.dust").len(), 1, "snapshots are immutable");
+    let deleted = after.with_changes(vec![("b.dust".to_owned(), None)]);
+    assert_eq!(deleted.diagnostics_of("a.dust").len(), 1);
+    assert!(deleted.document("b.dust").is_none());
+}
