@@ -3,9 +3,14 @@
 //! Fronts (CLI, LSP, MCP, FUSE) convert their inputs into calls on this crate and convert the
 //! answers back; no rule lives in a front. See `docs/ARCHITECTURE.md` for the codemap.
 
+pub mod analysis;
+pub mod config;
 pub mod diagnostics;
 pub mod error;
 pub mod format;
+pub mod model;
+pub mod scan;
+pub mod schema;
 pub mod syntax;
 pub mod text;
 
