@@ -38,8 +38,18 @@ pub struct StoreContext {
 impl StoreContext {
     /// Read the configuration of the store at `root`.
     pub fn load(root: &Path) -> Result<StoreContext> {
-        let meta = std::fs::metadata(root)
-            .map_err(|err| Error::io(format!("cannot open the store {}", root.display()), err))?;
+        let meta = match std::fs::metadata(root) {
+            Ok(meta) => meta,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::InvalidArguments(format!(
+                    "there is no store at {}; give the path of a store's root folder",
+                    root.display()
+                )));
+            }
+            Err(err) => {
+                return Err(Error::io(format!("cannot open the store {}", root.display()), err));
+            }
+        };
         if !meta.is_dir() {
             return Err(Error::InvalidArguments(format!(
                 "{} is not a directory; give the store's root folder",

@@ -1,0 +1,99 @@
+//! End-to-end tests of `stardust check`: the real binary on the sample stores.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn stardust(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the stardust binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("output is UTF-8")
+}
+
+#[test]
+fn the_sample_library_checks_clean() {
+    let out = stardust(&["check", "examples/library"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(stdout.starts_with("ok in "), "{stdout}");
+    assert!(stdout.ends_with(": 0 errors, 0 warnings\n"), "{stdout}");
+}
+
+#[test]
+fn the_broken_store_shows_every_code_and_fails() {
+    let out = stardust(&["check", "examples/broken"]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for code in [
+        "syntax",
+        "duplicate-key",
+        "schema",
+        "unknown-type",
+        "invalid-id",
+        "duplicate-id",
+        "dangling-ref",
+        "ref-type",
+    ] {
+        assert!(stdout.contains(&format!("[{code}]")), "no {code} in:\n{stdout}");
+    }
+    expect_test::expect_file!["../examples/broken/expected-check.txt"].assert_eq(&stdout);
+}
+
+#[test]
+fn json_output_is_one_document_with_a_summary() {
+    let out = stardust(&["check", "examples/broken", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    assert!(!diagnostics.is_empty());
+    assert_eq!(report["summary"]["errors"].as_u64().unwrap() as usize + report["summary"]["warnings"].as_u64().unwrap() as usize, diagnostics.len());
+    let first = &diagnostics[0];
+    for key in ["path", "range", "severity", "code", "message", "source", "related", "data"] {
+        assert!(first.get(key).is_some(), "missing {key} in {first}");
+    }
+    assert_eq!(first["source"], "stardust");
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2() {
+    let out = stardust(&["check", "no/such/store"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error[invalid-arguments]: there is no store at no/such/store"), "{}", text(&out.stderr));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stardust.toml"), "[store]\nignroe = []\n").unwrap();
+    let out = stardust(&["check", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("error[config-invalid]: "), "{stderr}");
+    assert!(stderr.contains("ignroe"), "the message names the key: {stderr}");
+
+    let out = stardust(&["check"]);
+    assert_eq!(out.status.code(), Some(2), "clap usage errors exit 2");
+}
+
+#[test]
+fn warnings_alone_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.dust"), "id thing/a\ntype thing\n").unwrap();
+    let out = stardust(&["check", dir.path().to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("a.dust:2:7: warning[unknown-type] no schema for type 'thing'"), "{stdout}");
+}
+
+#[test]
+fn nothing_but_diagnostics_reaches_stdout() {
+    let out = stardust(&["check", Path::new("examples/library").to_str().unwrap()]);
+    assert!(text(&out.stdout).lines().all(|l| l.starts_with("ok in ")), "{}", text(&out.stdout));
+}
