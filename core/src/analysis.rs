@@ -12,7 +12,7 @@
 //!   references (schema, unknown-type, ref-type), computed per document;
 //! - store-wide: duplicate ids and dangling references, read from the id index on demand.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -261,6 +261,8 @@ pub struct Analysis {
     docs: Arc<Docs>,
     /// Every entity by id; more than one location means a duplicate id.
     ids: Arc<HashMap<String, Vec<EntityLoc>>>,
+    /// The documents referencing each id (once per reference), for incremental revalidation.
+    referrers: Arc<HashMap<String, Vec<Arc<str>>>>,
     /// Type of each entity id (the first one, for duplicates), for `x-stardust-ref`.
     types: Arc<HashMap<String, String>>,
     /// Compiled schemas by store-relative path.
@@ -308,7 +310,9 @@ impl Analysis {
         Analysis::build(ctx, Arc::new(docs))
     }
 
-    /// A new snapshot with documents put (`Some(content)`) or deleted (`None`).
+    /// A new snapshot with documents put (`Some(content)`) or deleted (`None`). Only the
+    /// changed documents are parsed again, and only the documents whose validation can depend
+    /// on them are validated again (all of them when a schema changes).
     pub fn with_changes(&self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
         let parsed: Vec<(String, Option<Arc<Document>>)> = changes
             .into_par_iter()
@@ -318,28 +322,80 @@ impl Analysis {
             })
             .collect();
         let mut docs = (*self.docs).clone();
-        for (path, doc) in parsed {
+        let mut ids = (*self.ids).clone();
+        let mut referrers = (*self.referrers).clone();
+        let mut touched_ids: HashSet<String> = HashSet::new();
+        let mut schema_change = false;
+        for (path, doc) in &parsed {
+            if let Some(old) = docs.get(path) {
+                schema_change |= self.schemas.contains_key(path) || old.dollar_schema.is_some();
+                unindex(&mut ids, &mut referrers, old, &mut touched_ids);
+            }
             match doc {
-                Some(doc) => docs.insert(path, doc),
-                None => docs.remove(&path),
-            };
-        }
-        Analysis::build(self.ctx.clone(), Arc::new(docs))
-    }
-
-    fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
-        let mut ids: HashMap<String, Vec<EntityLoc>> = HashMap::new();
-        let mut types = HashMap::new();
-        for doc in docs.values() {
-            let path: Arc<str> = doc.path.as_str().into();
-            for (index, entity) in doc.entities.iter().enumerate() {
-                let Some(id) = &entity.id else { continue };
-                ids.entry(id.clone()).or_default().push(EntityLoc { path: path.clone(), index });
-                if let Some(ty) = &entity.ty {
-                    types.entry(id.clone()).or_insert_with(|| ty.clone());
+                Some(doc) => {
+                    schema_change |= doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
+                    index(&mut ids, &mut referrers, doc, &mut touched_ids);
+                    docs.insert(path.clone(), doc.clone());
+                }
+                None => {
+                    docs.remove(path);
                 }
             }
         }
+        let docs = Arc::new(docs);
+        if schema_change {
+            return Analysis::build(self.ctx.clone(), docs);
+        }
+        let mut types = (*self.types).clone();
+        for id in &touched_ids {
+            match first_type(&docs, &ids, id) {
+                Some(ty) => types.insert(id.clone(), ty),
+                None => types.remove(id),
+            };
+        }
+        let types = Arc::new(types);
+        let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
+        for id in &touched_ids {
+            revalidate.extend(referrers.get(id).into_iter().flatten().map(|p| p.to_string()));
+        }
+        let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate
+            .into_par_iter()
+            .map(|path| {
+                let diags = docs.get(&path).map(|doc| {
+                    Arc::new(schema::with_entity_types(types.clone(), || {
+                        validate_document(&self.ctx.config, &docs, &self.schemas, doc)
+                    }))
+                });
+                (path, diags)
+            })
+            .collect();
+        let mut validation = (*self.validation).clone();
+        for (path, diags) in fresh {
+            match diags {
+                Some(diags) => validation.insert(path, diags),
+                None => validation.remove(&path),
+            };
+        }
+        Analysis {
+            ctx: self.ctx.clone(),
+            docs,
+            ids: Arc::new(ids),
+            referrers: Arc::new(referrers),
+            types,
+            schemas: self.schemas.clone(),
+            validation: Arc::new(validation),
+        }
+    }
+
+    fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
+        let mut ids = HashMap::new();
+        let mut referrers = HashMap::new();
+        let mut touched = HashSet::new();
+        for doc in docs.values() {
+            index(&mut ids, &mut referrers, doc, &mut touched);
+        }
+        let types: HashMap<String, String> =
+            touched.into_iter().filter_map(|id| Some((id.clone(), first_type(&docs, &ids, &id)?))).collect();
         let schemas = compile_schemas(&ctx.config, &docs);
         let types: Arc<HashMap<String, String>> = Arc::new(types);
         let validation = docs
@@ -355,10 +411,36 @@ impl Analysis {
             ctx,
             docs,
             ids: Arc::new(ids),
+            referrers: Arc::new(referrers),
             types,
             schemas: Arc::new(schemas),
             validation: Arc::new(validation),
         }
+    }
+
+    /// The documents whose diagnostics a change of `changed` (from `before` to `self`) can
+    /// alter: the changed documents, the documents defining or referencing an id they defined
+    /// before or after, or every document when a schema changed.
+    pub fn affected_by(&self, before: &Analysis, changed: &[String]) -> BTreeSet<String> {
+        if !Arc::ptr_eq(&self.schemas, &before.schemas) && !same_schemas(self, before) {
+            return self.docs.keys().chain(before.docs.keys()).cloned().collect();
+        }
+        let mut out: BTreeSet<String> = changed.iter().cloned().collect();
+        let mut ids = HashSet::new();
+        for path in changed {
+            for snapshot in [before, self] {
+                if let Some(doc) = snapshot.docs.get(path) {
+                    ids.extend(doc.entities.iter().filter_map(|e| e.id.clone()));
+                }
+            }
+        }
+        for id in &ids {
+            for snapshot in [before, self] {
+                out.extend(snapshot.entity(id).iter().map(|loc| loc.path.to_string()));
+                out.extend(snapshot.referrers.get(id).into_iter().flatten().map(|p| p.to_string()));
+            }
+        }
+        out
     }
 
     pub fn context(&self) -> &Arc<StoreContext> {
@@ -522,6 +604,100 @@ impl Analysis {
         scored.sort();
         scored.into_iter().take(n).map(|(_, id)| id.clone()).collect()
     }
+}
+
+/// Add a document's entities and references to the indexes, noting the ids involved.
+fn index(
+    ids: &mut HashMap<String, Vec<EntityLoc>>,
+    referrers: &mut HashMap<String, Vec<Arc<str>>>,
+    doc: &Document,
+    touched: &mut HashSet<String>,
+) {
+    let path: Arc<str> = doc.path.as_str().into();
+    for (index, entity) in doc.entities.iter().enumerate() {
+        let Some(id) = &entity.id else { continue };
+        ids.entry(id.clone()).or_default().push(EntityLoc { path: path.clone(), index });
+        touched.insert(id.clone());
+    }
+    for reference in &doc.references {
+        referrers.entry(reference.target.clone()).or_default().push(path.clone());
+    }
+}
+
+/// Remove a document's entities and references from the indexes, noting the ids involved.
+fn unindex(
+    ids: &mut HashMap<String, Vec<EntityLoc>>,
+    referrers: &mut HashMap<String, Vec<Arc<str>>>,
+    doc: &Document,
+    touched: &mut HashSet<String>,
+) {
+    for entity in &doc.entities {
+        let Some(id) = &entity.id else { continue };
+        if let Some(locs) = ids.get_mut(id) {
+            locs.retain(|loc| *loc.path != *doc.path);
+            if locs.is_empty() {
+                ids.remove(id);
+            }
+        }
+        touched.insert(id.clone());
+    }
+    for reference in &doc.references {
+        if let Some(paths) = referrers.get_mut(&reference.target) {
+            paths.retain(|p| **p != *doc.path);
+            if paths.is_empty() {
+                referrers.remove(&reference.target);
+            }
+        }
+    }
+}
+
+/// The type of the first entity (in path order) with `id`.
+fn first_type(docs: &Docs, ids: &HashMap<String, Vec<EntityLoc>>, id: &str) -> Option<String> {
+    let locs = ids.get(id)?;
+    let first = locs.iter().min_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)))?;
+    docs.get(&*first.path)?.entities.get(first.index)?.ty.clone()
+}
+
+fn is_schema_path(config: &Config, path: &str) -> bool {
+    let dir_prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
+    (path.starts_with(&dir_prefix) && path.ends_with(".schema.json"))
+        || config.schema_globs.iter().any(|g| g.path == path)
+}
+
+fn same_schemas(a: &Analysis, b: &Analysis) -> bool {
+    a.schemas.len() == b.schemas.len()
+        && a.schemas.keys().all(|p| {
+            b.schemas.contains_key(p)
+                && a.docs.get(p).map(|d| &d.version) == b.docs.get(p).map(|d| &d.version)
+        })
+}
+
+/// The save authority's rule (SPEC §6): the diagnostics with a code in `refuse` that `after`
+/// has and `before` has not, among the documents the change of `changed` affects. Ranges move
+/// with edits, so diagnostics are compared by document, code and message.
+pub fn new_problems(
+    before: &Analysis,
+    after: &Analysis,
+    changed: &[String],
+    refuse: &[DiagnosticCode],
+) -> Vec<(String, Diagnostic)> {
+    let mut out = Vec::new();
+    for path in after.affected_by(before, changed) {
+        let mut old: HashMap<(DiagnosticCode, String), usize> = HashMap::new();
+        for d in before.diagnostics_of(&path) {
+            *old.entry((d.code, d.message)).or_default() += 1;
+        }
+        for d in after.diagnostics_of(&path) {
+            if !refuse.contains(&d.code) {
+                continue;
+            }
+            match old.get_mut(&(d.code, d.message.clone())) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => out.push((path.clone(), d)),
+            }
+        }
+    }
+    out
 }
 
 /// Which documents are schemas: the type schemas, the `[[schema]]` targets, what documents

@@ -120,3 +120,51 @@ fn changes_make_a_new_snapshot_and_leave_the_old_one_alone() {
     assert_eq!(deleted.diagnostics_of("a.dust").len(), 1);
     assert!(deleted.document("b.dust").is_none());
 }
+
+mod incremental {
+    //! `with_changes` must agree with analysing the final documents from scratch.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const SCHEMAS: &str = "//- schemas/a.schema.json\n{\"type\": \"object\", \"properties\": {\"r\": {\"x-stardust-ref\": \"b\"}, \"n\": {\"type\": \"integer\"}}}\n//- schemas/b.schema.json\n{\"type\": \"object\"}\n";
+
+    fn doc() -> impl Strategy<Value = Option<String>> {
+        let id = prop_oneof![Just("x/1"), Just("x/2"), Just("x/3"), Just("bad id")];
+        let ty = prop_oneof![Just("a"), Just("b"), Just("c")];
+        let target = prop_oneof![Just("@x/1"), Just("@x/2"), Just("@x/3"), Just("@x/9"), Just("plain")];
+        let n = prop_oneof![Just("1"), Just("'one'")];
+        prop::option::weighted(0.8, (id, ty, target, n).prop_map(|(id, ty, target, n)| {
+            format!("id '{id}'\ntype {ty}\nr {target}\nn {n}\n")
+        }))
+    }
+
+    fn store(docs: &[Option<String>]) -> String {
+        let mut fixture = SCHEMAS.to_owned();
+        for (i, doc) in docs.iter().enumerate() {
+            if let Some(text) = doc {
+                fixture.push_str(&format!("//- d{i}.dust\n{text}"));
+            }
+        }
+        fixture
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn incremental_equals_fresh(
+            start in prop::collection::vec(doc(), 4),
+            changes in prop::collection::vec((0usize..4, doc()), 1..4),
+        ) {
+            let mut current = start.clone();
+            let mut analysis = analyse(&store(&start));
+            for (i, text) in changes {
+                current[i] = text.clone();
+                analysis = analysis.with_changes(vec![(format!("d{i}.dust"), text.map(String::into_bytes))]);
+                let fresh = analyse(&store(&current));
+                prop_assert_eq!(render(&analysis), render(&fresh));
+            }
+        }
+    }
+}
