@@ -11,6 +11,7 @@ pub mod format;
 pub mod model;
 pub mod scan;
 pub mod schema;
+pub mod store;
 pub mod syntax;
 pub mod text;
 

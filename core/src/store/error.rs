@@ -1,0 +1,132 @@
+//! The store's typed errors, each with the stable code of SPEC §16.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::diagnostics::Diagnostic;
+
+use super::txn::Version;
+
+/// Why a store operation failed. `code()` is the stable wire name.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the store {store} is in use by {}; stop that process or send the request through it",
+        owner(*pid)
+    )]
+    Busy { store: PathBuf, pid: Option<u32> },
+
+    #[error("{path} changed since version {}; re-read it and retry", short(expected))]
+    Conflict {
+        path: String,
+        /// The version the caller expected; `None` means "expected no document".
+        expected: Option<Version>,
+        /// The version found; `None` means the document does not exist.
+        found: Option<Version>,
+    },
+
+    #[error("{}", refused_message(problems))]
+    Refused {
+        /// Each new problem with the store-relative path of its document.
+        problems: Vec<(String, Diagnostic)>,
+    },
+
+    #[error("no document {0}; check the path (store-relative, '/'-separated)")]
+    NotFound(String),
+
+    #[error("{path} is outside the store {store}; give a path inside it")]
+    OutsideStore { path: String, store: PathBuf },
+
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+
+    #[error(
+        "the transaction log {log} is damaged at byte {offset} (the record of seq {seq}): \
+         {reason}; run `stardust log --verify {store}` for details, and restore \
+         .stardust/log from a backup; no history was dropped"
+    )]
+    LogCorrupt { log: PathBuf, store: PathBuf, seq: u64, offset: u64, reason: String },
+
+    #[error(
+        "a write to {store} failed half-way and could not be undone ({reason}); close and \
+         reopen the store to finish recovery"
+    )]
+    Poisoned { store: PathBuf, reason: String },
+
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(transparent)]
+    Core(#[from] crate::Error),
+}
+
+impl StoreError {
+    /// The stable kebab-case code shared by every front (SPEC §16).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Busy { .. } => "busy",
+            StoreError::Conflict { .. } => "conflict",
+            StoreError::Refused { .. } => "refused",
+            StoreError::NotFound(_) => "not-found",
+            StoreError::OutsideStore { .. } => "outside-store",
+            StoreError::InvalidArguments(_) => "invalid-arguments",
+            StoreError::LogCorrupt { .. } | StoreError::Poisoned { .. } => "internal",
+            StoreError::Io { .. } => "internal",
+            StoreError::Core(err) => err.code(),
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> StoreError {
+        StoreError::Io { context: context.into(), source }
+    }
+
+    /// The underlying I/O error kind, if this is an I/O failure (e.g. `StorageFull`).
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            StoreError::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+}
+
+fn owner(pid: Option<u32>) -> String {
+    match pid {
+        Some(pid) => format!("process {pid}"),
+        None => "another process".to_owned(),
+    }
+}
+
+fn short(version: &Option<Version>) -> String {
+    match version {
+        Some(v) => v.to_string()[..12].to_owned(),
+        None => "(none: it was expected not to exist)".to_owned(),
+    }
+}
+
+fn refused_message(problems: &[(String, Diagnostic)]) -> String {
+    let mut out = format!(
+        "the change was refused: it would add {} problem{} that [save] refuse lists",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for (path, diagnostic) in problems.iter().take(5) {
+        let _ = write!(
+            out,
+            "; {path}: {}[{}] {}",
+            diagnostic.severity.as_str(),
+            diagnostic.code,
+            diagnostic.message
+        );
+    }
+    if problems.len() > 5 {
+        let _ = write!(out, "; and {} more", problems.len() - 5);
+    }
+    out.push_str("; fix them and retry");
+    out
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;

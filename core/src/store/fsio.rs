@@ -1,0 +1,309 @@
+//! Document files on disk: checked paths, atomic replacement, and failures injected by tests.
+//!
+//! A document is replaced by writing a temporary sibling, syncing it, renaming it over the
+//! document and syncing the folder, so a crash leaves either the old or the new content,
+//! never a mix. Nothing here follows a symbolic link: a link (or a linked folder) on the way
+//! to a document makes the path unusable, so a write can never land outside the store.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::{StoreError, StoreResult};
+
+/// A step of the commit path where a test can make the I/O fail.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum FailPoint {
+    /// Writing and syncing a document's temporary file.
+    WriteTemp,
+    /// Appending a transaction to the log and syncing it.
+    AppendLog,
+    /// Renaming a temporary file over a document.
+    Rename,
+    /// Removing a deleted document.
+    Remove,
+}
+
+/// Called before each step with the step and the store-relative path (the log's own name for
+/// `AppendLog`); an `Err` is returned by the step instead of doing it.
+pub type FailHook = Arc<dyn Fn(FailPoint, &str) -> io::Result<()> + Send + Sync>;
+
+/// The suffix of temporary files; `.{name}{TEMP_SUFFIX}` is never a document name.
+const TEMP_SUFFIX: &str = ".stardust-tmp";
+
+/// Reads and writes documents under one store root.
+#[derive(Clone)]
+pub struct Disk {
+    root: PathBuf,
+    fail: Option<FailHook>,
+}
+
+impl std::fmt::Debug for Disk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Disk").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+/// A document's new content written to its temporary file, not yet in place.
+#[derive(Debug)]
+pub struct Staged {
+    temp: PathBuf,
+    target: PathBuf,
+}
+
+impl Disk {
+    pub fn new(root: PathBuf, fail: Option<FailHook>) -> Disk {
+        Disk { root, fail }
+    }
+
+    #[cfg(test)]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn check(&self, point: FailPoint, rel: &str) -> io::Result<()> {
+        match &self.fail {
+            Some(hook) => hook(point, rel),
+            None => Ok(()),
+        }
+    }
+
+    /// The absolute path of a store-relative document path, refusing paths that are not
+    /// plain relative paths or that pass through a symbolic link.
+    pub fn resolve(&self, rel: &str) -> StoreResult<PathBuf> {
+        let outside =
+            || StoreError::OutsideStore { path: rel.to_owned(), store: self.root.clone() };
+        if rel.is_empty() || rel.starts_with('/') || rel.contains('\0') {
+            return Err(outside());
+        }
+        if rel.split('/').any(|part| matches!(part, "" | "." | "..")) {
+            return Err(outside());
+        }
+        let mut path = self.root.clone();
+        for part in rel.split('/') {
+            path.push(part);
+            match fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let inside =
+                        fs::canonicalize(&path).is_ok_and(|real| real.starts_with(&self.root));
+                    if !inside {
+                        return Err(outside());
+                    }
+                    return Err(StoreError::InvalidArguments(format!(
+                        "{rel} passes through a symbolic link; Stardust does not follow links, \
+                         so name the file it points to instead"
+                    )));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(self.root.join(rel))
+    }
+
+    /// The content of the document at `rel`, or `None` if there is no regular file there (it
+    /// is missing, a folder, a link, or behind a link).
+    pub fn read(&self, rel: &str) -> StoreResult<Option<Vec<u8>>> {
+        let Ok(path) = self.resolve(rel) else { return Ok(None) };
+        read_regular(&path).map_err(|e| StoreError::io(format!("cannot read {rel}"), e))
+    }
+
+    /// Write `content` to the temporary sibling of `rel` and sync it. The temporary file
+    /// takes the permissions of the document it will replace.
+    pub fn stage(&self, rel: &str, content: &[u8]) -> io::Result<Staged> {
+        let target = self.root.join(rel);
+        let parent = target.parent().expect("a document path has a parent");
+        self.ensure_dir(parent)?;
+        let name = target.file_name().expect("a document path has a name").to_string_lossy();
+        let temp = parent.join(format!(".{name}{TEMP_SUFFIX}"));
+        let staged = Staged { temp, target };
+        let written = self.check(FailPoint::WriteTemp, rel).and_then(|()| {
+            let mut file =
+                OpenOptions::new().write(true).create(true).truncate(true).open(&staged.temp)?;
+            if let Ok(meta) = fs::symlink_metadata(&staged.target)
+                && meta.is_file()
+            {
+                file.set_permissions(meta.permissions())?;
+            }
+            file.write_all(content)?;
+            file.sync_all()
+        });
+        match written {
+            Ok(()) => Ok(staged),
+            Err(e) => {
+                staged.discard();
+                Err(e)
+            }
+        }
+    }
+
+    /// Put a staged document in place and make the rename durable.
+    pub fn install(&self, rel: &str, staged: Staged) -> io::Result<()> {
+        let result = self
+            .check(FailPoint::Rename, rel)
+            .and_then(|()| fs::rename(&staged.temp, &staged.target))
+            .and_then(|()| sync_dir(staged.target.parent().expect("has a parent")));
+        if result.is_err() {
+            staged.discard();
+        }
+        result
+    }
+
+    /// Remove the document at `rel` (already gone is fine) and make the removal durable.
+    pub fn remove(&self, rel: &str) -> io::Result<()> {
+        self.check(FailPoint::Remove, rel)?;
+        let target = self.root.join(rel);
+        match fs::remove_file(&target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        sync_dir(target.parent().expect("a document path has a parent"))
+    }
+
+    /// Write `content` at `rel` atomically (stage and install).
+    pub fn write(&self, rel: &str, content: &[u8]) -> io::Result<()> {
+        let staged = self.stage(rel, content)?;
+        self.install(rel, staged)
+    }
+
+    /// Remove a temporary file a crash may have left beside `rel`.
+    pub fn remove_stale_temp(&self, rel: &str) {
+        let target = self.root.join(rel);
+        if let (Some(parent), Some(name)) = (target.parent(), target.file_name()) {
+            let _ =
+                fs::remove_file(parent.join(format!(".{}{TEMP_SUFFIX}", name.to_string_lossy())));
+        }
+    }
+
+    /// Create `dir` and any missing parents inside the store, syncing each parent so the new
+    /// folders survive a crash.
+    fn ensure_dir(&self, dir: &Path) -> io::Result<()> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = dir.parent()
+            && parent.starts_with(&self.root)
+            && parent != dir
+        {
+            self.ensure_dir(parent)?;
+        }
+        match fs::create_dir(dir) {
+            Ok(()) => sync_dir(dir.parent().unwrap_or(dir)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Staged {
+    /// Remove the temporary file (the commit did not go ahead).
+    pub fn discard(&self) {
+        let _ = fs::remove_file(&self.temp);
+    }
+}
+
+/// The content of a regular file, or `None` if `path` is missing or not a regular file.
+pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if is_absent(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if is_absent(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    file.read_to_end(&mut out)?;
+    Ok(Some(out))
+}
+
+/// Errors that mean "there is nothing there" (a path component is missing or is a file).
+fn is_absent(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory)
+}
+
+/// Make a folder's entries (a rename, a new or removed file) durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk() -> (tempfile::TempDir, Disk) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        (dir, Disk::new(root, None))
+    }
+
+    #[test]
+    fn resolve_refuses_paths_that_leave_the_store() {
+        let (_dir, disk) = disk();
+        for bad in ["", "/etc/x.json", "../x.json", "a/../../x.json", "a//b.json", "./a.json"] {
+            let err = disk.resolve(bad).unwrap_err();
+            assert_eq!(err.code(), "outside-store", "{bad}: {err}");
+        }
+        assert!(disk.resolve("a/b/c.json").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_never_followed() {
+        let (outside, _) = disk();
+        let (_dir, disk) = disk();
+        std::os::unix::fs::symlink(outside.path(), disk.root().join("out")).unwrap();
+        fs::create_dir(disk.root().join("real")).unwrap();
+        std::os::unix::fs::symlink(disk.root().join("real"), disk.root().join("in")).unwrap();
+        assert_eq!(disk.resolve("out/x.json").unwrap_err().code(), "outside-store");
+        assert_eq!(disk.resolve("in/x.json").unwrap_err().code(), "invalid-arguments");
+        fs::write(outside.path().join("x.json"), "{}").unwrap();
+        assert_eq!(disk.read("out/x.json").unwrap(), None);
+    }
+
+    #[test]
+    fn read_sees_only_regular_files() {
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join("dir.json")).unwrap();
+        fs::write(disk.root().join("file.json"), "{}").unwrap();
+        assert_eq!(disk.read("dir.json").unwrap(), None);
+        assert_eq!(disk.read("missing.json").unwrap(), None);
+        assert_eq!(disk.read("file.json/below.json").unwrap(), None);
+        assert_eq!(disk.read("file.json").unwrap(), Some(b"{}".to_vec()));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_keeps_permissions_and_leaves_no_temp() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, disk) = disk();
+        disk.write("a/b/doc.json", b"1").unwrap();
+        let path = disk.root().join("a/b/doc.json");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        disk.write("a/b/doc.json", b"2").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"2");
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let names: Vec<_> = fs::read_dir(disk.root().join("a/b"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["doc.json"]);
+    }
+
+    #[test]
+    fn a_failed_stage_leaves_nothing() {
+        let (_dir, disk) = disk();
+        let disk = Disk::new(
+            disk.root().to_owned(),
+            Some(Arc::new(|_, _| Err(io::Error::from(io::ErrorKind::StorageFull)))),
+        );
+        let err = disk.stage("doc.json", b"x").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(fs::read_dir(disk.root()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,595 @@
+//! The transaction log under `.stardust/log/`: an append-only file of checksummed records.
+//!
+//! Layout of `.stardust/log/transactions.log`, a sequence of records:
+//!
+//! ```text
+//! record := magic "SDT1" | body length (u64 LE) | body | SHA-256 of body (32 bytes)
+//! body   := header length (u32 LE) | header (JSON) | contents
+//! ```
+//!
+//! A header is either a transaction (its [`Transaction`] plus the byte length of each
+//! document's new content, for the documents that have one, in order; `contents` is those
+//! contents concatenated), or an `applied` marker saying that the documents of the transaction
+//! just before it are on disk. Transaction seqs are consecutive from 1.
+//!
+//! Only the last append can be interrupted, so damage is classified by where it is: a bad or
+//! incomplete record with no valid record after it is a torn tail (truncated on open); one
+//! followed by a valid record is damage in the middle of history, and the store refuses to
+//! open rather than drop what follows.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::txn::Transaction;
+
+pub const MAGIC: [u8; 4] = *b"SDT1";
+const HEAD_LEN: u64 = 12;
+const SUM_LEN: u64 = 32;
+/// Bodies larger than this are treated as damage rather than allocated.
+const MAX_BODY: u64 = 1 << 36;
+
+/// The file name of the log inside `.stardust/log/`.
+pub const LOG_FILE: &str = "transactions.log";
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Header {
+    Transaction {
+        transaction: Transaction,
+        /// Byte length of each new content, for the documents whose `after` is `Some`, in order.
+        content_lengths: Vec<u64>,
+    },
+    Applied {
+        seq: u64,
+    },
+}
+
+/// One decoded record.
+#[derive(Debug)]
+pub struct Record {
+    pub offset: u64,
+    /// Bytes the record occupies in the file.
+    pub len: u64,
+    pub header: Header,
+    body: Vec<u8>,
+    contents_start: usize,
+}
+
+impl Record {
+    /// The new content of each document of a transaction record that has one, in order.
+    pub fn contents(&self) -> Vec<(&str, &[u8])> {
+        let Header::Transaction { transaction, content_lengths } = &self.header else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut at = self.contents_start;
+        let mut lengths = content_lengths.iter();
+        for doc in transaction.documents.iter().filter(|d| d.after.is_some()) {
+            let Some(&len) = lengths.next() else { break };
+            let end = at + len as usize;
+            out.push((doc.path.as_str(), &self.body[at..end]));
+            at = end;
+        }
+        out
+    }
+}
+
+/// Where and why a log stops being readable.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Damage {
+    pub offset: u64,
+    /// The seq the damaged record should have carried (one past the last good transaction).
+    pub seq: u64,
+    pub reason: String,
+    /// Whether a valid record follows the damage: then it is not a torn tail.
+    pub in_middle: bool,
+}
+
+/// Encode a transaction record. `contents` holds the new content of each document whose
+/// `after` is `Some`, in the transaction's order.
+pub fn encode_transaction(transaction: &Transaction, contents: &[&[u8]]) -> Vec<u8> {
+    let header = Header::Transaction {
+        transaction: transaction.clone(),
+        content_lengths: contents.iter().map(|c| c.len() as u64).collect(),
+    };
+    encode(&header, contents)
+}
+
+pub fn encode_applied(seq: u64) -> Vec<u8> {
+    encode(&Header::Applied { seq }, &[])
+}
+
+fn encode(header: &Header, contents: &[&[u8]]) -> Vec<u8> {
+    let header = serde_json::to_vec(header).expect("a log header always serializes");
+    let contents_len: usize = contents.iter().map(|c| c.len()).sum();
+    let body_len = 4 + header.len() + contents_len;
+    let mut out = Vec::with_capacity(HEAD_LEN as usize + body_len + SUM_LEN as usize);
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&(body_len as u64).to_le_bytes());
+    let body_start = out.len();
+    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    out.extend_from_slice(&header);
+    for content in contents {
+        out.extend_from_slice(content);
+    }
+    let sum = Sha256::digest(&out[body_start..]);
+    out.extend_from_slice(&sum);
+    out
+}
+
+/// Why bytes at an offset are not a valid record.
+enum Bad {
+    /// The file ends inside the record.
+    Incomplete(String),
+    /// The bytes are there but wrong.
+    Invalid(String),
+    /// The record passes its checksum yet does not decode: written wrong, never torn.
+    Malformed(String),
+}
+
+/// Decode the record at the reader's position, `offset` bytes into a file of `file_len`.
+fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Record, Bad> {
+    let remaining = file_len - offset;
+    if remaining < HEAD_LEN {
+        return Err(Bad::Incomplete(format!("{remaining} stray bytes instead of a record")));
+    }
+    let mut head = [0u8; HEAD_LEN as usize];
+    reader.read_exact(&mut head).map_err(|e| Bad::Incomplete(e.to_string()))?;
+    if head[..4] != MAGIC {
+        return Err(Bad::Invalid("no record starts here (bad magic)".to_owned()));
+    }
+    let body_len = u64::from_le_bytes(head[4..].try_into().expect("8 bytes"));
+    if !(4..=MAX_BODY).contains(&body_len) {
+        return Err(Bad::Invalid(format!("impossible record length {body_len}")));
+    }
+    let len = HEAD_LEN + body_len + SUM_LEN;
+    if len > remaining {
+        return Err(Bad::Incomplete(format!(
+            "the record needs {len} bytes but the file ends after {remaining}"
+        )));
+    }
+    let mut body = vec![0u8; body_len as usize];
+    reader.read_exact(&mut body).map_err(|e| Bad::Incomplete(e.to_string()))?;
+    let mut sum = [0u8; SUM_LEN as usize];
+    reader.read_exact(&mut sum).map_err(|e| Bad::Incomplete(e.to_string()))?;
+    if Sha256::digest(&body)[..] != sum {
+        return Err(Bad::Invalid("the record fails its checksum".to_owned()));
+    }
+    let header_len = u32::from_le_bytes(body[..4].try_into().expect("4 bytes")) as usize;
+    let Some(header_bytes) = body.get(4..4 + header_len) else {
+        return Err(Bad::Malformed("the record header overruns the record".to_owned()));
+    };
+    let header: Header = serde_json::from_slice(header_bytes)
+        .map_err(|e| Bad::Malformed(format!("the record header does not decode: {e}")))?;
+    let contents_start = 4 + header_len;
+    if let Header::Transaction { transaction, content_lengths } = &header {
+        let with_content = transaction.documents.iter().filter(|d| d.after.is_some()).count();
+        let total: u64 = content_lengths.iter().sum();
+        if content_lengths.len() != with_content || total != (body.len() - contents_start) as u64 {
+            return Err(Bad::Malformed("the record's contents do not match its header".to_owned()));
+        }
+    }
+    Ok(Record { offset, len, header, body, contents_start })
+}
+
+/// Reads a log from the start, checking checksums and the order of seqs.
+pub struct LogReader {
+    reader: BufReader<File>,
+    path: PathBuf,
+    offset: u64,
+    file_len: u64,
+    /// The seq of the last transaction read, and whether its `applied` marker was read.
+    last_seq: u64,
+    applied_seen: bool,
+    done: bool,
+}
+
+impl LogReader {
+    /// Open the log at `path`; a missing file is an empty log.
+    pub fn open(path: &Path) -> io::Result<Option<LogReader>> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let file_len = file.metadata()?.len();
+        Ok(Some(LogReader {
+            reader: BufReader::with_capacity(1 << 16, file),
+            path: path.to_owned(),
+            offset: 0,
+            file_len,
+            last_seq: 0,
+            applied_seen: true,
+            done: false,
+        }))
+    }
+
+    /// Start reading at `offset`, where the transaction `seq` begins (from an index).
+    pub fn seek(&mut self, offset: u64, seq: u64) -> io::Result<()> {
+        self.reader.seek(SeekFrom::Start(offset))?;
+        self.offset = offset;
+        self.last_seq = seq.saturating_sub(1);
+        self.applied_seen = true;
+        Ok(())
+    }
+
+    /// The offset just past the last record read.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// The next record, `Ok(None)` at a clean end, or the damage that stops the log.
+    pub fn next_record(&mut self) -> Result<Option<Record>, Damage> {
+        if self.done || self.offset == self.file_len {
+            return Ok(None);
+        }
+        let result = read_record(&mut self.reader, self.offset, self.file_len);
+        let record = match result {
+            Ok(record) => record,
+            Err(Bad::Incomplete(reason) | Bad::Invalid(reason)) => {
+                self.done = true;
+                return Err(self.damage(reason));
+            }
+            Err(Bad::Malformed(reason)) => {
+                self.done = true;
+                return Err(Damage {
+                    offset: self.offset,
+                    seq: self.last_seq + 1,
+                    reason,
+                    in_middle: true,
+                });
+            }
+        };
+        let order = match &record.header {
+            Header::Transaction { transaction, .. } if transaction.seq != self.last_seq + 1 => {
+                Some(format!(
+                    "seq {} follows seq {} (seqs must be consecutive)",
+                    transaction.seq, self.last_seq
+                ))
+            }
+            Header::Applied { seq } if *seq != self.last_seq || self.applied_seen => {
+                Some(format!("an applied marker for seq {seq} follows seq {}", self.last_seq))
+            }
+            _ => None,
+        };
+        if let Some(reason) = order {
+            // A checksummed record in the wrong place is never a torn write.
+            self.done = true;
+            return Err(Damage {
+                offset: self.offset,
+                seq: self.last_seq + 1,
+                reason,
+                in_middle: true,
+            });
+        }
+        match &record.header {
+            Header::Transaction { transaction, .. } => {
+                self.last_seq = transaction.seq;
+                self.applied_seen = false;
+            }
+            Header::Applied { .. } => self.applied_seen = true,
+        }
+        self.offset += record.len;
+        Ok(Some(record))
+    }
+
+    /// Describe damage at the current offset, looking for a valid record after it.
+    fn damage(&mut self, reason: String) -> Damage {
+        let in_middle = self.valid_record_after(self.offset + 1).unwrap_or(true);
+        Damage { offset: self.offset, seq: self.last_seq + 1, reason, in_middle }
+    }
+
+    /// Whether any valid record starts at or after `from`. An I/O error answers "maybe", so
+    /// the caller errs on the side of keeping history.
+    fn valid_record_after(&mut self, from: u64) -> io::Result<bool> {
+        let mut file = File::open(&self.path)?;
+        let file_len = self.file_len;
+        if from >= file_len {
+            return Ok(false);
+        }
+        file.seek(SeekFrom::Start(from))?;
+        let mut rest = Vec::new();
+        file.take(file_len - from).read_to_end(&mut rest)?;
+        let mut at = 0;
+        while let Some(pos) = find(&rest[at..], &MAGIC) {
+            let start = at + pos;
+            let offset = from + start as u64;
+            let mut cursor = io::Cursor::new(&rest[start..]);
+            if read_record(&mut cursor, offset, file_len).is_ok() {
+                return Ok(true);
+            }
+            at = start + 1;
+        }
+        Ok(false)
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The appending side of the log, owned by the single writer.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    len: u64,
+    /// A failed append could not be cut back: the file may end in a partial record.
+    broken: bool,
+}
+
+impl LogWriter {
+    /// Open `path` for appending after its first `valid_len` bytes, truncating anything after
+    /// them (a torn tail the caller has decided to drop).
+    pub fn open(path: &Path, valid_len: u64) -> io::Result<LogWriter> {
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        if file.metadata()?.len() != valid_len {
+            file.set_len(valid_len)?;
+            file.sync_all()?;
+        }
+        let mut writer = LogWriter { file, len: valid_len, broken: false };
+        writer.file.seek(SeekFrom::Start(valid_len))?;
+        Ok(writer)
+    }
+
+    /// Whether a failed append may have left bytes after the last record; nothing more may
+    /// be appended then.
+    pub fn is_broken(&self) -> bool {
+        self.broken
+    }
+
+    /// Append an encoded record. With `sync`, the record is durable when this returns. On
+    /// failure the file is cut back to where it was, so a failed append leaves no record.
+    pub fn append(&mut self, record: &[u8], sync: bool) -> io::Result<u64> {
+        if self.broken {
+            return Err(io::Error::other("an earlier failed append could not be cut back"));
+        }
+        let offset = self.len;
+        let result = self
+            .file
+            .write_all(record)
+            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        match result {
+            Ok(()) => {
+                self.len += record.len() as u64;
+                Ok(offset)
+            }
+            Err(e) => {
+                if let Err(cut) = self.truncate(offset) {
+                    tracing::error!("cannot cut the log back after a failed append: {cut}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Cut the log back to `len` bytes (undoing an append whose commit failed) and make the
+    /// cut durable.
+    pub fn truncate(&mut self, len: u64) -> io::Result<()> {
+        let cut = self
+            .file
+            .set_len(len)
+            .and_then(|()| self.file.seek(SeekFrom::Start(len)))
+            .and_then(|_| self.file.sync_all());
+        self.broken = cut.is_err();
+        if cut.is_ok() {
+            self.len = len;
+        }
+        cut
+    }
+}
+
+/// The outcome of checking a whole log.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Verification {
+    pub transactions: u64,
+    pub last_seq: u64,
+    /// Bytes of valid records.
+    pub valid_len: u64,
+    pub file_len: u64,
+    pub damage: Option<Damage>,
+}
+
+/// Read every record of the log at `path`, checking checksums and seqs, without changing it.
+pub fn verify(path: &Path) -> io::Result<Verification> {
+    let Some(mut reader) = LogReader::open(path)? else {
+        return Ok(Verification {
+            transactions: 0,
+            last_seq: 0,
+            valid_len: 0,
+            file_len: 0,
+            damage: None,
+        });
+    };
+    let file_len = reader.file_len;
+    let mut transactions = 0;
+    let damage = loop {
+        match reader.next_record() {
+            Ok(Some(record)) => {
+                if matches!(record.header, Header::Transaction { .. }) {
+                    transactions += 1;
+                }
+            }
+            Ok(None) => break None,
+            Err(damage) => break Some(damage),
+        }
+    };
+    Ok(Verification {
+        transactions,
+        last_seq: reader.last_seq(),
+        valid_len: reader.offset(),
+        file_len,
+        damage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::txn::{DocumentChange, Origin, Version};
+
+    fn txn(seq: u64, paths: &[(&str, Option<&[u8]>)]) -> (Transaction, Vec<Vec<u8>>) {
+        let documents = paths
+            .iter()
+            .map(|(path, content)| DocumentChange {
+                path: (*path).to_owned(),
+                before: None,
+                after: content.map(Version::of),
+                created: vec![],
+                changed: vec![],
+                deleted: vec![],
+            })
+            .collect();
+        let contents = paths.iter().filter_map(|(_, c)| c.map(<[u8]>::to_vec)).collect();
+        let transaction = Transaction {
+            seq,
+            time: "2026-01-01T00:00:00.000Z".into(),
+            origin: Origin::Mount,
+            documents,
+        };
+        (transaction, contents)
+    }
+
+    fn write_log(dir: &Path, n: u64) -> PathBuf {
+        let path = dir.join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        for seq in 1..=n {
+            let (t, contents) = txn(
+                seq,
+                &[("a.json", Some(format!("{{\"n\":{seq}}}").as_bytes())), ("b.json", None)],
+            );
+            let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+            writer.append(&encode_transaction(&t, &refs), true).unwrap();
+            writer.append(&encode_applied(seq), false).unwrap();
+        }
+        path
+    }
+
+    fn read_all(path: &Path) -> (Vec<Header>, Option<Damage>) {
+        let mut reader = LogReader::open(path).unwrap().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            match reader.next_record() {
+                Ok(Some(r)) => headers.push(r.header),
+                Ok(None) => return (headers, None),
+                Err(d) => return (headers, Some(d)),
+            }
+        }
+    }
+
+    #[test]
+    fn records_round_trip_with_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let (t, contents) = txn(
+            1,
+            &[("a.json", Some(b"{}")), ("gone.json", None), ("c.dust", Some(b"\xff not utf-8"))],
+        );
+        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        writer.append(&encode_transaction(&t, &refs), true).unwrap();
+        let mut reader = LogReader::open(&path).unwrap().unwrap();
+        let record = reader.next_record().unwrap().unwrap();
+        assert_eq!(
+            record.contents(),
+            vec![("a.json", &b"{}"[..]), ("c.dust", &b"\xff not utf-8"[..])]
+        );
+        match &record.header {
+            Header::Transaction { transaction, .. } => assert_eq!(transaction, &t),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(reader.next_record().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_torn_tail_is_not_in_the_middle() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_log(dir.path(), 3);
+        let full = std::fs::read(&path).unwrap();
+        let good = verify(&path).unwrap();
+        assert_eq!((good.transactions, good.last_seq, good.damage), (3, 3, None));
+        // Every cut inside the last two records (transaction 3 and its marker) is a torn tail.
+        let (_, last_txn_offset) = offsets(&path)[2];
+        for cut in (last_txn_offset as usize + 1)..full.len() {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            let v = verify(&path).unwrap();
+            let damage = v.damage.clone();
+            if cut == full.len() - encode_applied(3).len() {
+                assert_eq!(damage, None, "cut at a record boundary is clean");
+                continue;
+            }
+            let damage = damage.unwrap_or_else(|| panic!("cut at {cut} went unnoticed"));
+            assert!(!damage.in_middle, "cut at {cut}: {damage:?}");
+        }
+    }
+
+    #[test]
+    fn garbage_after_the_last_record_is_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_log(dir.path(), 2);
+        let valid = std::fs::metadata(&path).unwrap().len();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"SDT1\x05\x00\x00\x00\x00\x00\x00\x00zzzzz").unwrap();
+        let v = verify(&path).unwrap();
+        let damage = v.damage.unwrap();
+        assert_eq!((damage.offset, damage.seq, damage.in_middle), (valid, 3, false));
+        assert_eq!(v.valid_len, valid);
+    }
+
+    #[test]
+    fn a_bad_checksum_in_the_middle_names_the_seq() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_log(dir.path(), 4);
+        let (_, offset) = offsets(&path)[1];
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[offset as usize + 30] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let (headers, damage) = read_all(&path);
+        assert_eq!(headers.len(), 2, "seq 1 and its marker are still read");
+        let damage = damage.unwrap();
+        assert_eq!((damage.offset, damage.seq, damage.in_middle), (offset, 2, true));
+        assert!(damage.reason.contains("checksum"), "{}", damage.reason);
+    }
+
+    #[test]
+    fn out_of_order_seqs_are_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let (t1, _) = txn(1, &[("a.json", None)]);
+        let (t3, _) = txn(3, &[("a.json", None)]);
+        writer.append(&encode_transaction(&t1, &[]), true).unwrap();
+        writer.append(&encode_transaction(&t3, &[]), true).unwrap();
+        let damage = read_all(&path).1.unwrap();
+        assert!(damage.in_middle);
+        assert_eq!(damage.seq, 2);
+        assert!(damage.reason.contains("consecutive"), "{}", damage.reason);
+    }
+
+    #[test]
+    fn missing_log_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = verify(&dir.path().join(LOG_FILE)).unwrap();
+        assert_eq!((v.transactions, v.last_seq, v.damage), (0, 0, None));
+    }
+
+    /// (seq, offset) of each transaction record.
+    fn offsets(path: &Path) -> Vec<(u64, u64)> {
+        let mut reader = LogReader::open(path).unwrap().unwrap();
+        let mut out = Vec::new();
+        while let Some(record) = reader.next_record().unwrap() {
+            if let Header::Transaction { transaction, .. } = &record.header {
+                out.push((transaction.seq, record.offset));
+            }
+        }
+        out
+    }
+}

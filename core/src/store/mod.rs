@@ -1,0 +1,950 @@
+//! The transactional store: one writer applying changes in order, readers on immutable
+//! snapshots, a checksummed transaction log, recovery, external edits and the change feed.
+//!
+//! A commit goes: check the paths -> take in any edit made on disk behind our back to the
+//! touched documents -> check expected versions -> diagnose the store as it would be after
+//! the change and refuse new problems whose code `[save] refuse` lists -> write the new
+//! contents to temporary files -> append the transaction to the log and sync it (the commit
+//! point) -> rename the files into place -> publish the new snapshot and notify subscribers.
+//! Any failure before the commit point leaves nothing behind; a failure after it undoes the
+//! documents already replaced and cuts the record from the log. A crash after the commit
+//! point is finished by the next open, which redoes the logged writes that did not land.
+//!
+//! Invariants:
+//! - only the holder of the `writer` mutex writes documents or the log, so transactions are
+//!   applied strictly in seq order and the snapshot always equals the last logged state;
+//! - a snapshot is never mutated: readers clone the `Arc` and keep it as long as they like;
+//! - the documents on disk equal the current snapshot except for edits not yet ingested,
+//!   which the next commit touching them, the watcher, or the next open records as
+//!   `external` transactions.
+
+mod error;
+mod feed;
+mod fsio;
+mod lock;
+mod log;
+mod time;
+mod txn;
+mod watch;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::analysis::{self, Analysis, Document, StoreContext};
+use crate::scan;
+
+pub use error::{StoreError, StoreResult};
+pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
+pub use fsio::{FailHook, FailPoint};
+pub use log::{Damage, Verification};
+pub use time::rfc3339;
+pub use txn::{ChangeKind, DocumentChange, Origin, Transaction, Version};
+
+use feed::{Coalesced, Feed};
+use fsio::Disk;
+use lock::StoreLock;
+use log::{Header, LogReader, LogWriter};
+
+/// Stardust's private folder inside a store.
+pub const PRIVATE_DIR: &str = ".stardust";
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct OpenOptions {
+    /// Watch the store for edits made behind Stardust's back while it is open.
+    pub watch: bool,
+    /// How long the watched files must be quiet before their edits are taken in.
+    pub debounce: Duration,
+    /// Makes chosen I/O steps fail, to test that failures leave nothing half-applied.
+    #[doc(hidden)]
+    pub fail: Option<FailHook>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> OpenOptions {
+        OpenOptions { watch: true, debounce: Duration::from_millis(100), fail: None }
+    }
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("watch", &self.watch)
+            .field("debounce", &self.debounce)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The state of the store as of one transaction.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The seq of the last transaction included (0 for a store with no history).
+    pub seq: u64,
+    pub analysis: Analysis,
+}
+
+impl Snapshot {
+    /// The version of the document at `path`, if it exists.
+    pub fn version(&self, path: &str) -> Option<Version> {
+        self.analysis.document(path).and_then(|doc| doc.version.parse().ok())
+    }
+}
+
+/// What to do to one document in a commit.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Op {
+    /// Create the document or replace its content.
+    Put(Vec<u8>),
+    /// Create the document; a `conflict` if it exists.
+    Create(Vec<u8>),
+    /// Delete the document; `not-found` if it does not exist.
+    Delete,
+}
+
+/// One document's change in a commit.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Change {
+    /// Store-relative, `/`-separated.
+    pub path: String,
+    pub op: Op,
+    /// The version the change was computed from; another current version is a `conflict`.
+    pub expected: Option<Version>,
+}
+
+impl Change {
+    pub fn put(path: impl Into<String>, content: impl Into<Vec<u8>>) -> Change {
+        Change { path: path.into(), op: Op::Put(content.into()), expected: None }
+    }
+
+    pub fn create(path: impl Into<String>, content: impl Into<Vec<u8>>) -> Change {
+        Change { path: path.into(), op: Op::Create(content.into()), expected: None }
+    }
+
+    pub fn delete(path: impl Into<String>) -> Change {
+        Change { path: path.into(), op: Op::Delete, expected: None }
+    }
+
+    /// Require the document to be at `version` when the commit applies.
+    pub fn expecting(mut self, version: Version) -> Change {
+        self.expected = Some(version);
+        self
+    }
+}
+
+/// The outcome of a successful commit.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Committed {
+    /// The seq the store is at after the commit.
+    pub seq: u64,
+    /// The transaction recorded; `None` when every change left its document as it was.
+    pub transaction: Option<Transaction>,
+}
+
+/// A page of what changed after a seq, for a client resuming after a disconnect.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum ChangesSince {
+    /// Coalesced changes of the transactions after the asked seq, through `seq`. With `more`,
+    /// ask again from `seq` for the rest.
+    Changes { seq: u64, documents: Vec<DocumentNotice>, entities: Vec<EntityNotice>, more: bool },
+    /// The log does not reach back to the asked seq: re-read the current state (as of `seq`).
+    Overflow { seq: u64 },
+}
+
+/// An open store, owned exclusively by this process until dropped.
+pub struct Store {
+    inner: Arc<Inner>,
+    watcher: Option<watch::Watcher>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("root", &self.inner.root).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    root: PathBuf,
+    ctx: Arc<StoreContext>,
+    disk: Disk,
+    log_path: PathBuf,
+    writer: Mutex<Writer>,
+    current: RwLock<Arc<Snapshot>>,
+    /// The log offset of each transaction record, at index `seq - 1`.
+    offsets: RwLock<Vec<u64>>,
+    feed: Feed,
+}
+
+struct Writer {
+    log: LogWriter,
+    /// Set when a failed commit could not be undone; every later write is refused.
+    poisoned: Option<String>,
+    _lock: StoreLock,
+}
+
+impl Store {
+    /// Open the store at `root`: take its lock, recover the log, take in external edits, and
+    /// (by default) start watching for more.
+    pub fn open(root: &Path, options: OpenOptions) -> StoreResult<Store> {
+        let root = std::fs::canonicalize(root)
+            .map_err(|e| StoreError::io(format!("cannot open the store {}", root.display()), e))?;
+        let ctx = Arc::new(StoreContext::load(&root)?);
+        let private = root.join(PRIVATE_DIR);
+        let log_dir = private.join("log");
+        std::fs::create_dir_all(&log_dir)
+            .map_err(|e| StoreError::io(format!("cannot create {}", log_dir.display()), e))?;
+        let lock = StoreLock::acquire(&root, &private)?;
+        let log_path = log_dir.join(log::LOG_FILE);
+        let disk = Disk::new(root.clone(), options.fail.clone());
+        let (writer, snapshot, offsets) = recover(&root, &ctx, &disk, &log_path, lock)?;
+        let inner = Arc::new(Inner {
+            root: root.clone(),
+            ctx,
+            disk,
+            log_path,
+            writer: Mutex::new(writer),
+            current: RwLock::new(Arc::new(snapshot)),
+            offsets: RwLock::new(offsets),
+            feed: Feed::default(),
+        });
+        let watcher = if options.watch {
+            Some(watch::Watcher::start(Arc::downgrade(&inner), &root, options.debounce)?)
+        } else {
+            None
+        };
+        Ok(Store { inner, watcher })
+    }
+
+    /// The store's root folder (canonical).
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The current snapshot. Never waits for a commit in progress.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.snapshot()
+    }
+
+    /// Apply `changes` as one transaction, all or nothing.
+    pub fn commit(&self, origin: Origin, changes: Vec<Change>) -> StoreResult<Committed> {
+        if origin == Origin::External {
+            return Err(StoreError::InvalidArguments(
+                "the origin 'external' is reserved for edits Stardust finds on disk; name the \
+                 client making the change"
+                    .to_owned(),
+            ));
+        }
+        self.inner.commit(origin, changes)
+    }
+
+    /// Compare every document on disk with the current snapshot and record the differences as
+    /// one `external` transaction. The watcher does this for the files it sees change; this is
+    /// for when events may have been missed.
+    pub fn rescan(&self) -> StoreResult<Option<Transaction>> {
+        self.inner.rescan()
+    }
+
+    /// Receive the changes of every transaction committed from now on.
+    pub fn subscribe(&self) -> Subscription {
+        self.inner.feed.subscribe(self.inner.ctx.config.max_pending)
+    }
+
+    /// What changed after `since`, coalesced, over at most about `limit` entries (a single
+    /// transaction is never split).
+    pub fn changes_since(&self, since: u64, limit: usize) -> StoreResult<ChangesSince> {
+        self.inner.changes_since(since, limit)
+    }
+
+    /// The transactions after `since`, at most `limit` of them, oldest first.
+    pub fn transactions(&self, since: u64, limit: usize) -> StoreResult<Vec<Transaction>> {
+        let head = self.snapshot().seq;
+        let start = self.inner.offset_of(since + 1);
+        read_transactions(&self.inner.log_path, start, since, head, limit)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Stop taking in watched edits before the lock goes, then release waiting readers.
+        self.watcher.take();
+        self.inner.feed.close();
+    }
+}
+
+/// Read the transactions after `since` from the log of the store at `root` without opening
+/// the store (no lock is taken, nothing is recovered or recorded), e.g. while another process
+/// owns it. A record being appended at the end is not listed.
+pub fn read_log(root: &Path, since: u64, limit: usize) -> StoreResult<Vec<Transaction>> {
+    let path = root.join(PRIVATE_DIR).join("log").join(log::LOG_FILE);
+    read_transactions(&path, None, since, u64::MAX, limit)
+}
+
+/// Check every record of the log of the store at `root`, changing nothing.
+pub fn verify_log(root: &Path) -> StoreResult<Verification> {
+    let path = root.join(PRIVATE_DIR).join("log").join(log::LOG_FILE);
+    log::verify(&path).map_err(|e| StoreError::io(format!("cannot read {}", path.display()), e))
+}
+
+fn read_transactions(
+    path: &Path,
+    start: Option<u64>,
+    since: u64,
+    head: u64,
+    limit: usize,
+) -> StoreResult<Vec<Transaction>> {
+    let context = || format!("cannot read the transaction log {}", path.display());
+    let Some(mut reader) = LogReader::open(path).map_err(|e| StoreError::io(context(), e))? else {
+        return Ok(Vec::new());
+    };
+    if let Some(offset) = start {
+        reader.seek(offset, since + 1).map_err(|e| StoreError::io(context(), e))?;
+    }
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match reader.next_record() {
+            Ok(Some(record)) => {
+                if let Header::Transaction { transaction, .. } = record.header {
+                    if transaction.seq > head {
+                        break;
+                    }
+                    if transaction.seq > since {
+                        out.push(transaction);
+                    }
+                }
+            }
+            Ok(None) => break,
+            // An unfinished record at the end is an append in progress (or a torn tail that
+            // the next open truncates); damage before it is reported.
+            Err(damage) if !damage.in_middle => break,
+            Err(damage) => return Err(corrupt(path, damage)),
+        }
+    }
+    Ok(out)
+}
+
+fn corrupt(log: &Path, damage: Damage) -> StoreError {
+    let store = log.ancestors().nth(3).unwrap_or(log).to_owned();
+    StoreError::LogCorrupt {
+        log: log.to_owned(),
+        store,
+        seq: damage.seq,
+        offset: damage.offset,
+        reason: damage.reason,
+    }
+}
+
+/// Read the log, finish an interrupted commit, and record what changed on disk since.
+fn recover(
+    root: &Path,
+    ctx: &Arc<StoreContext>,
+    disk: &Disk,
+    log_path: &Path,
+    lock: StoreLock,
+) -> StoreResult<(Writer, Snapshot, Vec<u64>)> {
+    let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
+
+    // The last logged state: each document's version and the record holding its content.
+    let mut logged: HashMap<String, Logged> = HashMap::new();
+    let mut offsets = Vec::new();
+    let mut unapplied: Option<log::Record> = None;
+    let mut valid_len = 0;
+    let mut last_seq = 0;
+    if let Some(mut reader) = LogReader::open(log_path).map_err(|e| io("cannot read", e))? {
+        loop {
+            match reader.next_record() {
+                Ok(Some(record)) => {
+                    match &record.header {
+                        Header::Transaction { transaction, .. } => {
+                            offsets.push(record.offset);
+                            for doc in &transaction.documents {
+                                match doc.after {
+                                    Some(version) => {
+                                        let at = Logged {
+                                            version,
+                                            offset: record.offset,
+                                            seq: transaction.seq,
+                                        };
+                                        logged.insert(doc.path.clone(), at);
+                                    }
+                                    None => {
+                                        logged.remove(&doc.path);
+                                    }
+                                }
+                            }
+                            // Only Stardust's own writes are redone: an external record
+                            // describes files that were already on disk.
+                            unapplied = (transaction.origin != Origin::External).then_some(record);
+                        }
+                        Header::Applied { .. } => unapplied = None,
+                    }
+                }
+                Ok(None) => break,
+                Err(damage) if damage.in_middle => return Err(corrupt(log_path, damage)),
+                Err(damage) => {
+                    tracing::warn!(
+                        "the transaction log ends with an unfinished record at byte {} ({}); \
+                         dropping it (it was never acknowledged)",
+                        damage.offset,
+                        damage.reason
+                    );
+                    break;
+                }
+            }
+        }
+        valid_len = reader.offset();
+        last_seq = reader.last_seq();
+    }
+    let mut log = LogWriter::open(log_path, valid_len).map_err(|e| io("cannot open", e))?;
+
+    // The documents on disk now.
+    let files = scan::documents(root, &ctx.config)?;
+    let read: Vec<(String, Vec<u8>)> = files
+        .into_par_iter()
+        .filter_map(|(rel, abs)| match fsio::read_regular(&abs) {
+            Ok(bytes) => Some((rel, bytes?)),
+            Err(err) => {
+                tracing::warn!("cannot read {rel}, leaving it out: {err}");
+                None
+            }
+        })
+        .collect();
+    let mut on_disk: HashMap<String, Vec<u8>> = read.into_iter().collect();
+
+    // Redo the writes of a commit whose documents may not all have landed.
+    if let Some(record) = unapplied {
+        let Header::Transaction { transaction, .. } = &record.header else { unreachable!() };
+        let contents: HashMap<&str, &[u8]> = record.contents().into_iter().collect();
+        for doc in &transaction.documents {
+            disk.remove_stale_temp(&doc.path);
+            let now = on_disk.get(&doc.path).map(|b| Version::of(b));
+            if now == doc.after || now != doc.before {
+                // Landed already, or edited since the crash (taken in below as external).
+                continue;
+            }
+            let redo = match contents.get(doc.path.as_str()) {
+                Some(content) => disk.write(&doc.path, content).map(|()| {
+                    on_disk.insert(doc.path.clone(), content.to_vec());
+                }),
+                None => disk.remove(&doc.path).map(|()| {
+                    on_disk.remove(&doc.path);
+                }),
+            };
+            redo.map_err(|e| {
+                StoreError::io(
+                    format!("cannot finish seq {} by writing {}", transaction.seq, doc.path),
+                    e,
+                )
+            })?;
+            tracing::info!("finished the interrupted seq {}: wrote {}", transaction.seq, doc.path);
+        }
+        log.append(&log::encode_applied(transaction.seq), true)
+            .map_err(|e| io("cannot append to", e))?;
+    }
+
+    // What differs from the last logged state becomes one external transaction.
+    let mut changed: Vec<String> = logged
+        .iter()
+        .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
+        .map(|(path, _)| path.clone())
+        .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
+        .collect();
+    changed.sort();
+    let before_docs: Vec<(String, Vec<u8>)> = if logged.is_empty() {
+        Vec::new()
+    } else {
+        let from_log = logged_contents(log_path, &changed, &logged)?;
+        let mut docs: Vec<(String, Vec<u8>)> = on_disk
+            .iter()
+            .filter(|(path, _)| logged.contains_key(*path) && !from_log.contains_key(*path))
+            .map(|(path, bytes)| (path.clone(), bytes.clone()))
+            .collect();
+        docs.extend(from_log);
+        docs
+    };
+    let before = Analysis::new(ctx.clone(), before_docs);
+    let mut seq = last_seq;
+    let analysis = if changed.is_empty() {
+        before
+    } else {
+        let changes: Vec<(String, Option<Vec<u8>>)> =
+            changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
+        let after = before.with_changes(changes.clone());
+        seq += 1;
+        let (txn, contents) = transaction(seq, Origin::External, &before, &after, &changes);
+        let refs: Vec<&[u8]> = contents.iter().map(|c| c.as_slice()).collect();
+        let offset = log
+            .append(&log::encode_transaction(&txn, &refs), true)
+            .map_err(|e| io("cannot append to", e))?;
+        offsets.push(offset);
+        tracing::info!(
+            "recorded {} document{} changed outside Stardust as seq {seq}",
+            txn.documents.len(),
+            if txn.documents.len() == 1 { "" } else { "s" }
+        );
+        after
+    };
+    let writer = Writer { log, poisoned: None, _lock: lock };
+    Ok((writer, Snapshot { seq, analysis }, offsets))
+}
+
+/// Where the last logged content of a document is.
+struct Logged {
+    version: Version,
+    offset: u64,
+    seq: u64,
+}
+
+/// The last logged content of each of `paths` that the log has, read from its records.
+fn logged_contents(
+    log_path: &Path,
+    paths: &[String],
+    logged: &HashMap<String, Logged>,
+) -> StoreResult<HashMap<String, Vec<u8>>> {
+    let mut by_record: BTreeMap<(u64, u64), Vec<&str>> = BTreeMap::new();
+    for path in paths {
+        if let Some(at) = logged.get(path) {
+            by_record.entry((at.offset, at.seq)).or_default().push(path);
+        }
+    }
+    let mut out = HashMap::new();
+    for ((offset, seq), wanted) in by_record {
+        let io = |e| StoreError::io(format!("cannot read {}", log_path.display()), e);
+        let mut reader = LogReader::open(log_path).map_err(io)?.ok_or_else(|| {
+            io(std::io::Error::new(std::io::ErrorKind::NotFound, "the log disappeared"))
+        })?;
+        reader.seek(offset, seq).map_err(io)?;
+        let record = reader.next_record().map_err(|d| corrupt(log_path, d))?.ok_or_else(|| {
+            io(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "a record disappeared"))
+        })?;
+        for (path, content) in record.contents() {
+            if wanted.contains(&path) {
+                out.insert(path.to_owned(), content.to_vec());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Build the transaction `seq` for `changes` (each path once, sorted) taking `before` to
+/// `after`, and the new contents in the order the log stores them.
+fn transaction(
+    seq: u64,
+    origin: Origin,
+    before: &Analysis,
+    after: &Analysis,
+    changes: &[(String, Option<Vec<u8>>)],
+) -> (Transaction, Vec<Vec<u8>>) {
+    let mut documents = Vec::with_capacity(changes.len());
+    let mut contents = Vec::new();
+    for (path, content) in changes {
+        let old = before.document(path);
+        let new = after.document(path);
+        let (created, changed, deleted) = entity_diff(old.map(|d| &**d), new.map(|d| &**d));
+        documents.push(DocumentChange {
+            path: path.clone(),
+            before: old.and_then(|d| d.version.parse().ok()),
+            after: content.as_deref().map(Version::of),
+            created,
+            changed,
+            deleted,
+        });
+        if let Some(content) = content {
+            contents.push(content.clone());
+        }
+    }
+    let txn = Transaction { seq, time: rfc3339(SystemTime::now()), origin, documents };
+    (txn, contents)
+}
+
+type Ids = Vec<String>;
+
+/// The entity ids created, changed and deleted between two versions of a document, sorted.
+fn entity_diff(before: Option<&Document>, after: Option<&Document>) -> (Ids, Ids, Ids) {
+    let values = |doc: Option<&Document>| {
+        let mut out: BTreeMap<String, Value> = BTreeMap::new();
+        let Some(doc) = doc else { return out };
+        for (i, entity) in doc.entities.iter().enumerate() {
+            if let (Some(id), Some((_, value))) = (&entity.id, doc.entity_node(i)) {
+                out.entry(id.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        out
+    };
+    let old = values(before);
+    let mut new = values(after);
+    let (mut created, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, value) in old {
+        match new.remove(&id) {
+            None => deleted.push(id),
+            Some(now) if now != value => changed.push(id),
+            Some(_) => {}
+        }
+    }
+    created.extend(new.into_keys());
+    (created, changed, deleted)
+}
+
+impl Inner {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn writer(&self) -> StoreResult<MutexGuard<'_, Writer>> {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(reason) = &writer.poisoned {
+            return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
+        }
+        Ok(writer)
+    }
+
+    fn offset_of(&self, seq: u64) -> Option<u64> {
+        let offsets = self.offsets.read().unwrap_or_else(|e| e.into_inner());
+        offsets.get(usize::try_from(seq).ok()?.checked_sub(1)?).copied()
+    }
+
+    /// Make `snapshot` current and tell subscribers about `txn`.
+    fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
+        self.offsets.write().unwrap_or_else(|e| e.into_inner()).push(offset);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        self.feed.publish(txn);
+    }
+
+    fn commit(&self, origin: Origin, mut changes: Vec<Change>) -> StoreResult<Committed> {
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        if let Some(pair) = changes.windows(2).find(|w| w[0].path == w[1].path) {
+            return Err(StoreError::InvalidArguments(format!(
+                "{} is changed twice in one commit; give each document once",
+                pair[0].path
+            )));
+        }
+        for change in &changes {
+            let abs = self.disk.resolve(&change.path)?;
+            if !scan::is_document_path(&self.ctx.config, &change.path) {
+                return Err(StoreError::InvalidArguments(format!(
+                    "{} is not a document: documents end in .json or .dust and lie outside \
+                     .stardust/, .git/ and the ignore globs of stardust.toml",
+                    change.path
+                )));
+            }
+            if std::fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_file()) {
+                return Err(StoreError::InvalidArguments(format!(
+                    "{} is a folder or a special file, not a document; move it away first",
+                    change.path
+                )));
+            }
+        }
+        let mut writer = self.writer()?;
+
+        // Edits made on disk to these documents since the snapshot are history too: record
+        // them first, so the expected versions are checked against what is really there.
+        let mut on_disk = Vec::with_capacity(changes.len());
+        for change in &changes {
+            on_disk.push(self.disk.read(&change.path)?);
+        }
+        let snapshot = self.snapshot();
+        let external: Vec<(String, Option<Vec<u8>>)> = changes
+            .iter()
+            .zip(&on_disk)
+            .filter(|(change, bytes)| {
+                bytes.as_deref().map(Version::of) != snapshot.version(&change.path)
+            })
+            .map(|(change, bytes)| (change.path.clone(), bytes.clone()))
+            .collect();
+        if !external.is_empty() {
+            self.ingest_locked(&mut writer, external)?;
+        }
+
+        let snapshot = self.snapshot();
+        let mut effective: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        for change in changes {
+            let current = snapshot.version(&change.path);
+            if let Some(expected) = change.expected
+                && current != Some(expected)
+            {
+                return Err(conflict(change.path, Some(expected), current));
+            }
+            let content = match change.op {
+                Op::Create(_) if current.is_some() => {
+                    return Err(conflict(change.path, None, current));
+                }
+                Op::Delete if current.is_none() => return Err(StoreError::NotFound(change.path)),
+                Op::Put(content) | Op::Create(content) => {
+                    if current == Some(Version::of(&content)) {
+                        continue;
+                    }
+                    Some(content)
+                }
+                Op::Delete => None,
+            };
+            effective.push((change.path, content));
+        }
+        if effective.is_empty() {
+            return Ok(Committed { seq: snapshot.seq, transaction: None });
+        }
+
+        let before = &snapshot.analysis;
+        let after = before.with_changes(effective.clone());
+        let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
+        let problems = analysis::new_problems(before, &after, &paths, &self.ctx.config.refuse);
+        if !problems.is_empty() {
+            return Err(StoreError::Refused { problems });
+        }
+        let seq = snapshot.seq + 1;
+        let (txn, contents) = transaction(seq, origin, before, &after, &effective);
+        let previous: HashMap<&str, Option<&[u8]>> = effective
+            .iter()
+            .zip(&on_disk)
+            .map(|((path, _), bytes)| (path.as_str(), bytes.as_deref()))
+            .collect();
+        let offset = self.write(&mut writer, &txn, &contents, &previous)?;
+        self.publish(&txn, Snapshot { seq, analysis: after }, offset);
+        Ok(Committed { seq, transaction: Some(txn) })
+    }
+
+    /// Write a transaction's documents and log record; all or nothing. `previous` holds the
+    /// content each document had (for undoing), and returns the record's log offset.
+    fn write(
+        &self,
+        writer: &mut Writer,
+        txn: &Transaction,
+        contents: &[Vec<u8>],
+        previous: &HashMap<&str, Option<&[u8]>>,
+    ) -> StoreResult<u64> {
+        let failed = |path: &str, e| {
+            StoreError::io(format!("cannot write {path}; nothing was committed"), e)
+        };
+        let mut staged = Vec::new();
+        let mut content = contents.iter();
+        for doc in txn.documents.iter().filter(|d| d.after.is_some()) {
+            let bytes = content.next().expect("one content per document with an after version");
+            match self.disk.stage(&doc.path, bytes) {
+                Ok(s) => staged.push(s),
+                Err(e) => {
+                    staged.iter().for_each(fsio::Staged::discard);
+                    return Err(failed(&doc.path, e));
+                }
+            }
+        }
+
+        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let record = log::encode_transaction(txn, &refs);
+        let appended = self
+            .disk
+            .check(FailPoint::AppendLog, log::LOG_FILE)
+            .and_then(|()| writer.log.append(&record, true));
+        let offset = match appended {
+            Ok(offset) => offset,
+            Err(e) => {
+                staged.iter().for_each(fsio::Staged::discard);
+                if writer.log.is_broken() {
+                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+                }
+                return Err(StoreError::io(
+                    "cannot append to the transaction log; nothing was committed",
+                    e,
+                ));
+            }
+        };
+
+        // The commit point has passed; a failure from here on is undone by hand.
+        let mut staged = staged.into_iter();
+        let mut done: Vec<&str> = Vec::new();
+        for doc in &txn.documents {
+            let result = match doc.after {
+                Some(_) => {
+                    let s = staged.next().expect("staged above");
+                    self.disk.install(&doc.path, s)
+                }
+                None => self.disk.remove(&doc.path),
+            };
+            if let Err(e) = result {
+                staged.for_each(|s| s.discard());
+                let undone = self.undo(writer, &done, previous, offset);
+                if let Err(reason) = undone {
+                    writer.poisoned = Some(reason.clone());
+                    return Err(StoreError::Poisoned { store: self.root.clone(), reason });
+                }
+                return Err(failed(&doc.path, e));
+            }
+            done.push(&doc.path);
+        }
+        // Not synced: the marker only spares the next open some checking, and it is written
+        // after the documents are durable, so it never claims more than is true.
+        if let Err(e) = writer.log.append(&log::encode_applied(txn.seq), false) {
+            tracing::warn!("cannot mark seq {} as applied: {e}", txn.seq);
+            if writer.log.is_broken() {
+                writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+            }
+        }
+        Ok(offset)
+    }
+
+    /// Put back the documents of a failed commit and cut its record from the log.
+    fn undo(
+        &self,
+        writer: &mut Writer,
+        done: &[&str],
+        previous: &HashMap<&str, Option<&[u8]>>,
+        offset: u64,
+    ) -> Result<(), String> {
+        for path in done {
+            let restored = match previous.get(path).copied().flatten() {
+                Some(bytes) => self.disk.write(path, bytes),
+                None => self.disk.remove(path),
+            };
+            restored.map_err(|e| format!("cannot restore {path}: {e}"))?;
+        }
+        writer.log.truncate(offset).map_err(|e| format!("cannot cut the log back: {e}"))
+    }
+
+    /// Record edits found on disk (content, or `None` for gone) as one external transaction,
+    /// skipping those that match the snapshot. External changes are never refused.
+    fn ingest_locked(
+        &self,
+        writer: &mut Writer,
+        found: Vec<(String, Option<Vec<u8>>)>,
+    ) -> StoreResult<Option<Transaction>> {
+        let snapshot = self.snapshot();
+        let mut changes: Vec<(String, Option<Vec<u8>>)> = found
+            .into_iter()
+            .filter(|(path, bytes)| bytes.as_deref().map(Version::of) != snapshot.version(path))
+            .collect();
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        changes.dedup_by(|a, b| a.0 == b.0);
+        let after = snapshot.analysis.with_changes(changes.clone());
+        let seq = snapshot.seq + 1;
+        let (txn, contents) =
+            transaction(seq, Origin::External, &snapshot.analysis, &after, &changes);
+        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let offset =
+            writer.log.append(&log::encode_transaction(&txn, &refs), true).map_err(|e| {
+                if writer.log.is_broken() {
+                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+                }
+                StoreError::io("cannot record an external edit in the transaction log", e)
+            })?;
+        tracing::info!(
+            "recorded {} document(s) edited outside Stardust as seq {seq}",
+            txn.documents.len()
+        );
+        self.publish(&txn, Snapshot { seq, analysis: after }, offset);
+        Ok(Some(txn))
+    }
+
+    /// Take in what the files at these store-relative paths (documents or folders) now hold.
+    fn ingest_paths(&self, paths: Vec<String>) -> StoreResult<Option<Transaction>> {
+        let mut writer = self.writer()?;
+        let snapshot = self.snapshot();
+        let mut candidates: Vec<String> = Vec::new();
+        for rel in paths {
+            if rel.split('/').next().is_some_and(|first| scan::PRIVATE_DIRS.contains(&first)) {
+                continue;
+            }
+            // A folder that went away or moved takes its known documents with it.
+            let prefix = format!("{rel}/");
+            candidates.extend(
+                snapshot
+                    .analysis
+                    .documents()
+                    .filter(|doc| doc.path.starts_with(&prefix))
+                    .map(|doc| doc.path.clone()),
+            );
+            let abs = self.root.join(&rel);
+            let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+            if is_dir && self.disk.resolve(&rel).is_ok() {
+                candidates.extend(documents_under(&self.root, &abs, &self.ctx.config));
+            }
+            if scan::is_document_path(&self.ctx.config, &rel) {
+                candidates.push(rel);
+            }
+        }
+        candidates.sort();
+        candidates.dedup();
+        let mut found = Vec::with_capacity(candidates.len());
+        for path in candidates {
+            let bytes = self.disk.read(&path)?;
+            found.push((path, bytes));
+        }
+        self.ingest_locked(&mut writer, found)
+    }
+
+    fn rescan(&self) -> StoreResult<Option<Transaction>> {
+        let mut writer = self.writer()?;
+        let snapshot = self.snapshot();
+        let files = scan::documents(&self.root, &self.ctx.config)?;
+        let mut found: Vec<(String, Option<Vec<u8>>)> = files
+            .into_par_iter()
+            .map(|(rel, abs)| {
+                let bytes = fsio::read_regular(&abs)
+                    .map_err(|e| StoreError::io(format!("cannot read {rel}"), e))?;
+                Ok((rel, bytes))
+            })
+            .collect::<StoreResult<_>>()?;
+        let present: std::collections::HashSet<&str> =
+            found.iter().map(|(path, _)| path.as_str()).collect();
+        let gone: Vec<String> = snapshot
+            .analysis
+            .documents()
+            .filter(|doc| !present.contains(doc.path.as_str()))
+            .map(|doc| doc.path.clone())
+            .collect();
+        found.extend(gone.into_iter().map(|path| (path, None)));
+        self.ingest_locked(&mut writer, found)
+    }
+
+    fn changes_since(&self, since: u64, limit: usize) -> StoreResult<ChangesSince> {
+        let head = self.snapshot().seq;
+        if since > head {
+            return Ok(ChangesSince::Overflow { seq: head });
+        }
+        let mut coalesced = Coalesced::starting_at(since);
+        let mut more = false;
+        if since < head {
+            let Some(offset) = self.offset_of(since + 1) else {
+                return Ok(ChangesSince::Overflow { seq: head });
+            };
+            let context = || format!("cannot read {}", self.log_path.display());
+            let mut reader = LogReader::open(&self.log_path)
+                .map_err(|e| StoreError::io(context(), e))?
+                .ok_or_else(|| StoreError::io(context(), std::io::ErrorKind::NotFound.into()))?;
+            reader.seek(offset, since + 1).map_err(|e| StoreError::io(context(), e))?;
+            while let Some(record) = reader.next_record().map_err(|d| corrupt(&self.log_path, d))? {
+                let Header::Transaction { transaction, .. } = &record.header else { continue };
+                if transaction.seq > head {
+                    break;
+                }
+                coalesced.add(transaction);
+                if coalesced.len() >= limit && transaction.seq < head {
+                    more = true;
+                    break;
+                }
+            }
+        }
+        let seq = coalesced.seq;
+        let (documents, entities) = coalesced.take();
+        Ok(ChangesSince::Changes { seq, documents, entities, more })
+    }
+}
+
+fn conflict(path: String, expected: Option<Version>, found: Option<Version>) -> StoreError {
+    StoreError::Conflict { path, expected, found }
+}
+
+/// The documents under the folder `dir` of the store at `root`, as store-relative paths.
+fn documents_under(root: &Path, dir: &Path, config: &crate::config::Config) -> Vec<String> {
+    walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_file())
+        .filter_map(|entry| scan::relative(root, entry.path()))
+        .filter(|rel| scan::is_document_path(config, rel))
+        .collect()
+}

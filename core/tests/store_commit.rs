@@ -1,0 +1,382 @@
+//! The commit path of the store: save authority, versions, all-or-nothing writes, I/O
+//! failures, paths that must not be written, the lock.
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use stardust_core::store::{
+    Change, ChangeKind, FailPoint, OpenOptions, Origin, Store, StoreError, Version, verify_log,
+};
+
+fn options() -> OpenOptions {
+    OpenOptions { watch: false, ..OpenOptions::default() }
+}
+
+fn open(root: &Path) -> Store {
+    Store::open(root, options()).unwrap()
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn read(root: &Path, rel: &str) -> Option<String> {
+    std::fs::read_to_string(root.join(rel)).ok()
+}
+
+fn person(id: &str, name: &str) -> String {
+    format!("{{\"id\": \"{id}\", \"type\": \"person\", \"name\": \"{name}\"}}\n")
+}
+
+const PERSON_SCHEMA: &str = r#"{
+  "type": "object",
+  "properties": {"id": {"type": "string"}, "type": {"const": "person"}, "name": {"type": "string"}},
+  "required": ["id", "type", "name"],
+  "additionalProperties": false
+}
+"#;
+
+/// A store with a schema and two people.
+fn library() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "schemas/person.schema.json", PERSON_SCHEMA);
+    write(dir.path(), "people/ann.json", &person("person/ann", "Ann"));
+    write(dir.path(), "people/bob.json", &person("person/bob", "Bob"));
+    dir
+}
+
+fn mcp() -> Origin {
+    Origin::Mcp("test".into())
+}
+
+/// Every file under the store except the private folder, with its content.
+fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".stardust")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            (rel, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_commit_writes_logs_and_describes_entities() {
+    let dir = library();
+    let store = open(dir.path());
+    assert_eq!(store.snapshot().seq, 1, "the first open records the existing documents");
+    let committed = store
+        .commit(
+            mcp(),
+            vec![
+                Change::put("people/ann.json", person("person/ann", "Ann Smith")),
+                Change::create("people/cy.json", person("person/cy", "Cy")),
+                Change::delete("people/bob.json"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(committed.seq, 2);
+    let txn = committed.transaction.unwrap();
+    assert_eq!(txn.origin, mcp());
+    assert!(txn.time.ends_with('Z') && txn.time.len() == 24, "{}", txn.time);
+    let summary: Vec<_> = txn
+        .documents
+        .iter()
+        .map(|d| {
+            (d.path.as_str(), d.kind(), d.created.clone(), d.changed.clone(), d.deleted.clone())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("people/ann.json", ChangeKind::Changed, vec![], vec!["person/ann".to_owned()], vec![]),
+            ("people/bob.json", ChangeKind::Deleted, vec![], vec![], vec!["person/bob".to_owned()]),
+            ("people/cy.json", ChangeKind::Created, vec!["person/cy".to_owned()], vec![], vec![]),
+        ]
+    );
+    assert_eq!(
+        txn.documents[0].after,
+        Some(Version::of(person("person/ann", "Ann Smith").as_bytes()))
+    );
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann Smith"));
+    assert_eq!(read(dir.path(), "people/bob.json"), None);
+    assert_eq!(read(dir.path(), "people/cy.json").unwrap(), person("person/cy", "Cy"));
+    let snapshot = store.snapshot();
+    assert_eq!(snapshot.seq, 2);
+    assert!(snapshot.analysis.document("people/bob.json").is_none());
+    assert_eq!(snapshot.analysis.entity("person/cy").len(), 1);
+    assert_eq!(store.transactions(0, 10).unwrap().last(), Some(&txn));
+}
+
+#[test]
+fn refused_commits_write_nothing() {
+    let dir = library();
+    let store = open(dir.path());
+    let before = files(dir.path());
+    let log_before = std::fs::read(dir.path().join(".stardust/log/transactions.log")).unwrap();
+    let err = store
+        .commit(
+            mcp(),
+            vec![
+                Change::put("people/ann.json", person("person/ann", "Ann 2")),
+                Change::put("people/dan.json", "{\"id\": \"person/dan\", \"type\": \"person\"}"),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "refused");
+    let StoreError::Refused { problems } = &err else { panic!("{err}") };
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].0, "people/dan.json");
+    assert_eq!(problems[0].1.code.as_str(), "schema");
+    assert!(err.to_string().contains("people/dan.json"), "{err}");
+    assert_eq!(files(dir.path()), before);
+    let log_after = std::fs::read(dir.path().join(".stardust/log/transactions.log")).unwrap();
+    assert_eq!(log_after, log_before);
+    assert_eq!(store.snapshot().seq, 1);
+}
+
+#[test]
+fn existing_problems_do_not_refuse_unrelated_or_improving_changes() {
+    let dir = library();
+    write(dir.path(), "broken.json", "{\"id\": \"x/broken\", ");
+    let store = open(dir.path());
+    assert!(!store.snapshot().analysis.diagnostics_of("broken.json").is_empty());
+    store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
+    // Still broken, but not newly so: the same problem is not new.
+    store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": \"x/broken\", ")]).unwrap();
+    // A new syntax error in the same document is.
+    let err = store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": , ]")]).unwrap_err();
+    assert_eq!(err.code(), "refused");
+}
+
+#[test]
+fn a_refused_code_only_refuses_when_configured() {
+    let dir = library();
+    write(dir.path(), "stardust.toml", "[save]\nrefuse = []\n");
+    let store = open(dir.path());
+    store.commit(mcp(), vec![Change::put("bad.json", "{ nope")]).unwrap();
+    assert_eq!(read(dir.path(), "bad.json").unwrap(), "{ nope");
+}
+
+#[test]
+fn stale_versions_conflict() {
+    let dir = library();
+    let store = open(dir.path());
+    let v1 = store.snapshot().version("people/ann.json").unwrap();
+    store
+        .commit(
+            mcp(),
+            vec![Change::put("people/ann.json", person("person/ann", "Ann 2")).expecting(v1)],
+        )
+        .unwrap();
+    let err = store
+        .commit(
+            mcp(),
+            vec![
+                Change::put("people/bob.json", person("person/bob", "Bob 2")),
+                Change::put("people/ann.json", person("person/ann", "Ann 3")).expecting(v1),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "conflict");
+    assert!(err.to_string().contains("people/ann.json"), "{err}");
+    assert_eq!(read(dir.path(), "people/bob.json").unwrap(), person("person/bob", "Bob"));
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann 2"));
+
+    let err = store.commit(mcp(), vec![Change::create("people/bob.json", "{}")]).unwrap_err();
+    assert_eq!(err.code(), "conflict");
+    let err = store.commit(mcp(), vec![Change::delete("people/nobody.json")]).unwrap_err();
+    assert_eq!(err.code(), "not-found");
+    let err =
+        store.commit(mcp(), vec![Change::delete("people/bob.json").expecting(v1)]).unwrap_err();
+    assert_eq!(err.code(), "conflict");
+    assert_eq!(store.snapshot().seq, 2);
+}
+
+#[test]
+fn an_edit_on_disk_is_recorded_before_a_commit_that_touches_it() {
+    let dir = library();
+    let store = open(dir.path());
+    let v1 = store.snapshot().version("people/ann.json").unwrap();
+    write(dir.path(), "people/ann.json", &person("person/ann", "Edited by hand"));
+    let err = store
+        .commit(
+            mcp(),
+            vec![Change::put("people/ann.json", person("person/ann", "Mine")).expecting(v1)],
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), "conflict", "the hand edit is not overwritten blindly");
+    let txns = store.transactions(1, 10).unwrap();
+    assert_eq!(txns.len(), 1);
+    assert_eq!(txns[0].origin, Origin::External);
+    assert_eq!(txns[0].documents[0].path, "people/ann.json");
+    assert_eq!(
+        read(dir.path(), "people/ann.json").unwrap(),
+        person("person/ann", "Edited by hand")
+    );
+}
+
+#[test]
+fn unchanged_content_records_no_transaction() {
+    let dir = library();
+    let store = open(dir.path());
+    let committed = store
+        .commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "Ann"))])
+        .unwrap();
+    assert_eq!((committed.seq, committed.transaction), (1, None));
+}
+
+#[test]
+fn paths_that_are_not_documents_are_refused() {
+    let dir = library();
+    let outside = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("elsewhere")).unwrap();
+    let store = open(dir.path());
+    let cases = [
+        ("../escape.json", "outside-store"),
+        ("/etc/passwd.json", "outside-store"),
+        ("people/../../escape.json", "outside-store"),
+        (".stardust/log/x.json", "invalid-arguments"),
+        (".git/x.json", "invalid-arguments"),
+        ("notes.txt", "invalid-arguments"),
+        #[cfg(unix)]
+        ("elsewhere/x.json", "outside-store"),
+    ];
+    for (path, code) in cases {
+        let err = store.commit(mcp(), vec![Change::put(path, "{}")]).unwrap_err();
+        assert_eq!(err.code(), code, "{path}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    let err = store
+        .commit(mcp(), vec![Change::put("a.json", "{}"), Change::put("a.json", "[]")])
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments");
+    let err = store.commit(Origin::External, vec![Change::put("a.json", "{}")]).unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments");
+    assert_eq!(store.snapshot().seq, 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn permissions_are_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = library();
+    let path = dir.path().join("people/ann.json");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let store = open(dir.path());
+    store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640);
+}
+
+#[test]
+fn readers_keep_their_snapshot() {
+    let dir = library();
+    let store = open(dir.path());
+    let old = store.snapshot();
+    store.commit(mcp(), vec![Change::delete("people/ann.json")]).unwrap();
+    assert_eq!(old.seq, 1);
+    assert!(old.analysis.document("people/ann.json").is_some());
+    assert!(store.snapshot().analysis.document("people/ann.json").is_none());
+}
+
+#[test]
+fn a_second_opener_is_told_who_owns_the_store() {
+    let dir = library();
+    let _store = open(dir.path());
+    let err = Store::open(dir.path(), options()).unwrap_err();
+    assert_eq!(err.code(), "busy");
+    let message = err.to_string();
+    assert!(message.contains(&format!("process {}", std::process::id())), "{message}");
+    drop(_store);
+    open(dir.path());
+}
+
+/// A store whose I/O fails at one chosen step of one chosen document.
+fn failing_at(root: &Path, point: FailPoint, path: &'static str, kind: io::ErrorKind) -> Store {
+    let armed = Arc::new(Mutex::new(true));
+    let hook = move |p: FailPoint, rel: &str| {
+        if p == point && rel == path && *armed.lock().unwrap() {
+            return Err(io::Error::from(kind));
+        }
+        Ok(())
+    };
+    Store::open(root, OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap()
+}
+
+#[test]
+fn io_failures_at_any_step_leave_nothing_half_applied() {
+    let steps = [
+        (FailPoint::WriteTemp, "people/cy.json", io::ErrorKind::StorageFull),
+        (FailPoint::WriteTemp, "people/ann.json", io::ErrorKind::StorageFull),
+        (FailPoint::AppendLog, "transactions.log", io::ErrorKind::StorageFull),
+        (FailPoint::Rename, "people/ann.json", io::ErrorKind::Other),
+        (FailPoint::Rename, "people/cy.json", io::ErrorKind::Other),
+        (FailPoint::Remove, "people/bob.json", io::ErrorKind::PermissionDenied),
+    ];
+    for (point, path, kind) in steps {
+        let dir = library();
+        drop(open(dir.path()));
+        let before = files(dir.path());
+        let log = dir.path().join(".stardust/log/transactions.log");
+        let log_before = std::fs::read(&log).unwrap();
+        let store = failing_at(dir.path(), point, path, kind);
+        let err = store
+            .commit(
+                mcp(),
+                vec![
+                    Change::put("people/ann.json", person("person/ann", "Ann 2")),
+                    Change::delete("people/bob.json"),
+                    Change::create("people/cy.json", person("person/cy", "Cy")),
+                ],
+            )
+            .unwrap_err();
+        let case = format!("{point:?} at {path}");
+        assert_eq!(err.code(), "internal", "{case}: {err}");
+        assert_eq!(err.io_kind(), Some(kind), "{case}: {err}");
+        assert!(err.to_string().contains("nothing was committed"), "{case}: {err}");
+        assert_eq!(files(dir.path()), before, "{case}: documents");
+        assert_eq!(std::fs::read(&log).unwrap(), log_before, "{case}: log");
+        assert_eq!(store.snapshot().seq, 1, "{case}");
+        // The store goes on working after the failure.
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.snapshot().seq, 1, "{case}: reopening finds nothing to record");
+        store
+            .commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "Ann 3"))])
+            .unwrap();
+        assert_eq!(verify_log(dir.path()).unwrap().damage, None);
+    }
+}
+
+#[test]
+fn a_document_replaced_by_a_folder_is_recorded_as_deleted() {
+    let dir = library();
+    let store = open(dir.path());
+    std::fs::remove_file(dir.path().join("people/bob.json")).unwrap();
+    std::fs::create_dir(dir.path().join("people/bob.json")).unwrap();
+    let err = store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    let err = err.unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments", "{err}");
+    assert!(err.to_string().contains("folder"), "{err}");
+    // Deleting it is refused the same way; a rescan (or the watcher) records the deletion.
+    let err = store.commit(mcp(), vec![Change::delete("people/bob.json")]).unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments", "{err}");
+    assert_eq!(store.rescan().unwrap().unwrap().documents[0].kind(), ChangeKind::Deleted);
+    let txns = store.transactions(1, 10).unwrap();
+    assert_eq!(txns.len(), 1);
+    assert_eq!(
+        (txns[0].origin.clone(), txns[0].documents[0].path.as_str(), txns[0].documents[0].kind()),
+        (Origin::External, "people/bob.json", ChangeKind::Deleted)
+    );
+    assert!(dir.path().join("people/bob.json").is_dir());
+    assert!(store.snapshot().analysis.document("people/bob.json").is_none());
+}
