@@ -1,18 +1,303 @@
 //! `stardust fmt` and `stardust convert`: the canonical formatter and conversion on files.
+//!
+//! Output contract: stdout carries the requested text (`fmt -`, `convert`) or the paths of the
+//! documents that changed (or would change, with `--check`), one a line. Problems go to stderr:
+//! `path:line:col: error[syntax] message` for a text that does not parse (that document is
+//! left untouched), `error[<code>]: message` otherwise. Exit 0 when all went well, 1 when a
+//! document could not be formatted or `--check` found one to change, 2 for usage errors.
 
+use std::collections::HashSet;
+use std::fs;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
+use stardust_core::Error;
+use stardust_core::format::{self, FormatError};
+use stardust_core::syntax::{Lang, SyntaxError, SyntaxErrorKind};
+use stardust_core::text::{Encoding, LineIndex};
+
 use crate::LangArg;
 
+/// Directories never searched for documents (SPEC §2).
+const SKIPPED_DIRS: [&str; 2] = [".stardust", ".git"];
+
 pub(crate) fn run(
-    _paths: &[PathBuf],
-    _check: bool,
-    _lang: Option<LangArg>,
+    paths: &[PathBuf],
+    check: bool,
+    lang: Option<LangArg>,
 ) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet written")
+    if paths.iter().any(|path| path.as_os_str() == "-") {
+        if paths.len() > 1 {
+            return Err(usage("`-` (standard input) cannot be combined with other paths"));
+        }
+        let lang = lang.ok_or_else(|| {
+            usage("formatting standard input needs its notation: add --lang dust or --lang json")
+        })?;
+        return format_stdin(lang.into(), check);
+    }
+    if lang.is_some() {
+        return Err(usage(
+            "--lang applies only to standard input (`-`); files are told apart by their extension",
+        ));
+    }
+
+    let documents = collect(paths)?;
+    let mut stdout = io::stdout().lock();
+    let mut failed = false;
+    let mut changed = false;
+    for (path, lang) in documents {
+        match format_file(&path, lang, check) {
+            Ok(Outcome::Unchanged) => {}
+            Ok(Outcome::Changed) => {
+                changed = true;
+                writeln!(stdout, "{}", path.display())
+                    .context("cannot write to standard output")?;
+            }
+            Ok(Outcome::Broken) => failed = true,
+            Err(err) => {
+                failed = true;
+                eprintln!("error[{}]: {err}", err.code());
+            }
+        }
+    }
+    Ok(if failed || (check && changed) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-pub(crate) fn convert(_file: &Path, _to: LangArg) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not yet written")
+pub(crate) fn convert(file: &Path, to: LangArg) -> anyhow::Result<ExitCode> {
+    let from = Lang::from_path(&file.to_string_lossy()).ok_or_else(|| {
+        usage(format!("{} is not a document; convert reads .json and .dust files", file.display()))
+    })?;
+    let bytes = read(file)?;
+    let Some(text) = decode(&file.display().to_string(), &bytes) else {
+        return Ok(ExitCode::from(1));
+    };
+    match format::convert(&text, from, to.into()) {
+        Ok(conversion) => {
+            io::stdout()
+                .lock()
+                .write_all(conversion.text.as_bytes())
+                .context("cannot write to standard output")?;
+            if conversion.lost_comments > 0 {
+                let n = conversion.lost_comments;
+                let s = if n == 1 { "" } else { "s" };
+                eprintln!(
+                    "warning: {}: {n} comment{s} dropped, JSON has no comments",
+                    file.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(FormatError::Syntax(errors)) => {
+            print_syntax_errors(&file.display().to_string(), &text, &errors);
+            Ok(ExitCode::from(1))
+        }
+        Err(err) => Err(Error::from(err).into()),
+    }
+}
+
+enum Outcome {
+    Unchanged,
+    Changed,
+    /// The text does not parse; the problems were printed and the file left as it is.
+    Broken,
+}
+
+fn format_stdin(lang: Lang, check: bool) -> anyhow::Result<ExitCode> {
+    let mut bytes = Vec::new();
+    io::stdin().read_to_end(&mut bytes).map_err(|e| Error::io("cannot read standard input", e))?;
+    let Some(text) = decode("<stdin>", &bytes) else {
+        return Ok(ExitCode::from(1));
+    };
+    match format::format(&text, lang) {
+        Ok(formatted) if check => {
+            Ok(if formatted == text { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Ok(formatted) => {
+            io::stdout()
+                .lock()
+                .write_all(formatted.as_bytes())
+                .context("cannot write to standard output")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(FormatError::Syntax(errors)) => {
+            print_syntax_errors("<stdin>", &text, &errors);
+            Ok(ExitCode::from(1))
+        }
+        Err(err) => Err(Error::from(err).into()),
+    }
+}
+
+fn format_file(path: &Path, lang: Lang, check: bool) -> Result<Outcome, Error> {
+    let bytes = read(path)?;
+    let Some(text) = decode(&path.display().to_string(), &bytes) else {
+        return Ok(Outcome::Broken);
+    };
+    let formatted = match format::format(&text, lang) {
+        Ok(formatted) => formatted,
+        Err(FormatError::Syntax(errors)) => {
+            print_syntax_errors(&path.display().to_string(), &text, &errors);
+            return Ok(Outcome::Broken);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    if formatted == text {
+        return Ok(Outcome::Unchanged);
+    }
+    if !check {
+        write_atomically(path, &formatted)?;
+    }
+    Ok(Outcome::Changed)
+}
+
+/// The documents named by `paths`, in order, each once: files as given (they must be
+/// documents), directories searched recursively in name order.
+fn collect(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Lang)>, Error> {
+    let mut documents = Vec::new();
+    for path in paths {
+        let metadata = fs::metadata(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => {
+                Error::NotFound(format!("{}: no such file or directory", path.display()))
+            }
+            _ => Error::io(format!("cannot read {}", path.display()), e),
+        })?;
+        if metadata.is_dir() {
+            walk(path, &mut documents)?;
+        } else {
+            let lang = Lang::from_path(&path.to_string_lossy()).ok_or_else(|| {
+                Error::InvalidArguments(format!(
+                    "{} is not a document; give .json or .dust files, or directories",
+                    path.display()
+                ))
+            })?;
+            documents.push((path.clone(), lang));
+        }
+    }
+    let mut seen = HashSet::new();
+    documents.retain(|(path, _)| seen.insert(path.clone()));
+    Ok(documents)
+}
+
+/// Add the documents under `dir`, skipping `.stardust/`, `.git/` and symbolic links (which
+/// may lead out of the tree or around in a cycle).
+fn walk(dir: &Path, documents: &mut Vec<(PathBuf, Lang)>) -> Result<(), Error> {
+    let context = || format!("cannot list {}", dir.display());
+    let mut entries = fs::read_dir(dir)
+        .and_then(|entries| entries.collect::<io::Result<Vec<_>>>())
+        .map_err(|e| Error::io(context(), e))?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let file_type = entry.file_type().map_err(|e| Error::io(context(), e))?;
+        if file_type.is_dir() {
+            if !SKIPPED_DIRS.iter().any(|skip| entry.file_name() == *skip) {
+                walk(&path, documents)?;
+            }
+        } else if file_type.is_file()
+            && let Some(lang) = Lang::from_path(&path.to_string_lossy())
+        {
+            documents.push((path, lang));
+        }
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    fs::read(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => Error::NotFound(format!("{}: no such file", path.display())),
+        _ => Error::io(format!("cannot read {}", path.display()), e),
+    })
+}
+
+/// The text of a document, or `None` (after printing where) when it is not UTF-8.
+fn decode(name: &str, bytes: &[u8]) -> Option<String> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Some(text.to_owned()),
+        Err(err) => {
+            let valid = String::from_utf8_lossy(&bytes[..err.valid_up_to()]);
+            let index = LineIndex::new(&valid);
+            let end = u32::try_from(valid.len()).unwrap_or(u32::MAX);
+            let position = index.position(&valid, end, Encoding::Utf32);
+            eprintln!(
+                "{name}:{}:{}: error[syntax] invalid UTF-8; a document must be UTF-8 text",
+                position.line + 1,
+                position.column + 1
+            );
+            None
+        }
+    }
+}
+
+/// Print each error as `name:line:col: error[code] message`, 1-based, columns in characters.
+fn print_syntax_errors(name: &str, text: &str, errors: &[SyntaxError]) {
+    let index = LineIndex::new(text);
+    for error in errors {
+        let position = index.position(text, error.span.start, Encoding::Utf32);
+        let code = match error.kind {
+            SyntaxErrorKind::Syntax => "syntax",
+            SyntaxErrorKind::DuplicateKey => "duplicate-key",
+        };
+        eprintln!(
+            "{name}:{}:{}: error[{code}] {}",
+            position.line + 1,
+            position.column + 1,
+            error.message
+        );
+    }
+}
+
+/// Replace the file at `path` with `text` so that a reader sees the old or the new content,
+/// never a mix: write a temporary file beside it with the same permissions, then rename it
+/// over. A symbolic link is written through, to the file it names. A read-only file is refused.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+    let target = fs::canonicalize(path)
+        .map_err(|e| Error::io(format!("cannot resolve {}", path.display()), e))?;
+    let permissions = fs::metadata(&target)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
+        .permissions();
+    if permissions.readonly() {
+        return Err(Error::InvalidArguments(format!(
+            "{} is read-only; make it writable to format it",
+            path.display()
+        )));
+    }
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let write_error = |e| Error::io(format!("cannot write {}", path.display()), e);
+
+    let (temp, mut file) = create_temp(dir, &name).map_err(write_error)?;
+    let result = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| fs::set_permissions(&temp, permissions))
+        .and_then(|()| fs::rename(&temp, &target));
+    if let Err(e) = result {
+        // The temporary file is ours; leaving it would litter the user's directory.
+        let _ = fs::remove_file(&temp);
+        return Err(write_error(e));
+    }
+    // Make the rename durable; a directory that cannot be synced is not worth failing over.
+    if let Ok(dir) = fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+/// A new file `.<name>.<pid>.<n>.tmp` in `dir` that did not exist before.
+fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, fs::File)> {
+    let pid = std::process::id();
+    let mut n = 0u32;
+    loop {
+        let temp = dir.join(format!(".{name}.{pid}.{n}.tmp"));
+        match fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    Error::InvalidArguments(message.into()).into()
 }

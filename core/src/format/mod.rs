@@ -1,1 +1,137 @@
 //! The canonical DUST formatter, the JSON normaliser, and conversion between the notations.
+//!
+//! Canonical DUST (SPEC §4): the top-level object written without braces, values of every
+//! object written one member a line aligned in one column, containers inline when they fit in
+//! [`MAX_WIDTH`](layout::MAX_WIDTH) columns and hold no comment, strings quoted only when a
+//! bareword would not read back as the same string, comments and blank-line groups kept.
+//! Normalised JSON is `serde_json`'s pretty printing. Only texts without syntax errors are
+//! formatted: rewriting a broken or duplicate-keyed text could lose data.
+
+mod from_parse;
+mod from_value;
+mod layout;
+mod scalar;
+
+#[cfg(test)]
+mod tests;
+
+use serde_json::Value;
+
+use crate::syntax::{self, Lang, SyntaxError};
+
+/// Why a text or value cannot be formatted.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// The text has syntax errors (duplicate keys included); it is left as it is.
+    #[error("{}", syntax_message(.0))]
+    Syntax(Vec<SyntaxError>),
+    /// DUST cannot write a scalar at the top level.
+    #[error(
+        "a DUST document's top level is an object or an array, not {0}; \
+         wrap the value in an array or keep the document in JSON"
+    )]
+    TopLevelScalar(&'static str),
+}
+
+fn syntax_message(errors: &[SyntaxError]) -> String {
+    let first = errors.first().map_or("", |e| e.message.as_str());
+    match errors.len() {
+        1 => format!("the text has a syntax error ({first}); fix it before formatting"),
+        n => format!("the text has {n} syntax errors (first: {first}); fix them before formatting"),
+    }
+}
+
+impl FormatError {
+    /// The stable error code (SPEC §16).
+    pub fn code(&self) -> &'static str {
+        match self {
+            FormatError::Syntax(_) => "invalid-arguments",
+            FormatError::TopLevelScalar(_) => "unsupported",
+        }
+    }
+}
+
+impl From<FormatError> for crate::Error {
+    fn from(err: FormatError) -> crate::Error {
+        match err {
+            FormatError::Syntax(_) => crate::Error::InvalidArguments(err.to_string()),
+            FormatError::TopLevelScalar(_) => crate::Error::Unsupported(err.to_string()),
+        }
+    }
+}
+
+/// A text converted to another notation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    pub text: String,
+    /// How many DUST comments were dropped because JSON has none. Callers tell the user.
+    pub lost_comments: usize,
+}
+
+/// The canonical text of a document: canonical DUST with its comments for DUST, normalised JSON
+/// for JSON. Refuses a text with syntax errors.
+pub fn format(text: &str, lang: Lang) -> Result<String, FormatError> {
+    let parse = clean_parse(text, lang)?;
+    match lang {
+        Lang::Json => Ok(value_to_json(&parse.value)),
+        Lang::Dust => match from_parse::document(text, &parse) {
+            Some(document) => Ok(document.render()),
+            None => Err(FormatError::TopLevelScalar(kind_name(&parse.value))),
+        },
+    }
+}
+
+/// `text` (in `from`) written canonically in `to`. DUST comments cannot go into JSON; they are
+/// dropped and counted in [`Conversion::lost_comments`].
+pub fn convert(text: &str, from: Lang, to: Lang) -> Result<Conversion, FormatError> {
+    if from == to {
+        return Ok(Conversion { text: format(text, from)?, lost_comments: 0 });
+    }
+    let parse = clean_parse(text, from)?;
+    match to {
+        Lang::Json => Ok(Conversion {
+            text: value_to_json(&parse.value),
+            lost_comments: parse.comments.len(),
+        }),
+        Lang::Dust => Ok(Conversion { text: value_to_dust(&parse.value)?, lost_comments: 0 }),
+    }
+}
+
+/// The canonical DUST of a value. A scalar cannot be a DUST document.
+pub fn value_to_dust(value: &Value) -> Result<String, FormatError> {
+    let document = match value {
+        Value::Object(map) => layout::Document::Object(from_value::object(map)),
+        Value::Array(items) => layout::Document::Array {
+            header: Vec::new(),
+            array: from_value::array(items),
+            trailing: None,
+            footer: Vec::new(),
+        },
+        scalar => return Err(FormatError::TopLevelScalar(kind_name(scalar))),
+    };
+    Ok(document.render())
+}
+
+/// The normalised JSON of a value: `serde_json`'s pretty printing and a final newline.
+pub fn value_to_json(value: &Value) -> String {
+    // Writing a `Value` to a string cannot fail: its keys are strings and there is no I/O.
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn clean_parse(text: &str, lang: Lang) -> Result<syntax::Parse, FormatError> {
+    let parse = syntax::parse(text, lang);
+    if parse.is_clean() { Ok(parse) } else { Err(FormatError::Syntax(parse.errors)) }
+}
+
+fn kind_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
