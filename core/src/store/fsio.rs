@@ -127,7 +127,7 @@ impl Disk {
                 file.set_permissions(meta.permissions())?;
             }
             file.write_all(content)?;
-            file.sync_all()
+            file.sync_data()
         });
         match written {
             Ok(()) => Ok(staged),
@@ -138,34 +138,51 @@ impl Disk {
         }
     }
 
-    /// Put a staged document in place and make the rename durable.
-    pub fn install(&self, rel: &str, staged: Staged) -> io::Result<()> {
+    /// Put a staged document in place. The rename is durable once its folder is synced
+    /// ([`Disk::sync_parents`]).
+    pub fn install(&self, rel: &str, staged: &Staged) -> io::Result<()> {
         let result = self
             .check(FailPoint::Rename, rel)
-            .and_then(|()| fs::rename(&staged.temp, &staged.target))
-            .and_then(|()| sync_dir(staged.target.parent().expect("has a parent")));
+            .and_then(|()| fs::rename(&staged.temp, &staged.target));
         if result.is_err() {
             staged.discard();
         }
         result
     }
 
-    /// Remove the document at `rel` (already gone is fine) and make the removal durable.
-    pub fn remove(&self, rel: &str) -> io::Result<()> {
+    /// Remove the document at `rel` (already gone is fine). The removal is durable once its
+    /// folder is synced.
+    pub fn unlink(&self, rel: &str) -> io::Result<()> {
         self.check(FailPoint::Remove, rel)?;
-        let target = self.root.join(rel);
-        match fs::remove_file(&target) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+        match fs::remove_file(self.root.join(rel)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
         }
-        sync_dir(target.parent().expect("a document path has a parent"))
     }
 
-    /// Write `content` at `rel` atomically (stage and install).
+    /// Sync the folder of each document, once per folder, making renames and removals in
+    /// them durable.
+    pub fn sync_parents<'a>(&self, rels: impl IntoIterator<Item = &'a str>) -> io::Result<()> {
+        let mut dirs: Vec<PathBuf> = rels
+            .into_iter()
+            .filter_map(|rel| self.root.join(rel).parent().map(Path::to_owned))
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs.iter().try_for_each(|dir| sync_dir(dir))
+    }
+
+    /// Remove the document at `rel` durably.
+    pub fn remove(&self, rel: &str) -> io::Result<()> {
+        self.unlink(rel)?;
+        self.sync_parents([rel])
+    }
+
+    /// Write `content` at `rel` atomically and durably.
     pub fn write(&self, rel: &str, content: &[u8]) -> io::Result<()> {
         let staged = self.stage(rel, content)?;
-        self.install(rel, staged)
+        self.install(rel, &staged)?;
+        self.sync_parents([rel])
     }
 
     /// Remove a temporary file a crash may have left beside `rel`.

@@ -714,22 +714,6 @@ impl Inner {
         contents: &[Vec<u8>],
         previous: &HashMap<&str, Option<&[u8]>>,
     ) -> StoreResult<u64> {
-        let failed = |path: &str, e| {
-            StoreError::io(format!("cannot write {path}; nothing was committed"), e)
-        };
-        let mut staged = Vec::new();
-        let mut content = contents.iter();
-        for doc in txn.documents.iter().filter(|d| d.after.is_some()) {
-            let bytes = content.next().expect("one content per document with an after version");
-            match self.disk.stage(&doc.path, bytes) {
-                Ok(s) => staged.push(s),
-                Err(e) => {
-                    staged.iter().for_each(fsio::Staged::discard);
-                    return Err(failed(&doc.path, e));
-                }
-            }
-        }
-
         let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
         let record = log::encode_transaction(txn, &refs);
         let appended = self
@@ -739,7 +723,6 @@ impl Inner {
         let offset = match appended {
             Ok(offset) => offset,
             Err(e) => {
-                staged.iter().for_each(fsio::Staged::discard);
                 if writer.log.is_broken() {
                     writer.poisoned = Some(format!("the log could not be cut back: {e}"));
                 }
@@ -750,27 +733,50 @@ impl Inner {
             }
         };
 
-        // The commit point has passed; a failure from here on is undone by hand.
-        let mut staged = staged.into_iter();
+        // The commit point has passed: the record holds everything needed to redo the writes
+        // after a crash (which also removes their temporary files), and a failure here is
+        // undone by hand. Temporary files are only written after the commit point so that a
+        // crash never leaves one that no record names.
+        let mut staged = Vec::new();
+        let mut content = contents.iter();
         let mut done: Vec<&str> = Vec::new();
-        for doc in &txn.documents {
-            let result = match doc.after {
-                Some(_) => {
-                    let s = staged.next().expect("staged above");
-                    self.disk.install(&doc.path, s)
+        let mut failure = None;
+        for doc in txn.documents.iter().filter(|d| d.after.is_some()) {
+            let bytes = content.next().expect("one content per document with an after version");
+            match self.disk.stage(&doc.path, bytes) {
+                Ok(s) => staged.push(s),
+                Err(e) => {
+                    failure = Some((doc.path.as_str(), e));
+                    break;
                 }
-                None => self.disk.remove(&doc.path),
-            };
-            if let Err(e) = result {
-                staged.for_each(|s| s.discard());
-                let undone = self.undo(writer, &done, previous, offset);
-                if let Err(reason) = undone {
-                    writer.poisoned = Some(reason.clone());
-                    return Err(StoreError::Poisoned { store: self.root.clone(), reason });
-                }
-                return Err(failed(&doc.path, e));
             }
-            done.push(&doc.path);
+        }
+        if failure.is_none() {
+            let mut next = staged.iter();
+            for doc in &txn.documents {
+                let result = match doc.after {
+                    Some(_) => self.disk.install(&doc.path, next.next().expect("staged above")),
+                    None => self.disk.unlink(&doc.path),
+                };
+                if let Err(e) = result {
+                    failure = Some((doc.path.as_str(), e));
+                    break;
+                }
+                done.push(&doc.path);
+            }
+        }
+        if failure.is_none()
+            && let Err(e) = self.disk.sync_parents(done.iter().copied())
+        {
+            failure = Some((done[0], e));
+        }
+        if let Some((path, e)) = failure {
+            staged.iter().for_each(fsio::Staged::discard);
+            if let Err(reason) = self.undo(writer, &done, previous, offset) {
+                writer.poisoned = Some(reason.clone());
+                return Err(StoreError::Poisoned { store: self.root.clone(), reason });
+            }
+            return Err(StoreError::io(format!("cannot write {path}; nothing was committed"), e));
         }
         // Not synced: the marker only spares the next open some checking, and it is written
         // after the documents are durable, so it never claims more than is true.

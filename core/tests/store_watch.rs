@@ -1,0 +1,135 @@
+//! Edits made behind Stardust's back while a store is open, taken in by the file watcher.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use stardust_core::store::{
+    Change, ChangeKind, DocumentNotice, Notice, OpenOptions, Origin, Store, Subscription,
+};
+
+fn open(root: &Path) -> Store {
+    let options = OpenOptions { debounce: Duration::from_millis(30), ..OpenOptions::default() };
+    Store::open(root, options).unwrap()
+}
+
+/// Write a file whole (through a temporary name), so the watcher never sees it half-written.
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let temp = path.with_extension("partial");
+    std::fs::write(&temp, text).unwrap();
+    std::fs::rename(temp, path).unwrap();
+}
+
+/// Document notices until `want` paths have been seen (each with its latest change).
+fn wait_for(sub: &Subscription, want: usize) -> Vec<DocumentNotice> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen: Vec<DocumentNotice> = Vec::new();
+    while seen.len() < want {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match sub.next_timeout(left) {
+            Some(Notice::Changes { documents, .. }) => {
+                for doc in documents {
+                    seen.retain(|d| d.path != doc.path);
+                    seen.push(doc);
+                }
+            }
+            Some(Notice::Overflow { .. }) => panic!("unexpected overflow"),
+            None => panic!("the watcher reported {} of {want} documents: {seen:?}", seen.len()),
+        }
+    }
+    seen.sort_by(|a, b| a.path.cmp(&b.path));
+    seen
+}
+
+fn kinds(notices: &[DocumentNotice]) -> Vec<(&str, ChangeKind)> {
+    notices.iter().map(|d| (d.path.as_str(), d.change)).collect()
+}
+
+#[test]
+fn edits_while_open_are_recorded_as_external() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", "{\"id\": \"x/a\", \"type\": \"t\"}");
+    let store = open(dir.path());
+    let sub = store.subscribe();
+
+    write(dir.path(), "b.json", "{\"id\": \"x/b\", \"type\": \"t\"}");
+    write(dir.path(), "a.json", "{\"id\": \"x/a\", \"type\": \"t\", \"n\": 1}");
+    write(dir.path(), "notes.txt", "not a document");
+    let seen = wait_for(&sub, 2);
+    assert_eq!(
+        kinds(&seen),
+        vec![("a.json", ChangeKind::Changed), ("b.json", ChangeKind::Created)]
+    );
+    let txns = store.transactions(1, 10).unwrap();
+    assert!(txns.iter().all(|t| t.origin == Origin::External), "{txns:?}");
+
+    std::fs::remove_file(dir.path().join("b.json")).unwrap();
+    assert_eq!(kinds(&wait_for(&sub, 1)), vec![("b.json", ChangeKind::Deleted)]);
+    assert!(store.snapshot().analysis.document("b.json").is_none());
+
+    // A bad edit is recorded anyway; its problems become diagnostics.
+    write(dir.path(), "a.json", "{\"id\": ");
+    assert_eq!(kinds(&wait_for(&sub, 1)), vec![("a.json", ChangeKind::Changed)]);
+    let diagnostics = store.snapshot().analysis.diagnostics_of("a.json");
+    assert!(diagnostics.iter().any(|d| d.code.as_str() == "syntax"), "{diagnostics:?}");
+}
+
+#[test]
+fn the_stores_own_writes_are_not_external() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let sub = store.subscribe();
+    for i in 0..5 {
+        let text = format!("{{\"n\": {i}}}");
+        store.commit(Origin::Mount, vec![Change::put("a.json", text)]).unwrap();
+        store.commit(Origin::Mount, vec![Change::put(format!("dir{i}/b.json"), "[]")]).unwrap();
+    }
+    store.commit(Origin::Mount, vec![Change::delete("dir0/b.json")]).unwrap();
+    // Give the watcher time to see every event of those writes.
+    std::thread::sleep(Duration::from_millis(500));
+    let txns = store.transactions(0, 100).unwrap();
+    assert_eq!(txns.len(), 11);
+    assert!(txns.iter().all(|t| t.origin == Origin::Mount), "{txns:?}");
+    let Some(Notice::Changes { seq, .. }) = sub.try_next() else { panic!() };
+    assert_eq!(seq, 11);
+    assert_eq!(sub.try_next(), None);
+}
+
+#[test]
+fn a_removed_folder_and_a_document_replaced_by_a_folder_are_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "people/a.json", "{}");
+    write(dir.path(), "people/deep/b.json", "{}");
+    write(dir.path(), "c.json", "{}");
+    let store = open(dir.path());
+    let sub = store.subscribe();
+
+    std::fs::remove_dir_all(dir.path().join("people")).unwrap();
+    let seen = wait_for(&sub, 2);
+    assert_eq!(
+        kinds(&seen),
+        vec![("people/a.json", ChangeKind::Deleted), ("people/deep/b.json", ChangeKind::Deleted)]
+    );
+
+    std::fs::remove_file(dir.path().join("c.json")).unwrap();
+    std::fs::create_dir(dir.path().join("c.json")).unwrap();
+    assert_eq!(kinds(&wait_for(&sub, 1)), vec![("c.json", ChangeKind::Deleted)]);
+    assert_eq!(store.snapshot().analysis.document_count(), 0);
+}
+
+#[test]
+fn a_folder_moved_in_brings_its_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir_in(dir.path().parent().unwrap()).unwrap();
+    write(elsewhere.path(), "x/one.json", "{}");
+    write(elsewhere.path(), "x/two.dust", "a 1");
+    let store = open(dir.path());
+    let sub = store.subscribe();
+    std::fs::rename(elsewhere.path().join("x"), dir.path().join("moved")).unwrap();
+    let seen = wait_for(&sub, 2);
+    assert_eq!(
+        kinds(&seen),
+        vec![("moved/one.json", ChangeKind::Created), ("moved/two.dust", ChangeKind::Created)]
+    );
+}
