@@ -89,7 +89,7 @@ fn warnings_alone_exit_0() {
     let out = stardust(&["check", dir.path().to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("a.dust:2:7: warning[unknown-type] no schema for type 'thing'"), "{stdout}");
+    assert!(stdout.contains("a.dust:2:6: warning[unknown-type] no schema for type 'thing'"), "{stdout}");
 }
 
 #[test]

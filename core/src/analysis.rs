@@ -193,14 +193,12 @@ fn entity_problems(entity: &Entity) -> Vec<Diagnostic> {
             }
         }
         None => {
-            let has_id_field = entity.id_span != entity.anchor;
-            let message = if has_id_field {
-                "an entity's id must be a string like 'book/dune'".to_owned()
-            } else {
-                let ty = entity.ty.as_deref().unwrap_or("type");
-                format!("this entity has no 'id'; add one like '{ty}/<name>'")
-            };
-            out.push(Diagnostic::new(DiagnosticCode::InvalidId, entity.id_span, message));
+            let ty = entity.ty.as_deref().unwrap_or("type");
+            out.push(Diagnostic::new(
+                DiagnosticCode::InvalidId,
+                entity.id_span,
+                format!("an entity's id must be a string like '{ty}/<name>'"),
+            ));
         }
     }
     if entity.ty.is_none() {
@@ -515,10 +513,11 @@ impl Analysis {
         let mut out = Vec::new();
         for (index, entity) in doc.entities.iter().enumerate() {
             let Some(id) = &entity.id else { continue };
-            let locs = self.entity(id);
+            let mut locs = self.entity(id).to_vec();
             if locs.len() < 2 {
                 continue;
             }
+            locs.sort_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)));
             let related: Vec<Related> = locs
                 .iter()
                 .filter(|loc| !(*loc.path == *doc.path && loc.index == index))

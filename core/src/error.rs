@@ -7,13 +7,13 @@ use std::path::PathBuf;
 pub enum Error {
     #[error("invalid configuration in {path}: {message}")]
     ConfigInvalid { path: PathBuf, message: String },
-    #[error("invalid arguments: {0}")]
+    #[error("{0}")]
     InvalidArguments(String),
-    #[error("not found: {0}")]
+    #[error("{0}")]
     NotFound(String),
     #[error("{path} is outside the store; give a path inside {store}")]
     OutsideStore { path: PathBuf, store: PathBuf },
-    #[error("unsupported: {0}")]
+    #[error("{0}")]
     Unsupported(String),
     #[error("{context}: {source}")]
     Io {

@@ -71,8 +71,9 @@ pub struct Reference {
 }
 
 /// The entities of a parsed document: the top-level object if it is one, else each object
-/// of a top-level array. An object counts as an entity when it has a `type` or an `id` field,
-/// so that an entity with a missing or broken field is still diagnosed as one.
+/// of a top-level array. An object counts as an entity when it has an `id` field, so that an
+/// entity with a broken id or a missing type is still diagnosed as one; a `type` field alone
+/// does not make an entity (JSON Schemas and many configuration files have one).
 pub fn entities(parse: &Parse) -> Vec<Entity> {
     let Some(root) = &parse.root else { return Vec::new() };
     match &root.kind {
@@ -107,9 +108,7 @@ fn brace(span: Span) -> Span {
 fn entity(node: &Node, value: &Value, anchor: Span, index: Option<usize>) -> Option<Entity> {
     let id = node.member(value, "id");
     let ty = node.member(value, "type");
-    if id.is_none() && ty.is_none() {
-        return None;
-    }
+    id?;
     Some(Entity {
         id: id.and_then(|(_, v)| v.as_str()).map(str::to_owned),
         ty: ty.and_then(|(_, v)| v.as_str()).map(str::to_owned),

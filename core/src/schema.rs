@@ -63,6 +63,12 @@ pub fn compile(path: &str, value: &Value, source: SchemaSource) -> Compiled {
                 ValidationErrorKind::Referencing(inner) => {
                     format!("cannot resolve a $ref: {}", describe_referencing(&inner.to_string()))
                 }
+                _ if pointer.last().map(String::as_str) == Some("type") => format!(
+                    "this schema is invalid: {} is not a JSON Schema type; use one of array, \
+                     boolean, integer, null, number, object, string (at {})",
+                    err.instance(),
+                    err.instance_path().as_str()
+                ),
                 _ => format!(
                     "this schema is invalid: {} (at {})",
                     err,

@@ -47,10 +47,10 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
             }
             writeln!(
                 out,
-                "{} in {} documents ({} entities): {}, {}",
+                "{} in {} ({}): {}, {}",
                 if errors == 0 { "ok" } else { "failed" },
-                analysis.document_count(),
-                analysis.entity_count(),
+                plural(analysis.document_count(), "document"),
+                plural(analysis.entity_count(), "entity"),
                 plural(errors, "error"),
                 plural(warnings, "warning"),
             )?;
@@ -114,5 +114,9 @@ fn to_json(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> serde_json::V
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+    match (n, word.strip_suffix('y')) {
+        (1, _) => format!("1 {word}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {word}s"),
+    }
 }
