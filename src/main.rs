@@ -35,6 +35,24 @@ enum Command {
         #[arg(long, value_enum)]
         lang: Option<LangArg>,
     },
+    /// List the transactions of a store, oldest first.
+    ///
+    /// Text: one line per transaction (seq, UTC time, origin, documents). JSON: one object per
+    /// line (JSON Lines) with seq, time, origin, and per document its path, change, before and
+    /// after versions (SHA-256) and the entity ids created, changed and deleted.
+    Log {
+        /// The store directory.
+        store: PathBuf,
+        /// List only the transactions after this seq.
+        #[arg(long, default_value_t = 0)]
+        since: u64,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+        /// Check every record of the log (checksums, order) and report damage; changes
+        /// nothing. Exit 1 if history is damaged.
+        #[arg(long, conflicts_with = "since")]
+        verify: bool,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -71,6 +89,8 @@ fn main() -> ExitCode {
         Command::Check { store, format } => cmd::check::run(&store, format),
         Command::Fmt { paths, check, lang } => cmd::fmt::run(&paths, check, lang),
         Command::Convert { file, to } => cmd::fmt::convert(&file, to),
+        Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
+        Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
     };
     match result {
         Ok(code) => code,

@@ -190,8 +190,15 @@ impl Store {
     /// Open the store at `root`: take its lock, recover the log, take in external edits, and
     /// (by default) start watching for more.
     pub fn open(root: &Path, options: OpenOptions) -> StoreResult<Store> {
-        let root = std::fs::canonicalize(root)
-            .map_err(|e| StoreError::io(format!("cannot open the store {}", root.display()), e))?;
+        let root = std::fs::canonicalize(root).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                StoreError::Core(crate::Error::InvalidArguments(format!(
+                    "there is no store at {}; give the path of a store's root folder",
+                    root.display()
+                )))
+            }
+            _ => StoreError::io(format!("cannot open the store {}", root.display()), e),
+        })?;
         let ctx = Arc::new(StoreContext::load(&root)?);
         let private = root.join(PRIVATE_DIR);
         let log_dir = private.join("log");
@@ -480,11 +487,13 @@ fn recover(
             .append(&log::encode_transaction(&txn, &refs), true)
             .map_err(|e| io("cannot append to", e))?;
         offsets.push(offset);
-        tracing::info!(
-            "recorded {} document{} changed outside Stardust as seq {seq}",
-            txn.documents.len(),
-            if txn.documents.len() == 1 { "" } else { "s" }
-        );
+        let n = txn.documents.len();
+        let s = if n == 1 { "" } else { "s" };
+        if logged.is_empty() && last_seq == 0 {
+            tracing::info!("history starts: recorded the store's {n} document{s} as seq {seq}");
+        } else {
+            tracing::info!("recorded {n} document{s} changed outside Stardust as seq {seq}");
+        }
         after
     };
     let writer = Writer { log, poisoned: None, _lock: lock };
