@@ -380,3 +380,66 @@ fn a_document_replaced_by_a_folder_is_recorded_as_deleted() {
     assert!(dir.path().join("people/bob.json").is_dir());
     assert!(store.snapshot().analysis.document("people/bob.json").is_none());
 }
+
+#[test]
+fn concurrent_commits_serialize_in_seq_order() {
+    let dir = library();
+    let store = Arc::new(open(dir.path()));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|i| {
+                        let path = format!("t{t}/doc{i}.json");
+                        store.commit(mcp(), vec![Change::create(path, "[]")]).unwrap().seq
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    seqs.sort();
+    assert_eq!(seqs, (2..=41).collect::<Vec<u64>>());
+    let logged: Vec<u64> = store.transactions(0, 100).unwrap().iter().map(|t| t.seq).collect();
+    assert_eq!(logged, (1..=41).collect::<Vec<u64>>());
+    assert_eq!(store.snapshot().analysis.document_count(), 43);
+}
+
+#[test]
+fn readers_are_not_blocked_by_a_commit_in_progress() {
+    let dir = library();
+    let (entered, wait_entered) = std::sync::mpsc::channel::<()>();
+    let (release, wait_release) = std::sync::mpsc::channel::<()>();
+    let entered = Mutex::new(entered);
+    let wait_release = Mutex::new(wait_release);
+    // The commit stops at its first rename, after the log record, holding the writer.
+    let hook = move |point: FailPoint, _: &str| {
+        if point == FailPoint::Rename {
+            entered.lock().unwrap().send(()).unwrap();
+            wait_release.lock().unwrap().recv().unwrap();
+        }
+        Ok(())
+    };
+    let store = Arc::new(
+        Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap(),
+    );
+    let committer = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "Slow"))])
+        })
+    };
+    wait_entered.recv().unwrap();
+    // Mid-commit: readers see the last published state at once.
+    let snapshot = store.snapshot();
+    assert_eq!(snapshot.seq, 1);
+    assert_eq!(store.transactions(0, 10).unwrap().len(), 1);
+    assert!(matches!(
+        store.changes_since(0, 10).unwrap(),
+        stardust_core::store::ChangesSince::Changes { seq: 1, .. }
+    ));
+    release.send(()).unwrap();
+    assert_eq!(committer.join().unwrap().unwrap().seq, 2);
+    assert_eq!(store.snapshot().seq, 2);
+}

@@ -287,3 +287,25 @@ fn the_log_can_be_read_while_another_process_owns_the_store() {
     assert_eq!(read_log(dir.path(), 1, 100).unwrap().len(), 1);
     assert_eq!(read_log(dir.path(), 0, 1).unwrap().len(), 1);
 }
+
+#[cfg(unix)]
+#[test]
+fn links_out_of_the_store_are_not_documents() {
+    let dir = library();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "secret.json", "{\"secret\": true}");
+    std::os::unix::fs::symlink(outside.path().join("secret.json"), dir.path().join("secret.json"))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linked")).unwrap();
+    let store = open(dir.path());
+    let first = &store.transactions(0, 1).unwrap()[0];
+    let paths: Vec<&str> = first.documents.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["people/ann.json", "people/bob.json", "people/many.json"]);
+    assert!(store.rescan().unwrap().is_none());
+    let err = store.commit(sdk(), vec![Change::put("secret.json", "{}")]).unwrap_err();
+    assert_eq!(err.code(), "outside-store");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret.json")).unwrap(),
+        "{\"secret\": true}"
+    );
+}

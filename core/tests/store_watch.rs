@@ -133,3 +133,22 @@ fn a_folder_moved_in_brings_its_documents() {
         vec![("moved/one.json", ChangeKind::Created), ("moved/two.dust", ChangeKind::Created)]
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_link_made_while_open_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "secret.json", "{}");
+    let store = open(dir.path());
+    let sub = store.subscribe();
+    std::os::unix::fs::symlink(outside.path().join("secret.json"), dir.path().join("link.json"))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("linked")).unwrap();
+    // A real edit after the links: once it is seen, the links' events have been handled too.
+    write(dir.path(), "real.json", "{}");
+    assert_eq!(kinds(&wait_for(&sub, 1)), vec![("real.json", ChangeKind::Created)]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(sub.try_next(), None);
+    assert_eq!(store.snapshot().analysis.document_count(), 1);
+}

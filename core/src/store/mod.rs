@@ -862,17 +862,23 @@ impl Inner {
             if rel.split('/').next().is_some_and(|first| scan::PRIVATE_DIRS.contains(&first)) {
                 continue;
             }
-            // A folder that went away or moved takes its known documents with it.
-            let prefix = format!("{rel}/");
-            candidates.extend(
-                snapshot
-                    .analysis
-                    .documents()
-                    .filter(|doc| doc.path.starts_with(&prefix))
-                    .map(|doc| doc.path.clone()),
-            );
             let abs = self.root.join(&rel);
-            let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+            let meta = std::fs::symlink_metadata(&abs);
+            let is_file = meta.as_ref().is_ok_and(|m| m.is_file());
+            let is_dir = meta.as_ref().is_ok_and(|m| m.is_dir());
+            // A folder that went away or moved takes its known documents with it. Only a path
+            // that is not a file and was not a document can have been such a folder, which
+            // spares the walk over all documents for the common event, a file written.
+            if !is_file && snapshot.analysis.document(&rel).is_none() {
+                let prefix = format!("{rel}/");
+                candidates.extend(
+                    snapshot
+                        .analysis
+                        .documents()
+                        .filter(|doc| doc.path.starts_with(&prefix))
+                        .map(|doc| doc.path.clone()),
+                );
+            }
             if is_dir && self.disk.resolve(&rel).is_ok() {
                 candidates.extend(documents_under(&self.root, &abs, &self.ctx.config));
             }
