@@ -309,3 +309,22 @@ fn links_out_of_the_store_are_not_documents() {
         "{\"secret\": true}"
     );
 }
+
+#[test]
+fn an_unreadable_document_is_kept_as_last_logged_not_deleted() {
+    let dir = library();
+    drop(open(dir.path()));
+    let hook = |point: FailPoint, rel: &str| {
+        if point == FailPoint::Read && rel == "people/ann.json" {
+            return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        }
+        Ok(())
+    };
+    let store =
+        Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
+    assert_eq!(store.snapshot().seq, 1, "nothing recorded");
+    let ann = store.snapshot().analysis.document("people/ann.json").cloned().unwrap();
+    assert_eq!(&*ann.text, person("person/ann", "Ann"));
+    assert_eq!(store.rescan().unwrap_err().io_kind(), Some(std::io::ErrorKind::PermissionDenied));
+    assert_eq!(store.snapshot().seq, 1);
+}

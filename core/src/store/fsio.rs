@@ -15,6 +15,8 @@ use super::error::{StoreError, StoreResult};
 /// A step of the commit path where a test can make the I/O fail.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum FailPoint {
+    /// Reading a document.
+    Read,
     /// Writing and syncing a document's temporary file.
     WriteTemp,
     /// Appending a transaction to the log and syncing it.
@@ -106,7 +108,13 @@ impl Disk {
     /// is missing, a folder, a link, or behind a link).
     pub fn read(&self, rel: &str) -> StoreResult<Option<Vec<u8>>> {
         let Ok(path) = self.resolve(rel) else { return Ok(None) };
-        read_regular(&path).map_err(|e| StoreError::io(format!("cannot read {rel}"), e))
+        self.read_at(rel, &path).map_err(|e| StoreError::io(format!("cannot read {rel}"), e))
+    }
+
+    /// The content of the regular file `path`, known to be the document `rel`.
+    pub fn read_at(&self, rel: &str, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        self.check(FailPoint::Read, rel)?;
+        read_regular(path)
     }
 
     /// Write `content` to the temporary sibling of `rel` and sync it. The temporary file
@@ -222,7 +230,7 @@ impl Staged {
 }
 
 /// The content of a regular file, or `None` if `path` is missing or not a regular file.
-pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() => {}
         Ok(_) => return Ok(None),

@@ -269,6 +269,9 @@ impl Store {
     /// The transactions after `since`, at most `limit` of them, oldest first.
     pub fn transactions(&self, since: u64, limit: usize) -> StoreResult<Vec<Transaction>> {
         let head = self.snapshot().seq;
+        if since >= head {
+            return Ok(Vec::new());
+        }
         let start = self.inner.offset_of(since + 1);
         read_transactions(&self.inner.log_path, start, since, head, limit)
     }
@@ -409,17 +412,23 @@ fn recover(
 
     // The documents on disk now.
     let files = scan::documents(root, &ctx.config)?;
-    let read: Vec<(String, Vec<u8>)> = files
-        .into_par_iter()
-        .filter_map(|(rel, abs)| match fsio::read_regular(&abs) {
-            Ok(bytes) => Some((rel, bytes?)),
-            Err(err) => {
-                tracing::warn!("cannot read {rel}, leaving it out: {err}");
-                None
+    let read: Vec<(String, std::io::Result<Option<Vec<u8>>>)> =
+        files.into_par_iter().map(|(rel, abs)| (rel.clone(), disk.read_at(&rel, &abs))).collect();
+    let mut on_disk: HashMap<String, Vec<u8>> = HashMap::with_capacity(read.len());
+    let mut unreadable: Vec<String> = Vec::new();
+    for (rel, result) in read {
+        match result {
+            Ok(Some(bytes)) => {
+                on_disk.insert(rel, bytes);
             }
-        })
-        .collect();
-    let mut on_disk: HashMap<String, Vec<u8>> = read.into_iter().collect();
+            // Gone between the scan and the read.
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!("cannot read {rel}; treating it as unchanged: {err}");
+                unreadable.push(rel);
+            }
+        }
+    }
 
     // Redo the writes of a commit whose documents may not all have landed.
     if let Some(record) = unapplied {
@@ -428,7 +437,7 @@ fn recover(
         for doc in &transaction.documents {
             disk.remove_stale_temp(&doc.path);
             let now = on_disk.get(&doc.path).map(|b| Version::of(b));
-            if now == doc.after || now != doc.before {
+            if now == doc.after || now != doc.before || unreadable.contains(&doc.path) {
                 // Landed already, or edited since the crash (taken in below as external).
                 continue;
             }
@@ -451,6 +460,9 @@ fn recover(
         log.append(&log::encode_applied(transaction.seq), true)
             .map_err(|e| io("cannot append to", e))?;
     }
+
+    // A document that cannot be read is taken to be as last logged rather than deleted.
+    on_disk.extend(logged_contents(log_path, &unreadable, &logged)?);
 
     // What differs from the last logged state becomes one external transaction.
     let mut changed: Vec<String> = logged
@@ -903,7 +915,9 @@ impl Inner {
         let mut found: Vec<(String, Option<Vec<u8>>)> = files
             .into_par_iter()
             .map(|(rel, abs)| {
-                let bytes = fsio::read_regular(&abs)
+                let bytes = self
+                    .disk
+                    .read_at(&rel, &abs)
                     .map_err(|e| StoreError::io(format!("cannot read {rel}"), e))?;
                 Ok((rel, bytes))
             })
