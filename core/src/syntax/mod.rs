@@ -16,6 +16,7 @@
 
 mod dust;
 mod json;
+mod lex;
 
 use serde_json::Value;
 
