@@ -224,7 +224,14 @@ impl Parser<'_> {
 
     fn out_of_range(&mut self, start: usize, end: usize) -> (Node, Value) {
         let token = lex::shorten(&self.text[start..end]);
-        self.error(start, end, format!("number {token} is out of range for a 64-bit float"));
+        self.error(
+            start,
+            end,
+            format!(
+                "number {token} is out of range for a 64-bit float; write a smaller number, or \
+                 a string"
+            ),
+        );
         (node(start, end, NodeKind::Error), Value::Null)
     }
 

@@ -143,9 +143,11 @@ fn check_invariants(text: &str, parse: &Parse) {
             check_span(root.span, "root");
             let mut duplicates = 0;
             check_node(text, root, &parse.value, 1, parse, &mut duplicates, &check_span);
+            // Every duplicate member is reported (checked in `check_node`). Reports may also
+            // come from a keyless object that was read past and so is not in the tree.
             let reported =
                 parse.errors.iter().filter(|e| e.kind == SyntaxErrorKind::DuplicateKey).count();
-            assert_eq!(duplicates, reported, "duplicate members vs duplicate-key errors");
+            assert!(duplicates <= reported, "{duplicates} duplicate members, {reported} reported");
         }
     }
 }
@@ -386,6 +388,8 @@ fn near_json() -> impl Strategy<Value = String> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
     #[test]
     fn json_agrees_with_serde_json_on_valid_json(value in arb_value()) {
         for text in [
