@@ -172,7 +172,10 @@ fn unicode_name(b: u8) -> String {
     format!("U+{b:04X}")
 }
 
-/// The text of a message that names the closer a container still needs.
+/// Reports a container left unclosed (at the end of the text, or where an enclosing
+/// container's closer ends it). The error spans its opening bracket, one byte: that says which
+/// container it is, where an empty span at the end of the text would not. The container's
+/// own span then runs from that bracket to the end of its last content.
 pub(super) fn unclosed(errors: &mut Vec<SyntaxError>, open: usize, closer: u8) {
     let message = match closer {
         b']' => "unclosed array; add ']' after its last item",
