@@ -444,7 +444,28 @@ fn comment_text() -> impl Strategy<Value = String> {
     .prop_map(|chars| chars.into_iter().collect())
 }
 
+/// Random texts from DUST's and JSON's token characters: most are broken, some are not.
+fn token_soup() -> impl Strategy<Value = String> {
+    const PIECES: &[&str] = &[
+        "a", "b", "1", "-2.5", "true", "null", " ", "  ", "\n", "\n\n", "\r\n", "\r", "\t", ";",
+        "; c", "{", "}", "[", "]", "'", "\"", ",", ":", "=", "\\", "é", "'x y'", "\"k\"",
+    ];
+    prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|p| p.concat())
+}
+
 proptest! {
+    #[test]
+    fn any_text_is_formatted_faithfully_or_refused(text in token_soup()) {
+        match format(&text, Lang::Dust) {
+            Ok(_) => { format_dust_checked(&text); }
+            Err(err) => prop_assert!(!parse_dust(&text).is_clean() || err.code() == "unsupported"),
+        }
+        match format(&text, Lang::Json) {
+            Ok(_) => { format_json_checked(&text); }
+            Err(_) => prop_assert!(!parse_json(&text).is_clean()),
+        }
+    }
+
     #[test]
     fn value_to_dust_reads_back_and_is_canonical(value in document()) {
         let dust = value_to_dust(&value).unwrap();
