@@ -389,11 +389,18 @@ impl Analysis {
         let mut ids = HashMap::new();
         let mut referrers = HashMap::new();
         let mut touched = HashSet::new();
+        let mut types = HashMap::new();
+        // Documents come in path order: the first type seen for an id is its first entity's.
         for doc in docs.values() {
+            for entity in &doc.entities {
+                if let (Some(id), Some(ty)) = (&entity.id, &entity.ty) {
+                    if !types.contains_key(id) {
+                        types.insert(id.clone(), ty.clone());
+                    }
+                }
+            }
             index(&mut ids, &mut referrers, doc, &mut touched);
         }
-        let types: HashMap<String, String> =
-            touched.into_iter().filter_map(|id| Some((id.clone(), first_type(&docs, &ids, &id)?))).collect();
         let schemas = compile_schemas(&ctx.config, &docs);
         let types: Arc<HashMap<String, String>> = Arc::new(types);
         let validation = docs
@@ -487,9 +494,12 @@ impl Analysis {
 
     /// Every diagnostic of the document at `path`, in source order.
     pub fn diagnostics_of(&self, path: &str) -> Vec<Diagnostic> {
-        let Some(doc) = self.docs.get(path) else { return Vec::new() };
+        self.docs.get(path).map_or_else(Vec::new, |doc| self.diagnostics_of_document(doc))
+    }
+
+    fn diagnostics_of_document(&self, doc: &Document) -> Vec<Diagnostic> {
         let mut out = doc.local.clone();
-        if let Some(v) = self.validation.get(path) {
+        if let Some(v) = self.validation.get(&doc.path) {
             out.extend(v.iter().cloned());
         }
         out.extend(self.duplicate_ids(doc));
@@ -501,10 +511,10 @@ impl Analysis {
     /// Every diagnostic of the store, by document path.
     pub fn all_diagnostics(&self) -> Vec<(String, Vec<Diagnostic>)> {
         self.docs
-            .keys()
+            .values()
             .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|path| (path.clone(), self.diagnostics_of(path)))
+            .map(|doc| (doc.path.clone(), self.diagnostics_of_document(doc)))
             .filter(|(_, diags)| !diags.is_empty())
             .collect()
     }
@@ -650,11 +660,11 @@ fn unindex(
     }
 }
 
-/// The type of the first entity (in path order) with `id`.
+/// The type of the first entity (in path order) with `id` that has a type.
 fn first_type(docs: &Docs, ids: &HashMap<String, Vec<EntityLoc>>, id: &str) -> Option<String> {
-    let locs = ids.get(id)?;
-    let first = locs.iter().min_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)))?;
-    docs.get(&*first.path)?.entities.get(first.index)?.ty.clone()
+    let mut locs: Vec<&EntityLoc> = ids.get(id)?.iter().collect();
+    locs.sort_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)));
+    locs.into_iter().find_map(|loc| docs.get(&*loc.path)?.entities.get(loc.index)?.ty.clone())
 }
 
 fn is_schema_path(config: &Config, path: &str) -> bool {
