@@ -472,31 +472,21 @@ fn recover(
         .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
         .collect();
     changed.sort();
-    let before_docs: Vec<(String, Vec<u8>)> = if logged.is_empty() {
-        Vec::new()
-    } else {
-        let from_log = logged_contents(log_path, &changed, &logged)?;
-        let mut docs: Vec<(String, Vec<u8>)> = on_disk
-            .iter()
-            .filter(|(path, _)| logged.contains_key(*path) && !from_log.contains_key(*path))
-            .map(|(path, bytes)| (path.clone(), bytes.clone()))
-            .collect();
-        docs.extend(from_log);
-        docs
-    };
+    let changes: Vec<(String, Option<Vec<u8>>)> =
+        changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
+    // What is left on disk is exactly the documents as last logged.
+    let mut before_docs: Vec<(String, Vec<u8>)> = on_disk.into_iter().collect();
+    before_docs.extend(logged_contents(log_path, &changed, &logged)?);
     let before = Analysis::new(ctx.clone(), before_docs);
     let mut seq = last_seq;
-    let analysis = if changed.is_empty() {
+    let analysis = if changes.is_empty() {
         before
     } else {
-        let changes: Vec<(String, Option<Vec<u8>>)> =
-            changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
         let after = before.with_changes(changes.clone());
         seq += 1;
-        let (txn, contents) = transaction(seq, Origin::External, &before, &after, &changes);
-        let refs: Vec<&[u8]> = contents.iter().map(|c| c.as_slice()).collect();
+        let txn = transaction(seq, Origin::External, &before, &after, &changes);
         let offset = log
-            .append(&log::encode_transaction(&txn, &refs), true)
+            .append(&log::encode_transaction(&txn, &contents(&changes)), true)
             .map_err(|e| io("cannot append to", e))?;
         offsets.push(offset);
         let n = txn.documents.len();
@@ -551,34 +541,36 @@ fn logged_contents(
 }
 
 /// Build the transaction `seq` for `changes` (each path once, sorted) taking `before` to
-/// `after`, and the new contents in the order the log stores them.
+/// `after`.
 fn transaction(
     seq: u64,
     origin: Origin,
     before: &Analysis,
     after: &Analysis,
     changes: &[(String, Option<Vec<u8>>)],
-) -> (Transaction, Vec<Vec<u8>>) {
-    let mut documents = Vec::with_capacity(changes.len());
-    let mut contents = Vec::new();
-    for (path, content) in changes {
-        let old = before.document(path);
-        let new = after.document(path);
-        let (created, changed, deleted) = entity_diff(old.map(|d| &**d), new.map(|d| &**d));
-        documents.push(DocumentChange {
-            path: path.clone(),
-            before: old.and_then(|d| d.version.parse().ok()),
-            after: content.as_deref().map(Version::of),
-            created,
-            changed,
-            deleted,
-        });
-        if let Some(content) = content {
-            contents.push(content.clone());
-        }
-    }
-    let txn = Transaction { seq, time: rfc3339(SystemTime::now()), origin, documents };
-    (txn, contents)
+) -> Transaction {
+    let documents = changes
+        .iter()
+        .map(|(path, content)| {
+            let old = before.document(path);
+            let new = after.document(path);
+            let (created, changed, deleted) = entity_diff(old.map(|d| &**d), new.map(|d| &**d));
+            DocumentChange {
+                path: path.clone(),
+                before: old.and_then(|d| d.version.parse().ok()),
+                after: content.as_deref().map(Version::of),
+                created,
+                changed,
+                deleted,
+            }
+        })
+        .collect();
+    Transaction { seq, time: rfc3339(SystemTime::now()), origin, documents }
+}
+
+/// The new contents of `changes`, in the order the log stores them.
+fn contents(changes: &[(String, Option<Vec<u8>>)]) -> Vec<&[u8]> {
+    changes.iter().filter_map(|(_, content)| content.as_deref()).collect()
 }
 
 type Ids = Vec<String>;
@@ -715,13 +707,13 @@ impl Inner {
             return Err(StoreError::Refused { problems });
         }
         let seq = snapshot.seq + 1;
-        let (txn, contents) = transaction(seq, origin, before, &after, &effective);
+        let txn = transaction(seq, origin, before, &after, &effective);
         let previous: HashMap<&str, Option<&[u8]>> = effective
             .iter()
             .zip(&on_disk)
             .map(|((path, _), bytes)| (path.as_str(), bytes.as_deref()))
             .collect();
-        let offset = self.write(&mut writer, &txn, &contents, &previous)?;
+        let offset = self.write(&mut writer, &txn, &contents(&effective), &previous)?;
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
         Ok(Committed { seq, transaction: Some(txn) })
     }
@@ -732,11 +724,10 @@ impl Inner {
         &self,
         writer: &mut Writer,
         txn: &Transaction,
-        contents: &[Vec<u8>],
+        contents: &[&[u8]],
         previous: &HashMap<&str, Option<&[u8]>>,
     ) -> StoreResult<u64> {
-        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
-        let record = log::encode_transaction(txn, &refs);
+        let record = log::encode_transaction(txn, contents);
         let appended = self
             .disk
             .check(FailPoint::AppendLog, log::LOG_FILE)
@@ -847,16 +838,16 @@ impl Inner {
         changes.dedup_by(|a, b| a.0 == b.0);
         let after = snapshot.analysis.with_changes(changes.clone());
         let seq = snapshot.seq + 1;
-        let (txn, contents) =
-            transaction(seq, Origin::External, &snapshot.analysis, &after, &changes);
-        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
-        let offset =
-            writer.log.append(&log::encode_transaction(&txn, &refs), true).map_err(|e| {
-                if writer.log.is_broken() {
-                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
-                }
-                StoreError::io("cannot record an external edit in the transaction log", e)
-            })?;
+        let txn = transaction(seq, Origin::External, &snapshot.analysis, &after, &changes);
+        let offset = writer
+            .log
+            .append(&log::encode_transaction(&txn, &contents(&changes)), true)
+            .map_err(|e| {
+            if writer.log.is_broken() {
+                writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+            }
+            StoreError::io("cannot record an external edit in the transaction log", e)
+        })?;
         tracing::info!(
             "recorded {} document(s) edited outside Stardust as seq {seq}",
             txn.documents.len()
