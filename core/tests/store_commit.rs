@@ -443,3 +443,25 @@ fn readers_are_not_blocked_by_a_commit_in_progress() {
     assert_eq!(committer.join().unwrap().unwrap().seq, 2);
     assert_eq!(store.snapshot().seq, 2);
 }
+
+#[test]
+fn a_failed_commit_with_unchanged_documents_restores_the_right_content() {
+    let dir = library();
+    drop(open(dir.path()));
+    let before = files(dir.path());
+    let store = failing_at(dir.path(), FailPoint::Rename, "people/cy.json", io::ErrorKind::Other);
+    // ann.json is put unchanged (left out of the transaction); bob.json changes, then the
+    // rename of cy.json fails and bob.json must get its own old content back.
+    let err = store
+        .commit(
+            mcp(),
+            vec![
+                Change::put("people/ann.json", person("person/ann", "Ann")),
+                Change::put("people/bob.json", person("person/bob", "Bob 2")),
+                Change::create("people/cy.json", person("person/cy", "Cy")),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(err.io_kind(), Some(io::ErrorKind::Other), "{err}");
+    assert_eq!(files(dir.path()), before);
+}

@@ -3,12 +3,15 @@
 //!
 //! A commit goes: check the paths -> take in any edit made on disk behind our back to the
 //! touched documents -> check expected versions -> diagnose the store as it would be after
-//! the change and refuse new problems whose code `[save] refuse` lists -> write the new
-//! contents to temporary files -> append the transaction to the log and sync it (the commit
-//! point) -> rename the files into place -> publish the new snapshot and notify subscribers.
+//! the change and refuse new problems whose code `[save] refuse` lists -> append the
+//! transaction (with the new contents) to the log and sync it: the commit point -> write each
+//! new content to a temporary file and sync it -> rename the files into place and sync their
+//! folders -> mark the transaction applied -> publish the new snapshot and notify subscribers.
 //! Any failure before the commit point leaves nothing behind; a failure after it undoes the
 //! documents already replaced and cuts the record from the log. A crash after the commit
-//! point is finished by the next open, which redoes the logged writes that did not land.
+//! point is finished by the next open, which redoes the logged writes that did not land (and
+//! removes their temporary files). A transaction with an `applied` marker is never redone, so
+//! an edit that later restores a document's old content is not overwritten.
 //!
 //! Invariants:
 //! - only the holder of the `writer` mutex writes documents or the log, so transactions are
@@ -671,6 +674,9 @@ impl Inner {
             self.ingest_locked(&mut writer, external)?;
         }
 
+        // What each document held, to put back if the commit fails after the commit point.
+        let previous: HashMap<String, Option<Vec<u8>>> =
+            changes.iter().map(|c| c.path.clone()).zip(on_disk).collect();
         let snapshot = self.snapshot();
         let mut effective: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for change in changes {
@@ -708,11 +714,6 @@ impl Inner {
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective);
-        let previous: HashMap<&str, Option<&[u8]>> = effective
-            .iter()
-            .zip(&on_disk)
-            .map(|((path, _), bytes)| (path.as_str(), bytes.as_deref()))
-            .collect();
         let offset = self.write(&mut writer, &txn, &contents(&effective), &previous)?;
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
         Ok(Committed { seq, transaction: Some(txn) })
@@ -725,7 +726,7 @@ impl Inner {
         writer: &mut Writer,
         txn: &Transaction,
         contents: &[&[u8]],
-        previous: &HashMap<&str, Option<&[u8]>>,
+        previous: &HashMap<String, Option<Vec<u8>>>,
     ) -> StoreResult<u64> {
         let record = log::encode_transaction(txn, contents);
         let appended = self
@@ -806,11 +807,11 @@ impl Inner {
         &self,
         writer: &mut Writer,
         done: &[&str],
-        previous: &HashMap<&str, Option<&[u8]>>,
+        previous: &HashMap<String, Option<Vec<u8>>>,
         offset: u64,
     ) -> Result<(), String> {
         for path in done {
-            let restored = match previous.get(path).copied().flatten() {
+            let restored = match previous.get(*path).and_then(Option::as_deref) {
                 Some(bytes) => self.disk.write(path, bytes),
                 None => self.disk.remove(path),
             };
