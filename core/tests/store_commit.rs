@@ -465,3 +465,47 @@ fn a_failed_commit_with_unchanged_documents_restores_the_right_content() {
     assert_eq!(err.io_kind(), Some(io::ErrorKind::Other), "{err}");
     assert_eq!(files(dir.path()), before);
 }
+
+#[test]
+fn a_failure_that_cannot_be_undone_stops_writes_until_reopened() {
+    let dir = library();
+    drop(open(dir.path()));
+    let rename_failed = Arc::new(Mutex::new(false));
+    let hook = {
+        let rename_failed = rename_failed.clone();
+        move |point: FailPoint, rel: &str| {
+            let mut failed = rename_failed.lock().unwrap();
+            match (point, rel) {
+                (FailPoint::Rename, "people/cy.json") => {
+                    *failed = true;
+                    Err(io::Error::from(io::ErrorKind::Other))
+                }
+                // Putting ann.json back fails too: the disk is in trouble.
+                (FailPoint::WriteTemp, "people/ann.json") if *failed => {
+                    Err(io::Error::from(io::ErrorKind::StorageFull))
+                }
+                _ => Ok(()),
+            }
+        }
+    };
+    let store =
+        Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
+    let changes = vec![
+        Change::put("people/ann.json", person("person/ann", "Ann 2")),
+        Change::create("people/cy.json", person("person/cy", "Cy")),
+    ];
+    let err = store.commit(mcp(), changes).unwrap_err();
+    assert!(matches!(err, StoreError::Poisoned { .. }), "{err:?}");
+    assert_eq!(err.code(), "internal");
+    assert!(err.to_string().contains("reopen"), "{err}");
+    let err = store.commit(mcp(), vec![Change::delete("people/bob.json")]).unwrap_err();
+    assert!(matches!(err, StoreError::Poisoned { .. }), "later writes are refused: {err:?}");
+    assert_eq!(store.snapshot().seq, 1);
+    drop(store);
+    // The record stayed in the log, so reopening finishes the commit: all of it, not half.
+    let store = open(dir.path());
+    assert_eq!(store.snapshot().seq, 2);
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann 2"));
+    assert_eq!(read(dir.path(), "people/cy.json").unwrap(), person("person/cy", "Cy"));
+    assert_eq!(verify_log(dir.path()).unwrap().damage, None);
+}

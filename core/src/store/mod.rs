@@ -840,15 +840,16 @@ impl Inner {
         let after = snapshot.analysis.with_changes(changes.clone());
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, Origin::External, &snapshot.analysis, &after, &changes);
-        let offset = writer
-            .log
-            .append(&log::encode_transaction(&txn, &contents(&changes)), true)
-            .map_err(|e| {
-            if writer.log.is_broken() {
-                writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+        let record = log::encode_transaction(&txn, &contents(&changes));
+        let offset = match writer.log.append(&record, true) {
+            Ok(offset) => offset,
+            Err(e) => {
+                if writer.log.is_broken() {
+                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+                }
+                return Err(StoreError::io("cannot record an edit made outside Stardust", e));
             }
-            StoreError::io("cannot record an external edit in the transaction log", e)
-        })?;
+        };
         tracing::info!(
             "recorded {} document(s) edited outside Stardust as seq {seq}",
             txn.documents.len()
