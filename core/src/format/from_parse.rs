@@ -59,11 +59,7 @@ pub(crate) fn document(text: &str, parse: &Parse) -> Option<Document> {
 fn from_value_with_comments(source: &Source, value: &Value, comments: &[Span]) -> Option<Document> {
     let extra = comments.iter().map(|c| Element::Comment(source.comment(*c)));
     match value {
-        Value::Object(map) => {
-            let mut container = from_value::object(map);
-            container = container.with_extra(extra);
-            Some(Document::Object(container))
-        }
+        Value::Object(map) => Some(Document::Object(from_value::object(map).with_extra(extra))),
         Value::Array(items) => Some(Document::Array {
             header: Vec::new(),
             array: from_value::array(items),
@@ -74,6 +70,7 @@ fn from_value_with_comments(source: &Source, value: &Value, comments: &[Span]) -
     }
 }
 
+/// The text being formatted and its line starts, to tell which comments share a line.
 struct Source<'a> {
     text: &'a str,
     index: LineIndex,
