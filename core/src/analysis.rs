@@ -393,10 +393,10 @@ impl Analysis {
         // Documents come in path order: the first type seen for an id is its first entity's.
         for doc in docs.values() {
             for entity in &doc.entities {
-                if let (Some(id), Some(ty)) = (&entity.id, &entity.ty) {
-                    if !types.contains_key(id) {
-                        types.insert(id.clone(), ty.clone());
-                    }
+                if let (Some(id), Some(ty)) = (&entity.id, &entity.ty)
+                    && !types.contains_key(id)
+                {
+                    types.insert(id.clone(), ty.clone());
                 }
             }
             index(&mut ids, &mut referrers, doc, &mut touched);
