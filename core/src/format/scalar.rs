@@ -56,16 +56,14 @@ fn is_bareword(s: &str) -> bool {
 }
 
 /// Whether a key can be written as a bareword. Keys are always strings, so `1965` and `true`
-/// stay bare. The parser reads a `:` or `=` ending a bare key as a JSON-style separator
-/// (`title: x`), so such keys are quoted.
+/// stay bare.
 pub(crate) fn key_is_bare(key: &str) -> bool {
-    is_bareword(key) && !key.ends_with([':', '='])
+    is_bareword(key)
 }
 
 /// Whether a string value can be written as a bareword that reads back as the same string.
-/// A lone `:` or `=` after a key is read as a stray separator, so it is quoted.
 pub(crate) fn string_is_bare(s: &str) -> bool {
-    is_bareword(s) && !is_json_number(s) && !matches!(s, "true" | "false" | "null" | ":" | "=")
+    is_bareword(s) && !is_json_number(s) && !matches!(s, "true" | "false" | "null")
 }
 
 /// Append `s` single-quoted with DUST escapes; `"` and non-ASCII stay raw.
@@ -144,9 +142,9 @@ mod tests {
         }
         assert!(key_is_bare("1965") && key_is_bare("true") && !key_is_bare(""));
         // Read as `key: value` mistakes by the parser.
-        assert!(!key_is_bare("title:") && !key_is_bare("a=") && !key_is_bare(":"));
-        assert!(key_is_bare("a:b") && key_is_bare(":a") && string_is_bare("title:"));
-        assert!(!string_is_bare(":") && !string_is_bare("="));
+        // SPEC §4: `:` and `=` are bareword characters like any other.
+        assert!(key_is_bare("title:") && key_is_bare("a=") && key_is_bare(":"));
+        assert!(key_is_bare("a:b") && string_is_bare("title:") && string_is_bare(":"));
     }
 
     #[test]

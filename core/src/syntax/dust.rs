@@ -320,31 +320,11 @@ impl Parser<'_> {
                     // Read the value to get past it; it has no key, so it is not in the tree.
                     let _ = self.value();
                 }
-                b':' | b'=' if self.lone_separator() => {
-                    let sep = char::from(b);
-                    self.error(
-                        self.pos,
-                        self.pos + 1,
-                        format!("expected a key, found '{sep}'; remove it"),
-                    );
-                    self.pos += 1;
-                }
                 _ => end = self.member(),
             }
         }
         let (members, value) = self.scratch.object(mark, &mut self.errors);
         (members, value, end)
-    }
-
-    /// Whether the cursor is on a `:` or `=` that stands alone (a bareword of one character).
-    fn lone_separator(&self) -> bool {
-        self.bytes.get(self.pos + 1).is_none_or(|&b| BARE[usize::from(b)] == END)
-    }
-
-    /// Reports a `:` or `=` written between a key and its value, at the cursor.
-    fn separator(&mut self, at: usize) {
-        let sep = char::from(self.bytes[at]);
-        self.error(at, at + 1, format!("DUST has no '{sep}' between key and value; remove it"));
     }
 
     /// Reads a member whose key starts at the cursor and adds it; returns where it ends.
@@ -356,23 +336,13 @@ impl Parser<'_> {
             self.pos = end;
             (key, end)
         } else {
+            // SPEC §4: `:` and `=` are bareword characters, so `title:` is the key "title:"
+            // (a schema then reports it as an unknown property).
             let end = self.bareword_end();
             self.pos = end;
-            // `title: x`: the `:` ends the bareword but is no part of the key.
-            let key_end = if end - key_start > 1 && matches!(self.bytes[end - 1], b':' | b'=') {
-                self.separator(end - 1);
-                end - 1
-            } else {
-                end
-            };
-            (self.text[key_start..key_end].to_owned(), key_end)
+            (self.text[key_start..end].to_owned(), end)
         };
         let key_span = lex::span(key_start, key_end);
-        // `'title':x`: a separator right after a quoted key.
-        if quoted && matches!(self.peek(), Some(b':' | b'=')) {
-            self.separator(self.pos);
-            self.pos += 1;
-        }
         let (value_node, value) = loop {
             self.skip_trivia();
             match self.peek() {
@@ -385,10 +355,6 @@ impl Parser<'_> {
                         format!("key '{shown}' has no value; add one or remove the key"),
                     );
                     break (node(key_end, key_end, NodeKind::Error), Value::Null);
-                }
-                Some(b':' | b'=') if self.lone_separator() => {
-                    self.separator(self.pos);
-                    self.pos += 1;
                 }
                 Some(_) => break self.value(),
             }
