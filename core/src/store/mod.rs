@@ -485,7 +485,14 @@ fn recover(
     let analysis = if changes.is_empty() {
         before
     } else {
-        let after = before.with_changes(changes.clone());
+        let after = if before.document_count() == 0 {
+            // The first history: analysing from scratch beats applying every document as a
+            // change.
+            let docs = changes.iter().filter_map(|(path, c)| Some((path.clone(), c.clone()?)));
+            Analysis::new(ctx.clone(), docs.collect())
+        } else {
+            before.with_changes(changes.clone())
+        };
         seq += 1;
         let txn = transaction(seq, Origin::External, &before, &after, &changes);
         let offset = log
@@ -579,29 +586,31 @@ fn contents(changes: &[(String, Option<Vec<u8>>)]) -> Vec<&[u8]> {
 type Ids = Vec<String>;
 
 /// The entity ids created, changed and deleted between two versions of a document, sorted.
+/// Of a duplicate id within one document, the first entity counts.
 fn entity_diff(before: Option<&Document>, after: Option<&Document>) -> (Ids, Ids, Ids) {
-    let values = |doc: Option<&Document>| {
-        let mut out: BTreeMap<String, Value> = BTreeMap::new();
-        let Some(doc) = doc else { return out };
-        for (i, entity) in doc.entities.iter().enumerate() {
-            if let (Some(id), Some((_, value))) = (&entity.id, doc.entity_node(i)) {
-                out.entry(id.clone()).or_insert_with(|| value.clone());
-            }
-        }
-        out
-    };
-    let old = values(before);
-    let mut new = values(after);
+    let old = entity_values(before);
+    let mut new = entity_values(after);
     let (mut created, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
     for (id, value) in old {
-        match new.remove(&id) {
-            None => deleted.push(id),
-            Some(now) if now != value => changed.push(id),
+        match new.remove(id) {
+            None => deleted.push(id.to_owned()),
+            Some(now) if now != value => changed.push(id.to_owned()),
             Some(_) => {}
         }
     }
-    created.extend(new.into_keys());
+    created.extend(new.into_keys().map(str::to_owned));
     (created, changed, deleted)
+}
+
+fn entity_values(doc: Option<&Document>) -> BTreeMap<&str, &Value> {
+    let mut out = BTreeMap::new();
+    let Some(doc) = doc else { return out };
+    for (i, entity) in doc.entities.iter().enumerate() {
+        if let (Some(id), Some((_, value))) = (&entity.id, doc.entity_node(i)) {
+            out.entry(id.as_str()).or_insert(value);
+        }
+    }
+    out
 }
 
 impl Inner {
