@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde_json::{Value, json};
@@ -267,6 +267,8 @@ pub struct Analysis {
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
     validation: Arc<HashMap<String, Arc<Vec<Diagnostic>>>>,
+    /// The query engine's indexes of this snapshot, built on first use (`crate::query`).
+    query_index: Arc<OnceLock<Arc<crate::query::QueryIndex>>>,
 }
 
 impl std::fmt::Debug for Analysis {
@@ -382,6 +384,7 @@ impl Analysis {
             types,
             schemas: self.schemas.clone(),
             validation: Arc::new(validation),
+            query_index: Arc::default(),
         }
     }
 
@@ -420,6 +423,7 @@ impl Analysis {
             types,
             schemas: Arc::new(schemas),
             validation: Arc::new(validation),
+            query_index: Arc::default(),
         }
     }
 
@@ -446,6 +450,10 @@ impl Analysis {
             }
         }
         out
+    }
+
+    pub(crate) fn query_index_cell(&self) -> &OnceLock<Arc<crate::query::QueryIndex>> {
+        &self.query_index
     }
 
     pub fn context(&self) -> &Arc<StoreContext> {

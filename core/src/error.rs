@@ -15,6 +15,10 @@ pub enum Error {
     OutsideStore { path: PathBuf, store: PathBuf },
     #[error("{0}")]
     Unsupported(String),
+    /// An expression applied to values of the wrong type (the message names them), or a
+    /// division by zero.
+    #[error("{0}")]
+    TypeError(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -32,6 +36,7 @@ impl Error {
             Error::NotFound(_) => "not-found",
             Error::OutsideStore { .. } => "outside-store",
             Error::Unsupported(_) => "unsupported",
+            Error::TypeError(_) => "type-error",
             Error::Io { .. } => "internal",
         }
     }

@@ -9,6 +9,7 @@ pub mod diagnostics;
 pub mod error;
 pub mod format;
 pub mod model;
+pub mod query;
 pub mod scan;
 pub mod schema;
 pub mod store;

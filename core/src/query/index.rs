@@ -1,0 +1,304 @@
+//! The indexes a query runs on, computed once per analysis snapshot: the entities numbered
+//! in document order, entities by id, and per attribute the entities holding each value
+//! (built the first time a query names the attribute), plus who references whom.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use super::value::Val;
+use crate::analysis::{Analysis, Document};
+
+/// The number of an entity in a [`QueryIndex`].
+pub type EntityNum = u32;
+
+/// One entity: its document and its place in the document's entity list.
+struct Ent {
+    doc: Arc<Document>,
+    slot: u32,
+}
+
+/// Indexes over one analysis snapshot. Only entities with a string id take part; of several
+/// entities sharing an id, the first in document path order stands for it (the duplicate is
+/// a diagnostic of its own).
+pub struct QueryIndex {
+    entities: Vec<Ent>,
+    by_id: HashMap<Box<str>, EntityNum>,
+    attrs: Mutex<HashMap<String, Arc<OnceLock<Arc<AttrIndex>>>>>,
+    referrers: OnceLock<HashMap<Box<str>, Vec<EntityNum>>>,
+}
+
+impl std::fmt::Debug for QueryIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryIndex").field("entities", &self.entities.len()).finish()
+    }
+}
+
+/// The entities holding each value of one attribute. Postings are keyed by the value's
+/// [`Val::hash64`]; a lookup may return an entity whose value merely collides, so callers
+/// check the value again (they read it anyway).
+#[derive(Debug)]
+pub struct AttrIndex {
+    postings: HashMap<u64, Vec<EntityNum>, BuildHasherDefault<IdentityHasher>>,
+    /// The entities with at least one value, ascending.
+    holders: Vec<EntityNum>,
+    /// The number of (entity, value) pairs.
+    pairs: usize,
+}
+
+/// The postings are keyed by a hash already.
+#[derive(Default)]
+pub struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+impl AttrIndex {
+    /// The entities that may hold `value` (ascending; see the type's note on collisions).
+    pub fn lookup(&self, value: &Val) -> &[EntityNum] {
+        self.postings.get(&value.hash64()).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn holders(&self) -> &[EntityNum] {
+        &self.holders
+    }
+
+    /// The number of distinct values (by hash).
+    pub fn distinct(&self) -> usize {
+        self.postings.len()
+    }
+
+    /// The number of (entity, value) pairs.
+    pub fn pairs(&self) -> usize {
+        self.pairs
+    }
+}
+
+impl QueryIndex {
+    pub fn build(analysis: &Analysis) -> QueryIndex {
+        let mut entities = Vec::new();
+        let mut by_id = HashMap::with_capacity(analysis.entity_count());
+        for doc in analysis.documents() {
+            for (slot, entity) in doc.entities.iter().enumerate() {
+                let Some(id) = &entity.id else { continue };
+                let num = EntityNum::try_from(entities.len()).unwrap_or(EntityNum::MAX);
+                if num == EntityNum::MAX || by_id.contains_key(id.as_str()) {
+                    continue;
+                }
+                by_id.insert(id.as_str().into(), num);
+                entities.push(Ent { doc: doc.clone(), slot: slot as u32 });
+            }
+        }
+        QueryIndex {
+            entities,
+            by_id,
+            attrs: Mutex::new(HashMap::new()),
+            referrers: OnceLock::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
+    }
+
+    pub fn lookup(&self, id: &str) -> Option<EntityNum> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn id(&self, num: EntityNum) -> &str {
+        let ent = &self.entities[num as usize];
+        ent.doc.entities[ent.slot as usize].id.as_deref().unwrap_or_default()
+    }
+
+    /// The entity's value (an object).
+    pub fn value(&self, num: EntityNum) -> &Value {
+        let ent = &self.entities[num as usize];
+        let root = &ent.doc.parse.value;
+        match ent.doc.entities[ent.slot as usize].index {
+            None => root,
+            Some(i) => root.get(i).unwrap_or(&Value::Null),
+        }
+    }
+
+    /// The value of the entity with `id`, if there is one.
+    pub fn entity_value(&self, id: &str) -> Option<&Value> {
+        self.lookup(id).map(|num| self.value(num))
+    }
+
+    /// The index of attribute `attr`, built on first use.
+    pub fn attr(&self, attr: &Attr) -> Arc<AttrIndex> {
+        let cell = {
+            let mut attrs = self.attrs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            attrs.entry(attr.name.clone()).or_default().clone()
+        };
+        // Built outside the map's lock, so that other attributes stay available meanwhile.
+        cell.get_or_init(|| Arc::new(self.build_attr(attr))).clone()
+    }
+
+    fn build_attr(&self, attr: &Attr) -> AttrIndex {
+        let mut postings: HashMap<u64, Vec<EntityNum>, BuildHasherDefault<IdentityHasher>> =
+            HashMap::default();
+        let mut holders = Vec::new();
+        let mut pairs = 0;
+        let mut values = Vec::new();
+        for num in 0..self.entities.len() as EntityNum {
+            values.clear();
+            attr.values(self.value(num), &mut values);
+            if values.is_empty() {
+                continue;
+            }
+            holders.push(num);
+            pairs += values.len();
+            for value in &values {
+                let list = postings.entry(value.hash64()).or_default();
+                // Distinct values of one entity may still share a hash.
+                if list.last() != Some(&num) {
+                    list.push(num);
+                }
+            }
+        }
+        AttrIndex { postings, holders, pairs }
+    }
+
+    /// The entities whose values reference `id` (each once, ascending).
+    pub fn referrers(&self, id: &str) -> &[EntityNum] {
+        let map = self.referrers.get_or_init(|| {
+            let mut map: HashMap<Box<str>, Vec<EntityNum>> = HashMap::new();
+            let mut start = 0;
+            // Entities of one document are consecutive.
+            while start < self.entities.len() {
+                let doc = &self.entities[start].doc;
+                let mut end = start;
+                let mut nums: Vec<Option<EntityNum>> = vec![None; doc.entities.len()];
+                while end < self.entities.len() && Arc::ptr_eq(&self.entities[end].doc, doc) {
+                    nums[self.entities[end].slot as usize] = Some(end as EntityNum);
+                    end += 1;
+                }
+                for reference in &doc.references {
+                    let Some(Some(num)) = nums.get(reference.entity) else { continue };
+                    let list = map.entry(reference.target.as_str().into()).or_default();
+                    if list.last() != Some(num) {
+                        list.push(*num);
+                    }
+                }
+                start = end;
+            }
+            map
+        });
+        map.get(id).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// An attribute of a pattern: a top-level field name, or a dotted path into nested objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attr {
+    pub name: String,
+    segments: Vec<String>,
+}
+
+impl Attr {
+    pub fn new(name: &str) -> Attr {
+        Attr { name: name.to_owned(), segments: name.split('.').map(str::to_owned).collect() }
+    }
+
+    /// The distinct values of this attribute in `entity`, as patterns bind them: a field
+    /// named exactly like the attribute wins over a dotted path; arrays met along a path are
+    /// looked into; an array at the end gives each of its elements.
+    pub fn values<'a>(&self, entity: &'a Value, out: &mut Vec<Val<'a>>) {
+        let Some(object) = entity.as_object() else { return };
+        if let Some(value) = object.get(&self.name) {
+            push_values(value, out);
+            return;
+        }
+        if self.segments.len() < 2 {
+            return;
+        }
+        let mut current: Vec<&'a Value> = vec![entity];
+        for segment in &self.segments {
+            let mut next = Vec::new();
+            for value in current {
+                match value {
+                    Value::Object(map) => next.extend(map.get(segment)),
+                    Value::Array(items) => {
+                        next.extend(items.iter().filter_map(|item| item.get(segment.as_str())));
+                    }
+                    _ => {}
+                }
+            }
+            current = next;
+        }
+        for value in current {
+            push_values(value, out);
+        }
+    }
+}
+
+fn push_values<'a>(value: &'a Value, out: &mut Vec<Val<'a>>) {
+    match value {
+        Value::Array(items) => {
+            for item in items {
+                push_distinct(Val::from_data(item), out);
+            }
+        }
+        other => push_distinct(Val::from_data(other), out),
+    }
+}
+
+fn push_distinct<'a>(value: Val<'a>, out: &mut Vec<Val<'a>>) {
+    if !out.contains(&value) {
+        out.push(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn values(attr: &str, entity: &Value) -> Vec<Value> {
+        let mut out = Vec::new();
+        Attr::new(attr).values(entity, &mut out);
+        out.iter().map(Val::to_json).collect()
+    }
+
+    #[test]
+    fn attributes_read_fields_paths_and_array_elements() {
+        let e = json!({
+            "id": "book/a",
+            "author": "@person/x",
+            "tags": ["a", "b", "a"],
+            "rights": {"holder": "H"},
+            "editions": [{"year": 1}, {"year": 2}, {"year": 1}, "odd"],
+            "x.y": 5,
+            "x": {"y": 6}
+        });
+        assert_eq!(values("author", &e), vec![json!("person/x")]);
+        assert_eq!(values("tags", &e), vec![json!("a"), json!("b")]);
+        assert_eq!(values("rights.holder", &e), vec![json!("H")]);
+        assert_eq!(values("editions.year", &e), vec![json!(1), json!(2)]);
+        assert_eq!(values("x.y", &e), vec![json!(5)], "an exact field name wins");
+        assert!(values("missing", &e).is_empty());
+        assert!(values("rights.missing", &e).is_empty());
+        assert!(values("author.name", &e).is_empty(), "paths do not follow references");
+    }
+}
