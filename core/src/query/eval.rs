@@ -51,16 +51,19 @@ struct Evaluator<'a, 'b, 'e> {
 
 impl<'a> Evaluator<'a, '_, '_> {
     fn type_error(&self, e: &Expr, message: String) -> Error {
-        Error::TypeError(format!("{message} in '{}'", &self.src[e.start..e.end]))
+        Error::TypeError(format!("in '{}': {message}", &self.src[e.start..e.end]))
     }
 
-    fn resolve(&self, id: &str) -> Result<&'a Value> {
-        self.env.idx.entity_value(id).ok_or_else(|| missing(id))
+    fn resolve(&self, id: &str, e: &Expr) -> Result<&'a Value> {
+        self.env.idx.entity_value(id).ok_or_else(|| {
+            Error::NotFound(format!("in '{}': {}", &self.src[e.start..e.end], missing(id)))
+        })
     }
 
     fn eval(&self, e: &'a Expr) -> Result<Val<'a>> {
         match &e.kind {
             ExprKind::Lit(v) => Ok(v.clone()),
+            ExprKind::List(items) => Ok(Val::List(items.iter().map(|i| self.eval(i)).collect::<Result<_>>()?)),
             ExprKind::Entity(text) => self.entity_path(text, e),
             ExprKind::Var { name, slot } => match self.env.vars.get(*slot) {
                 Some(Some(v)) => Ok(v.clone()),
@@ -109,7 +112,7 @@ impl<'a> Evaluator<'a, '_, '_> {
             }
             match id.rfind('.') {
                 Some(dot) => cut = dot,
-                None => return Err(missing(id)),
+                None => return Err(Error::NotFound(format!("in '{}': {}", &self.src[e.start..e.end], missing(id)))),
             }
         }
     }
@@ -120,7 +123,7 @@ impl<'a> Evaluator<'a, '_, '_> {
         let field = |object: &'a Value| object.get(segment).map_or(Val::Null, Val::from_field);
         match value {
             Val::Null => Ok(Val::Null),
-            Val::Entity(id) => Ok(field(self.resolve(&id)?)),
+            Val::Entity(id) => Ok(field(self.resolve(&id, e)?)),
             Val::Json(object @ Value::Object(_)) => Ok(field(object)),
             Val::Str(s) => match self.env.idx.entity_value(&s) {
                 Some(object) => Ok(field(object)),
@@ -226,10 +229,7 @@ impl<'a> Evaluator<'a, '_, '_> {
             ));
         };
         if op == BinOp::Div && b == 0.0 {
-            return Err(Error::TypeError(format!(
-                "division by zero in '{}'; guard the divisor with a filter such as '?x != 0'",
-                &self.src[e.start..e.end]
-            )));
+            return Err(self.type_error(e, "division by zero; guard the divisor, as in '?d != 0 and ?n / ?d > 1'".to_owned()));
         }
         let exact = match (&l, &r) {
             (Val::Int(x), Val::Int(y)) => match op {
@@ -276,7 +276,7 @@ impl<'a> Evaluator<'a, '_, '_> {
                 Val::Null => Ok(Val::Int(0)),
                 Val::Str(s) => Ok(Val::Int(s.chars().count() as i64)),
                 Val::Json(Value::Object(map)) => Ok(Val::Int(map.len() as i64)),
-                Val::Entity(id) => Ok(Val::Int(self.resolve(id)?.as_object().map_or(0, |m| m.len()) as i64)),
+                Val::Entity(id) => Ok(Val::Int(self.resolve(id, e)?.as_object().map_or(0, |m| m.len()) as i64)),
                 v => v.elements().map(|items| Val::Int(items.len() as i64)).ok_or_else(|| wrong("a string, an array or an object", v)),
             },
             Func::Lower | Func::Upper => match &first {
@@ -294,7 +294,7 @@ impl<'a> Evaluator<'a, '_, '_> {
                     },
                     Val::Json(Value::Object(map)) => Ok(Val::Bool(needle.as_id().is_some_and(|k| map.contains_key(k)))),
                     Val::Entity(id) => {
-                        let object = self.resolve(id)?;
+                        let object = self.resolve(id, e)?;
                         Ok(Val::Bool(needle.as_id().is_some_and(|k| object.get(k).is_some())))
                     }
                     v => match v.elements() {
@@ -312,7 +312,7 @@ impl<'a> Evaluator<'a, '_, '_> {
             Func::Keys => {
                 let object = match &first {
                     Val::Json(object @ Value::Object(_)) => *object,
-                    Val::Entity(id) => self.resolve(id)?,
+                    Val::Entity(id) => self.resolve(id, e)?,
                     v => return Err(wrong("an object or an entity", v)),
                 };
                 let keys = object.as_object().into_iter().flatten();
@@ -326,7 +326,7 @@ impl<'a> Evaluator<'a, '_, '_> {
                 let mut total = Val::Int(0);
                 for item in items {
                     if item.as_f64().is_none() {
-                        return Err(wrong("an array of numbers, and an element is not a number:", &item));
+                        return Err(wrong("numbers only", &item));
                     }
                     total = self.arithmetic(BinOp::Add, total, item, e)?;
                 }
@@ -375,7 +375,7 @@ impl<'a> Evaluator<'a, '_, '_> {
                 };
                 let idx = self.env.idx;
                 if idx.lookup(&id).is_none() {
-                    return Err(missing(&id));
+                    return Err(Error::NotFound(format!("in '{}': {}", &self.src[e.start..e.end], missing(&id))));
                 }
                 let mut ids: Vec<&'a str> = idx.referrers(&id).iter().map(|n| idx.id(*n)).collect();
                 ids.sort_unstable();

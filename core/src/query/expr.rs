@@ -12,7 +12,7 @@
 //! unary   := '-' unary | postfix
 //! postfix := primary ('.' segment)*
 //! primary := number | string | 'true' | 'false' | 'null' | '@' id-and-path | '?' name
-//!          | name '(' (expr (',' expr)*)? ')' | name | '(' expr ')'
+//!          | name '(' (expr (',' expr)*)? ')' | name | '(' expr ')' | '[' (expr (',' expr)*)? ']'
 //! ```
 //!
 //! An entity id may contain `.`, so `@book/dune.author.name` is kept whole here and split at
@@ -46,6 +46,8 @@ pub struct Expr {
 #[derive(Clone, Debug)]
 pub enum ExprKind {
     Lit(Val<'static>),
+    /// `[a, b]`: an array of the values.
+    List(Vec<Expr>),
     /// The text after `@`: an entity id, perhaps followed by `.path`.
     Entity(String),
     Var { name: String, slot: usize },
@@ -315,6 +317,8 @@ fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
                     ('<', _) => "<",
                     ('>', _) => ">",
                     ('(', _) => "(",
+                    ('[', _) => "[",
+                    (']', _) => "]",
                     (')', _) => ")",
                     (',', _) => ",",
                     _ => {
@@ -548,6 +552,15 @@ impl Parser<'_, '_, '_> {
                 // The parentheses belong to the node's text, for messages.
                 return Ok(Expr { end: close.end, start, ..inner });
             }
+            Tok::Op("[") => {
+                self.enter(start)?;
+                let items = self.items("]", "a list")?;
+                self.nesting -= 1;
+                let close = self.bump();
+                let children: Vec<&Expr> = items.iter().collect();
+                let depth = self.depth(start, &children)?;
+                return Ok(Expr { kind: ExprKind::List(items), start, end: close.end, depth });
+            }
             Tok::Name(name) => match name.as_str() {
                 "true" => ExprKind::Lit(Val::Bool(true)),
                 "false" => ExprKind::Lit(Val::Bool(false)),
@@ -583,22 +596,8 @@ impl Parser<'_, '_, '_> {
         };
         self.bump();
         self.enter(start)?;
-        let mut args = Vec::new();
-        if !self.at_op(")") {
-            loop {
-                args.push(self.expr()?);
-                if self.at_op(",") {
-                    self.bump();
-                    continue;
-                }
-                break;
-            }
-        }
+        let args = self.items(")", &format!("the call of {name}"))?;
         self.nesting -= 1;
-        if !self.at_op(")") {
-            let next = self.peek();
-            return Err(self.error_at(next.start, format!("expected ',' or ')' in the call of {name}, found {}", describe(&next.tok))));
-        }
         let close = self.bump();
         if args.len() < least || args.len() > most {
             let wanted = match (least, most) {
@@ -610,6 +609,26 @@ impl Parser<'_, '_, '_> {
         let children: Vec<&Expr> = args.iter().collect();
         let depth = self.depth(start, &children)?;
         Ok(Expr { kind: ExprKind::Call(func, args), start, end: close.end, depth })
+    }
+
+    /// Expressions separated by commas up to `close` (left for the caller to take).
+    fn items(&mut self, close: &str, what: &str) -> Result<Vec<Expr>, SyntaxError> {
+        let mut items = Vec::new();
+        if !self.at_op(close) {
+            loop {
+                items.push(self.expr()?);
+                if self.at_op(",") {
+                    self.bump();
+                    continue;
+                }
+                break;
+            }
+        }
+        if !self.at_op(close) {
+            let next = self.peek();
+            return Err(self.error_at(next.start, format!("expected ',' or '{close}' in {what}, found {}", describe(&next.tok))));
+        }
+        Ok(items)
     }
 
     fn column(&self, offset: usize) -> usize {
@@ -645,6 +664,7 @@ mod tests {
     fn show(e: &Expr) -> String {
         match &e.kind {
             ExprKind::Lit(v) => v.describe(),
+            ExprKind::List(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
             ExprKind::Entity(id) => format!("@{id}"),
             ExprKind::Var { name, .. } => format!("?{name}"),
             ExprKind::Field(name) => name.clone(),
@@ -674,12 +694,13 @@ mod tests {
             ("len(keys(@a/b)) / 2.5e1", "(len(keys(@a/b)) / 25)"),
             ("min(1, 2, 3) == 1 and ?x <> 2", "((min(1, 2, 3) = 1) and (?x != 2))"),
             ("(1 + 2).x", "(1 + 2).x"),
+            ("contains(['a', ?x], [])", "contains([\"a\", ?x], [])"),
             ("'it''s'", "\"it\""),
         ];
-        for (src, want) in cases.iter().take(9) {
+        for (src, want) in cases.iter().take(10) {
             assert_eq!(show(&parse_ok(src).root), *want, "{src}");
         }
-        assert_eq!(parse_err(cases[9].0), "5: expected an operator, found a string");
+        assert_eq!(parse_err(cases[10].0), "5: expected an operator, found a string");
     }
 
     #[test]

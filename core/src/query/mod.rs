@@ -221,7 +221,9 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
         FindItem::Agg(agg, s) => Some((*agg, *s, name.as_str())),
         FindItem::Var(_) => None,
     }).collect();
-    let found: u64 = plain.iter().fold(0, |s, v| s | bit(*v));
+    // Rows without aggregates carry the hidden order variables after the found ones.
+    let keyed: Vec<usize> = plain.iter().chain(&query.hidden).copied().collect();
+    let found: u64 = keyed.iter().fold(0, |s, v| s | bit(*v));
     let mut collect = if aggs.is_empty() {
         // Solutions are distinct bindings of every variable `where` binds, so rows of all of
         // them are distinct already; a projection onto fewer may repeat.
@@ -233,13 +235,13 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
     let mut binding = vec![None; query.vars.len()];
     let value_of = |b: &exec::Binding<'a>, slot: usize| b[slot].clone().unwrap_or(Val::Null);
     exec.run(steps, &mut binding, &mut |b| {
-        let key: Vec<Val<'a>> = plain.iter().map(|s| value_of(b, *s)).collect();
         match &mut collect {
             Collect::Rows { set: Some(set), .. } => {
-                set.insert(key);
+                set.insert(keyed.iter().map(|s| value_of(b, *s)).collect());
             }
-            Collect::Rows { list, set: None } => list.push(key),
+            Collect::Rows { list, set: None } => list.push(keyed.iter().map(|s| value_of(b, *s)).collect()),
             Collect::Groups(groups) => {
+                let key: Vec<Val<'a>> = plain.iter().map(|s| value_of(b, *s)).collect();
                 let states = groups.entry(key).or_insert_with(|| aggs.iter().map(|a| AggState::new(a.0)).collect());
                 for (state, (_, slot, name)) in states.iter_mut().zip(&aggs) {
                     state.add(value_of(b, *slot), name)?;
@@ -275,7 +277,6 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
     let requested = options.limit.or(query.limit).unwrap_or(DEFAULT_LIMIT);
     let limit = requested.min(MAX_LIMIT);
     let offset = options.offset.or(query.offset).unwrap_or(0);
-    let total = rows.len() as u64;
     let compare = |a: &Vec<Val>, b: &Vec<Val>| -> Ordering {
         for &(column, desc) in &query.order {
             let ord = a[column].cmp(&b[column]);
@@ -286,13 +287,29 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
         }
         a.cmp(b)
     };
-    // Only the rows up to the end of the page need to be in order.
-    let end = offset.saturating_add(limit).min(total) as usize;
-    if end > 0 && end < rows.len() {
-        rows.select_nth_unstable_by(end - 1, compare);
-        rows.truncate(end);
+    let width = query.find.len();
+    let total;
+    if query.hidden.is_empty() {
+        total = rows.len() as u64;
+        // Only the rows up to the end of the page need to be in order.
+        let end = offset.saturating_add(limit).min(total) as usize;
+        if end > 0 && end < rows.len() {
+            rows.select_nth_unstable_by(end - 1, compare);
+            rows.truncate(end);
+        }
+        rows.sort_unstable_by(compare);
+    } else {
+        // A row may come with several values of a hidden order variable: it takes the place
+        // of its first one in the order, once.
+        rows.sort_unstable_by(compare);
+        let mut seen: HashSet<Vec<Val>> = HashSet::new();
+        rows.retain_mut(|row| {
+            row.truncate(width);
+            seen.insert(row.clone())
+        });
+        total = rows.len() as u64;
     }
-    rows.sort_unstable_by(compare);
+    let end = offset.saturating_add(limit).min(total) as usize;
     let start = (offset.min(total)) as usize;
     let idx = exec.idx;
     let pulled: Vec<bool> = query.find.iter().map(|f| {
@@ -301,7 +318,7 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
     let page: Vec<Vec<Value>> = rows[start..end.max(start)]
         .iter()
         .map(|row| {
-            row.iter().zip(&pulled).map(|(cell, pull)| match (pull, cell.as_id()) {
+            row[..width].iter().zip(&pulled).map(|(cell, pull)| match (pull, cell.as_id()) {
                 (true, Some(id)) => idx.entity_value(id).cloned().unwrap_or(Value::Null),
                 _ => cell.to_json(),
             }).collect()
@@ -431,14 +448,15 @@ fn describe(steps: &[Step], depth: usize, counts: &[u64], out: &mut Vec<ExplainS
 }
 
 fn order_text(query: &Query) -> String {
-    let columns = query.columns();
+    let mut columns = query.columns();
+    columns.extend(query.hidden.iter().map(|s| format!("?{}", query.vars[*s])));
     let keys: Vec<String> = query
         .order
         .iter()
         .map(|(c, desc)| format!("{} {}", columns[*c], if *desc { "desc" } else { "asc" }))
         .collect();
     if keys.is_empty() {
-        format!("order by {} ascending", columns.join(", "))
+        format!("order by {} ascending", query.columns().join(", "))
     } else {
         format!("order by {}, then the other columns ascending", keys.join(", "))
     }

@@ -36,8 +36,11 @@ pub struct Query {
     pub(crate) find: Vec<FindItem>,
     pub(crate) clauses: Vec<Clause>,
     pub(crate) filters: Vec<Filter>,
-    /// Order keys: a column of `find` and whether it is descending.
+    /// Order keys: a column of the row and whether it is descending. A row is the columns of
+    /// `find` followed by the `hidden` variables.
     pub(crate) order: Vec<(usize, bool)>,
+    /// Variables that `order` names but `find` does not (only without aggregates).
+    pub(crate) hidden: Vec<usize>,
     pub(crate) limit: Option<u64>,
     pub(crate) offset: Option<u64>,
     pub(crate) pull: bool,
@@ -333,6 +336,7 @@ impl Reader<'_> {
             clauses,
             filters,
             order: Vec::new(),
+            hidden: Vec::new(),
             limit: None,
             offset: None,
             pull: false,
@@ -347,7 +351,7 @@ impl Reader<'_> {
             })
             .fold(0, |a, b| a | b);
         if let Some(order_at) = get("order") {
-            query.order = self.order(order_at, &query)?;
+            (query.order, query.hidden) = self.order(order_at, &query, bound)?;
         }
         for (name, slot) in [("limit", &mut query.limit), ("offset", &mut query.offset)] {
             if let Some(value) = get(name) {
@@ -531,12 +535,15 @@ impl Reader<'_> {
         let text = at.value.as_str().ok_or_else(|| {
             self.error(at.span(), format!("'find' lists variables and aggregates such as ?b or count(?b); found {}", kind(at.value)))
         })?;
-        let item = parse_find_item(text, build);
-        item.ok_or_else(|| {
-            self.error(at.span(), format!(
-                "'{text}' is not a variable bound by 'where' or an aggregate count(?x), min(?x), max(?x), sum(?x) of one"
-            ))
-        })
+        let Some((agg, name)) = find_syntax(text) else {
+            return Err(self.error(at.span(), format!(
+                "'{text}' is neither a variable such as ?b nor an aggregate count(?b), min(?b), max(?b) or sum(?b)"
+            )));
+        };
+        match build.vars.iter().position(|v| v == name) {
+            Some(slot) => Ok(agg.map_or(FindItem::Var(slot), |agg| FindItem::Agg(agg, slot))),
+            None => Err(self.error(at.span(), format!("?{name} is not bound by 'where'; add a pattern that binds it"))),
+        }
     }
 
     fn filter(&self, at: At, build: &Build, bound: VarSet) -> Result<Filter> {
@@ -557,7 +564,7 @@ impl Reader<'_> {
         Ok(Filter { expr, vars: used })
     }
 
-    fn order(&self, at: At, query: &Query) -> Result<Vec<(usize, bool)>> {
+    fn order(&self, at: At, query: &Query, bound: VarSet) -> Result<(Vec<(usize, bool)>, Vec<usize>)> {
         let usage = "'order' is a list of keys, each a column of find or [column asc|desc], as in order [[?y desc] ?t]";
         let mut items = match at.value {
             Value::String(_) => vec![at],
@@ -569,7 +576,9 @@ impl Reader<'_> {
             items = vec![at];
         }
         let columns = query.columns();
+        let aggregates = query.find.iter().any(|f| matches!(f, FindItem::Agg(..)));
         let mut out: Vec<(usize, bool)> = Vec::new();
+        let mut hidden: Vec<usize> = Vec::new();
         for item in items {
             let (key, desc) = match item.value {
                 Value::String(s) => (s.as_str(), false),
@@ -582,39 +591,58 @@ impl Reader<'_> {
                 _ => return Err(self.error(item.span(), usage)),
             };
             let build = Build { vars: query.vars.clone(), clauses: 0 };
-            let column = parse_find_item(key, &build).and_then(|f| query.find.iter().position(|c| *c == f));
-            let Some(column) = column else {
-                return Err(self.error(item.span(), format!(
-                    "cannot order by '{key}': it is not a column of find ({}); add it to find",
-                    columns.join(" ")
-                )));
+            let parsed = parse_find_item(key, &build);
+            let column = match parsed.and_then(|f| query.find.iter().position(|c| *c == f)) {
+                Some(column) => column,
+                // A variable of `where` that `find` does not return still orders the rows.
+                None => match parsed {
+                    Some(FindItem::Var(slot)) if !aggregates && bound & bit(slot) != 0 => {
+                        hidden.push(slot);
+                        query.find.len() + hidden.len() - 1
+                    }
+                    _ => {
+                        let what = if aggregates { "a column of find (the query has aggregates)" } else { "a column of find or a variable bound by where" };
+                        return Err(self.error(item.span(), format!(
+                            "cannot order by '{key}': it is not {what}; the columns are {}",
+                            columns.join(" ")
+                        )));
+                    }
+                },
             };
             if out.iter().any(|(c, _)| *c == column) {
                 return Err(self.error(item.span(), format!("'{key}' is in 'order' twice")));
             }
             out.push((column, desc));
         }
-        Ok(out)
+        Ok((out, hidden))
     }
 }
 
 /// `?x` or `agg(?x)` with a known variable.
 fn parse_find_item(text: &str, build: &Build) -> Option<FindItem> {
-    let slot = |name: &str| build.vars.iter().position(|v| v == name);
+    let (agg, name) = find_syntax(text)?;
+    let slot = build.vars.iter().position(|v| v == name)?;
+    Some(agg.map_or(FindItem::Var(slot), |agg| FindItem::Agg(agg, slot)))
+}
+
+/// The aggregate (if any) and the variable name of `?x` or `agg(?x)`.
+fn find_syntax(text: &str) -> Option<(Option<Agg>, &str)> {
     let text = text.trim();
-    if let Some(name) = text.strip_prefix('?') {
-        return slot(name).map(FindItem::Var);
-    }
-    let (name, rest) = text.split_once('(')?;
-    let inner = rest.strip_suffix(')')?.trim().strip_prefix('?')?;
-    let agg = match name.trim() {
-        "count" => Agg::Count,
-        "min" => Agg::Min,
-        "max" => Agg::Max,
-        "sum" => Agg::Sum,
-        _ => return None,
+    let (agg, var) = match text.split_once('(') {
+        None => (None, text),
+        Some((name, rest)) => {
+            let agg = match name.trim() {
+                "count" => Agg::Count,
+                "min" => Agg::Min,
+                "max" => Agg::Max,
+                "sum" => Agg::Sum,
+                _ => return None,
+            };
+            (Some(agg), rest.strip_suffix(')')?.trim())
+        }
     };
-    slot(inner).map(|s| FindItem::Agg(agg, s))
+    let name = var.strip_prefix('?')?;
+    expr::is_var_name(name).then_some((agg, name))
 }
 
 /// The variables of everything in `top` except the clause `skip` (by identity).
@@ -644,11 +672,27 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// A value of the query in DUST, on one line.
+/// A value of the query in DUST, on one line: `[?a name 'Frank Herbert']`.
 pub(crate) fn render(value: &Value) -> String {
-    let text = match value {
-        Value::Array(_) | Value::Object(_) => crate::format::value_to_dust(value).unwrap_or_else(|_| value.to_string()),
+    match value {
+        Value::String(s) if is_bare(s) => s.clone(),
+        Value::String(s) => {
+            let escaped = s.replace('\\', "\\\\").replace('\'', "\\'").replace('\n', "\\n");
+            format!("'{escaped}'")
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(" ")),
+        Value::Object(map) => {
+            let members: Vec<String> = map.iter().map(|(k, v)| format!("{} {}", render(&Value::String(k.clone())), render(v))).collect();
+            format!("{{{}}}", members.join(" "))
+        }
         other => other.to_string(),
-    };
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// Whether DUST reads `s` back as the same string when written bare.
+fn is_bare(s: &str) -> bool {
+    !s.is_empty()
+        && !s.chars().any(|c| c.is_whitespace() || "{}[]'\";,".contains(c))
+        && s.parse::<f64>().is_err()
+        && !matches!(s, "true" | "false" | "null")
 }
