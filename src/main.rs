@@ -53,6 +53,31 @@ enum Command {
         #[arg(long, conflicts_with = "since")]
         verify: bool,
     },
+    /// Run a query (DUST or JSON text; `-` reads it from standard input) and print a page
+    /// of its rows.
+    Query {
+        /// The store directory.
+        store: PathBuf,
+        /// The query, e.g. "find [?b ?t] where [[?b type book] [?b title ?t]]".
+        query: String,
+        #[arg(long, value_enum, default_value_t = cmd::query::Format::Table)]
+        format: cmd::query::Format,
+        /// Print how the query ran (each step, how it finds bindings, estimated and actual
+        /// counts) instead of its rows.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Evaluate an expression, e.g. "@book/dune.author.name" (`-` reads it from standard input).
+    Eval {
+        /// The store directory.
+        store: PathBuf,
+        expression: String,
+        /// An entity whose fields bare names read: `--entity book/dune 'year > 1960'`.
+        #[arg(long)]
+        entity: Option<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -89,6 +114,12 @@ fn main() -> ExitCode {
         Command::Check { store, format } => cmd::check::run(&store, format),
         Command::Fmt { paths, check, lang } => cmd::fmt::run(&paths, check, lang),
         Command::Convert { file, to } => cmd::fmt::convert(&file, to),
+        Command::Query { store, query, format, explain } => {
+            cmd::query::run(&store, &query, format, explain)
+        }
+        Command::Eval { store, expression, entity, format } => {
+            cmd::eval::run(&store, &expression, entity.as_deref(), format)
+        }
         Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
     };

@@ -1,8 +1,10 @@
 //! One module per subcommand; each returns the process exit code.
 
 pub(crate) mod check;
+pub(crate) mod eval;
 pub(crate) mod fmt;
 pub(crate) mod log;
+pub(crate) mod query;
 
 use std::process::ExitCode;
 
