@@ -24,7 +24,8 @@ use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticCode, Related};
 use crate::error::{Error, Result};
 use crate::model::{self, Entity, Reference};
-use crate::schema::{self, Compiled, SchemaSource, Subject};
+use crate::schema::{self, Compiled, EntityTypes, SchemaSource, Subject};
+use crate::shared_map::SharedMap;
 use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
 use crate::text::{LineIndex, Span};
 
@@ -175,7 +176,7 @@ impl Document {
         let root = self.parse.root.as_ref()?;
         match self.entities.get(i)?.index {
             None => Some((root, &self.parse.value)),
-            Some(index) => root.items(&self.parse.value).nth(index),
+            Some(index) => root.item(&self.parse.value, index),
         }
     }
 }
@@ -251,6 +252,15 @@ pub struct EntityLoc {
 }
 
 type Docs = BTreeMap<String, Arc<Document>>;
+// The indexes a commit updates live in shared maps: each snapshot copies only what changed.
+type Ids = SharedMap<String, Vec<EntityLoc>>;
+type Referrers = SharedMap<String, Vec<Arc<str>>>;
+
+impl EntityTypes for SharedMap<String, String> {
+    fn type_of(&self, id: &str) -> Option<&str> {
+        self.get(id).map(String::as_str)
+    }
+}
 
 /// An immutable snapshot of the analysis of a whole store.
 #[derive(Clone)]
@@ -258,15 +268,15 @@ pub struct Analysis {
     ctx: Arc<StoreContext>,
     docs: Arc<Docs>,
     /// Every entity by id; more than one location means a duplicate id.
-    ids: Arc<HashMap<String, Vec<EntityLoc>>>,
+    ids: Arc<Ids>,
     /// The documents referencing each id (once per reference), for incremental revalidation.
-    referrers: Arc<HashMap<String, Vec<Arc<str>>>>,
+    referrers: Arc<Referrers>,
     /// Type of each entity id (the first one, for duplicates), for `x-stardust-ref`.
-    types: Arc<HashMap<String, String>>,
+    types: Arc<SharedMap<String, String>>,
     /// Compiled schemas by store-relative path.
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
-    validation: Arc<HashMap<String, Arc<Vec<Diagnostic>>>>,
+    validation: Arc<SharedMap<String, Arc<Vec<Diagnostic>>>>,
     /// The query engine's indexes of this snapshot, built on first use (`crate::query`).
     query_index: Arc<OnceLock<Arc<crate::query::QueryIndex>>>,
 }
@@ -389,10 +399,10 @@ impl Analysis {
     }
 
     fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
-        let mut ids = HashMap::new();
-        let mut referrers = HashMap::new();
+        let mut ids = Ids::new();
+        let mut referrers = Referrers::new();
         let mut touched = HashSet::new();
-        let mut types = HashMap::new();
+        let mut types = SharedMap::new();
         // Documents come in path order: the first type seen for an id is its first entity's.
         for doc in docs.values() {
             for entity in &doc.entities {
@@ -405,7 +415,7 @@ impl Analysis {
             index(&mut ids, &mut referrers, doc, &mut touched);
         }
         let schemas = compile_schemas(&ctx.config, &docs);
-        let types: Arc<HashMap<String, String>> = Arc::new(types);
+        let types: Arc<SharedMap<String, String>> = Arc::new(types);
         let validation = docs
             .par_iter()
             .map(|(path, doc)| {
@@ -414,7 +424,9 @@ impl Analysis {
                 });
                 (path.clone(), Arc::new(diags))
             })
-            .collect::<HashMap<_, _>>();
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect::<SharedMap<_, _>>();
         Analysis {
             ctx,
             docs,
@@ -625,26 +637,26 @@ impl Analysis {
 
 /// Add a document's entities and references to the indexes, noting the ids involved.
 fn index(
-    ids: &mut HashMap<String, Vec<EntityLoc>>,
-    referrers: &mut HashMap<String, Vec<Arc<str>>>,
+    ids: &mut Ids,
+    referrers: &mut Referrers,
     doc: &Document,
     touched: &mut HashSet<String>,
 ) {
     let path: Arc<str> = doc.path.as_str().into();
     for (index, entity) in doc.entities.iter().enumerate() {
         let Some(id) = &entity.id else { continue };
-        ids.entry(id.clone()).or_default().push(EntityLoc { path: path.clone(), index });
+        ids.get_or_insert_default(id.clone()).push(EntityLoc { path: path.clone(), index });
         touched.insert(id.clone());
     }
     for reference in &doc.references {
-        referrers.entry(reference.target.clone()).or_default().push(path.clone());
+        referrers.get_or_insert_default(reference.target.clone()).push(path.clone());
     }
 }
 
 /// Remove a document's entities and references from the indexes, noting the ids involved.
 fn unindex(
-    ids: &mut HashMap<String, Vec<EntityLoc>>,
-    referrers: &mut HashMap<String, Vec<Arc<str>>>,
+    ids: &mut Ids,
+    referrers: &mut Referrers,
     doc: &Document,
     touched: &mut HashSet<String>,
 ) {
@@ -669,7 +681,7 @@ fn unindex(
 }
 
 /// The type of the first entity (in path order) with `id` that has a type.
-fn first_type(docs: &Docs, ids: &HashMap<String, Vec<EntityLoc>>, id: &str) -> Option<String> {
+fn first_type(docs: &Docs, ids: &Ids, id: &str) -> Option<String> {
     let mut locs: Vec<&EntityLoc> = ids.get(id)?.iter().collect();
     locs.sort_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)));
     locs.into_iter().find_map(|loc| docs.get(&*loc.path)?.entities.get(loc.index)?.ty.clone())

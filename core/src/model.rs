@@ -127,7 +127,7 @@ pub fn references(parse: &Parse, entities: &[Entity]) -> Vec<Reference> {
     for (i, entity) in entities.iter().enumerate() {
         let found = match entity.index {
             None => Some((root, &parse.value)),
-            Some(index) => root.items(&parse.value).nth(index),
+            Some(index) => root.item(&parse.value, index),
         };
         if let Some((node, value)) = found {
             collect_refs(node, value, i, &mut out);

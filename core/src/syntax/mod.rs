@@ -170,6 +170,14 @@ impl Node {
         items.iter().zip(value.as_array().into_iter().flat_map(|a| a.iter()))
     }
 
+    /// Item `index` of an array node and its value, in constant time.
+    pub fn item<'a>(&'a self, value: &'a Value, index: usize) -> Option<(&'a Node, &'a Value)> {
+        match &self.kind {
+            NodeKind::Array(items) => Some((items.get(index)?, value.as_array()?.get(index)?)),
+            _ => None,
+        }
+    }
+
     /// Follow a JSON Pointer's reference tokens (already unescaped) from this node.
     /// Returns the node reached, its value, and the member whose value it is (if any).
     pub fn at_pointer<'a, S: AsRef<str>>(
@@ -191,7 +199,7 @@ impl Node {
                 }
                 NodeKind::Array(_) => {
                     let index: usize = token.parse().ok()?;
-                    let (n, v) = node.items(value).nth(index)?;
+                    let (n, v) = node.item(value, index)?;
                     member = None;
                     node = n;
                     value = v;
