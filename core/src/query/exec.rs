@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::eval::{Env, eval};
-use super::index::{AttrIndex, QueryIndex};
+use super::index::{AttrIndex, EntityNum, QueryIndex};
 use super::parse::{Pattern, Term, VarSet};
 use super::plan::Step;
-use super::value::Val;
+use super::value::{FastBuild, Val};
 use crate::error::{Error, Result};
 
 /// What a sink tells the loops: go on, or stop (an existence check found one).
@@ -30,11 +30,16 @@ pub(crate) struct Exec<'a> {
     pub counts: Vec<u64>,
     work: u64,
     cap: u64,
+    /// For a variable bound in the entity place of a pattern: that entity's number, so that
+    /// later patterns on it skip the id lookup. `None` for a variable bound any other way.
+    entities: Vec<Option<EntityNum>>,
+    /// Spare buffers for the values of an attribute, reused across bindings.
+    buffers: Vec<Vec<Val<'a>>>,
 }
 
 impl<'a> Exec<'a> {
-    pub fn new(idx: &'a QueryIndex, ids: usize, cap: u64) -> Exec<'a> {
-        Exec { idx, counts: vec![0; ids], work: 0, cap }
+    pub fn new(idx: &'a QueryIndex, ids: usize, vars: usize, cap: u64) -> Exec<'a> {
+        Exec { idx, counts: vec![0; ids], work: 0, cap, entities: vec![None; vars], buffers: Vec::new() }
     }
 
     fn tick(&mut self, id: usize) -> Result<()> {
@@ -89,7 +94,7 @@ impl<'a> Exec<'a> {
                 let slots = slots(*out);
                 // Each branch may bind the same values (and a branch's own variables are
                 // projected away), so the extensions are made distinct first.
-                let mut seen: HashSet<Vec<Val<'a>>> = HashSet::new();
+                let mut seen: HashSet<Vec<Val<'a>>, FastBuild> = HashSet::default();
                 let mut extensions = Vec::new();
                 for branch in branches {
                     self.run(branch, b, &mut |bb| {
@@ -132,20 +137,43 @@ impl<'a> Exec<'a> {
         &mut self,
         id: usize,
         p: &'a Pattern,
-        index: &AttrIndex,
+        index: &'a AttrIndex,
         rest: &'a [Step<'a>],
         b: &mut Binding<'a>,
         sink: &mut Sink<'_, 'a>,
     ) -> Result<Flow> {
+        let mut values = self.buffers.pop().unwrap_or_default();
+        let flow = self.pattern_with(id, p, index, rest, b, sink, &mut values);
+        values.clear();
+        self.buffers.push(values);
+        flow
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pattern_with(
+        &mut self,
+        id: usize,
+        p: &'a Pattern,
+        index: &'a AttrIndex,
+        rest: &'a [Step<'a>],
+        b: &mut Binding<'a>,
+        sink: &mut Sink<'_, 'a>,
+        values: &mut Vec<Val<'a>>,
+    ) -> Result<Flow> {
         let idx = self.idx;
         let e = Self::term(&p.e, b);
         let v = Self::term(&p.v, b);
-        let mut values = Vec::new();
         if let Some(e) = e {
             // A known entity: read it (a value that is no entity's id matches nothing).
-            let Some(num) = e.as_id().and_then(|id| idx.lookup(id)) else { return Ok(Flow::Continue) };
-            p.attr.values(idx.value(num), &mut values);
-            return self.values(id, p, &values, v, rest, b, sink);
+            let known = match &p.e {
+                Term::Var(slot) => self.entities[*slot],
+                _ => None,
+            };
+            let Some(num) = known.or_else(|| e.as_id().and_then(|id| idx.lookup(id))) else {
+                return Ok(Flow::Continue);
+            };
+            index.values_of(idx, &p.attr, num, values);
+            return self.values(id, p, values, v, rest, b, sink);
         }
         match &p.e {
             Term::Var(slot) => {
@@ -155,15 +183,17 @@ impl<'a> Exec<'a> {
                 };
                 for &num in candidates {
                     values.clear();
-                    p.attr.values(idx.value(num), &mut values);
+                    index.values_of(idx, &p.attr, num, values);
                     b[*slot] = Some(Val::Str(Cow::Borrowed(idx.id(num))));
+                    self.entities[*slot] = Some(num);
                     // `[?x a ?x]`: the value must be the entity's own id.
                     let v_now = match &p.v {
                         Term::Var(vs) if vs == slot => b[*slot].clone(),
                         _ => v.clone(),
                     };
-                    let flow = self.values(id, p, &values, v_now, rest, b, sink);
+                    let flow = self.values(id, p, values, v_now, rest, b, sink);
                     b[*slot] = None;
+                    self.entities[*slot] = None;
                     if flow? == Flow::Stop {
                         return Ok(Flow::Stop);
                     }
@@ -175,7 +205,7 @@ impl<'a> Exec<'a> {
                 if let Some(v) = v {
                     let found = index.lookup(&v).iter().any(|&num| {
                         values.clear();
-                        p.attr.values(idx.value(num), &mut values);
+                        index.values_of(idx, &p.attr, num, values);
                         values.contains(&v)
                     });
                     if !found {
@@ -186,10 +216,10 @@ impl<'a> Exec<'a> {
                 }
                 match &p.v {
                     Term::Var(vs) => {
-                        let mut seen: HashSet<Val<'a>> = HashSet::new();
+                        let mut seen: HashSet<Val<'a>, FastBuild> = HashSet::default();
                         for &num in index.holders() {
                             values.clear();
-                            p.attr.values(idx.value(num), &mut values);
+                            index.values_of(idx, &p.attr, num, values);
                             for value in values.drain(..) {
                                 if seen.contains(&value) {
                                     continue;

@@ -8,16 +8,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use super::value::Val;
+use super::value::{FastBuild, Val};
 use crate::analysis::{Analysis, Document};
 
 /// The number of an entity in a [`QueryIndex`].
 pub type EntityNum = u32;
 
-/// One entity: its document and its place in the document's entity list.
+/// One entity: its document, its place in the document's entity list, and where its id is
+/// in [`QueryIndex::id_text`].
 struct Ent {
     doc: Arc<Document>,
     slot: u32,
+    id: (u32, u32),
 }
 
 /// Indexes over one analysis snapshot. Only entities with a string id take part; of several
@@ -25,7 +27,9 @@ struct Ent {
 /// a diagnostic of its own).
 pub struct QueryIndex {
     entities: Vec<Ent>,
-    by_id: HashMap<Box<str>, EntityNum>,
+    /// Every id, one after the other: reading ids from here does not touch the documents.
+    id_text: String,
+    by_id: HashMap<Box<str>, EntityNum, FastBuild>,
     attrs: Mutex<HashMap<String, Arc<OnceLock<Arc<AttrIndex>>>>>,
     referrers: OnceLock<HashMap<Box<str>, Vec<EntityNum>>>,
 }
@@ -36,9 +40,13 @@ impl std::fmt::Debug for QueryIndex {
     }
 }
 
-/// The entities holding each value of one attribute. Postings are keyed by the value's
-/// [`Val::hash64`]; a lookup may return an entity whose value merely collides, so callers
-/// check the value again (they read it anyway).
+/// One attribute: the entities holding each value, and each entity's values.
+///
+/// Postings are keyed by the value's [`Val::hash64`]; a lookup may return an entity whose
+/// value merely collides, so callers check the value again (they read it anyway, from the
+/// column). The column keeps each entity's values side by side, scalars inline and strings in
+/// one buffer, so that reading an attribute of many entities does not chase pointers through
+/// every entity's object.
 #[derive(Debug)]
 pub struct AttrIndex {
     postings: HashMap<u64, Vec<EntityNum>, BuildHasherDefault<IdentityHasher>>,
@@ -46,6 +54,23 @@ pub struct AttrIndex {
     holders: Vec<EntityNum>,
     /// The number of (entity, value) pairs.
     pairs: usize,
+    /// Entity `n`'s values are `cells[starts[n]..starts[n + 1]]`.
+    starts: Vec<u32>,
+    cells: Vec<Cell>,
+    text: String,
+}
+
+/// A value in an attribute's column.
+#[derive(Clone, Copy, Debug)]
+enum Cell {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// A range of [`AttrIndex::text`].
+    Str(u32, u32),
+    /// The entity has an array or object value here: read its values from the entity.
+    Entity,
 }
 
 /// The postings are keyed by a hash already.
@@ -87,25 +112,48 @@ impl AttrIndex {
     pub fn pairs(&self) -> usize {
         self.pairs
     }
+
+    /// The distinct values of `attr` (the attribute of this index) in entity `num`.
+    pub fn values_of<'a>(&'a self, idx: &'a QueryIndex, attr: &Attr, num: EntityNum, out: &mut Vec<Val<'a>>) {
+        let n = num as usize;
+        let (Some(&start), Some(&end)) = (self.starts.get(n), self.starts.get(n + 1)) else { return };
+        for cell in &self.cells[start as usize..end as usize] {
+            out.push(match *cell {
+                Cell::Null => Val::Null,
+                Cell::Bool(b) => Val::Bool(b),
+                Cell::Int(i) => Val::Int(i),
+                Cell::Float(f) => Val::Float(f),
+                Cell::Str(from, len) => {
+                    Val::Str(std::borrow::Cow::Borrowed(&self.text[from as usize..(from + len) as usize]))
+                }
+                Cell::Entity => return attr.values(idx.value(num), out),
+            });
+        }
+    }
 }
 
 impl QueryIndex {
     pub fn build(analysis: &Analysis) -> QueryIndex {
         let mut entities = Vec::new();
-        let mut by_id = HashMap::with_capacity(analysis.entity_count());
+        let mut id_text = String::new();
+        let mut by_id = HashMap::with_capacity_and_hasher(analysis.entity_count(), FastBuild::default());
         for doc in analysis.documents() {
             for (slot, entity) in doc.entities.iter().enumerate() {
                 let Some(id) = &entity.id else { continue };
                 let num = EntityNum::try_from(entities.len()).unwrap_or(EntityNum::MAX);
+                // Offsets are u32: past 4 GiB of ids (or 4 billion entities), stop numbering.
+                let Ok(from) = u32::try_from(id_text.len() + id.len()).map(|end| end - id.len() as u32) else { break };
                 if num == EntityNum::MAX || by_id.contains_key(id.as_str()) {
                     continue;
                 }
                 by_id.insert(id.as_str().into(), num);
-                entities.push(Ent { doc: doc.clone(), slot: slot as u32 });
+                id_text.push_str(id);
+                entities.push(Ent { doc: doc.clone(), slot: slot as u32, id: (from, id.len() as u32) });
             }
         }
         QueryIndex {
             entities,
+            id_text,
             by_id,
             attrs: Mutex::new(HashMap::new()),
             referrers: OnceLock::new(),
@@ -125,8 +173,8 @@ impl QueryIndex {
     }
 
     pub fn id(&self, num: EntityNum) -> &str {
-        let ent = &self.entities[num as usize];
-        ent.doc.entities[ent.slot as usize].id.as_deref().unwrap_or_default()
+        let (from, len) = self.entities[num as usize].id;
+        &self.id_text[from as usize..(from + len) as usize]
     }
 
     /// The entity's value (an object).
@@ -160,23 +208,50 @@ impl QueryIndex {
         let mut holders = Vec::new();
         let mut pairs = 0;
         let mut values = Vec::new();
+        let mut starts = Vec::with_capacity(self.entities.len() + 1);
+        let mut cells = Vec::new();
+        let mut text = String::new();
+        starts.push(0);
         for num in 0..self.entities.len() as EntityNum {
             values.clear();
             attr.values(self.value(num), &mut values);
-            if values.is_empty() {
-                continue;
-            }
-            holders.push(num);
-            pairs += values.len();
-            for value in &values {
-                let list = postings.entry(value.hash64()).or_default();
-                // Distinct values of one entity may still share a hash.
-                if list.last() != Some(&num) {
-                    list.push(num);
+            if !values.is_empty() {
+                holders.push(num);
+                pairs += values.len();
+                for value in &values {
+                    let list = postings.entry(value.hash64()).or_default();
+                    // Distinct values of one entity may still share a hash.
+                    if list.last() != Some(&num) {
+                        list.push(num);
+                    }
+                }
+                let first = cells.len();
+                for value in &values {
+                    let cell = match value {
+                        Val::Null => Cell::Null,
+                        Val::Bool(b) => Cell::Bool(*b),
+                        Val::Int(i) => Cell::Int(*i),
+                        Val::Float(f) => Cell::Float(*f),
+                        Val::Str(s) => match u32::try_from(text.len() + s.len()) {
+                            Ok(_) => {
+                                text.push_str(s);
+                                Cell::Str((text.len() - s.len()) as u32, s.len() as u32)
+                            }
+                            Err(_) => Cell::Entity,
+                        },
+                        _ => Cell::Entity,
+                    };
+                    if matches!(cell, Cell::Entity) {
+                        cells.truncate(first);
+                        cells.push(Cell::Entity);
+                        break;
+                    }
+                    cells.push(cell);
                 }
             }
+            starts.push(u32::try_from(cells.len()).unwrap_or(u32::MAX));
         }
-        AttrIndex { postings, holders, pairs }
+        AttrIndex { postings, holders, pairs, starts, cells, text }
     }
 
     /// The entities whose values reference `id` (each once, ascending).

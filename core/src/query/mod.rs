@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::analysis::Analysis;
 use crate::error::{Error, Result};
+use value::FastBuild;
 use exec::{Exec, Flow, slots};
 use parse::{Agg, FindItem, binds, bit};
 use plan::Step;
@@ -103,7 +104,7 @@ impl Analysis {
 pub fn execute(analysis: &Analysis, query: &Query, options: &QueryOptions) -> Result<QueryResult> {
     let idx = analysis.query_index();
     let plan = plan::plan(&idx, &query.clauses, &query.filters, &query.vars);
-    let mut exec = Exec::new(&idx, plan.ids, options.max_bindings);
+    let mut exec = Exec::new(&idx, plan.ids, query.vars.len(), options.max_bindings);
     run(&mut exec, &plan.steps, query, options)
 }
 
@@ -112,7 +113,7 @@ pub fn execute(analysis: &Analysis, query: &Query, options: &QueryOptions) -> Re
 pub fn explain(analysis: &Analysis, query: &Query, options: &QueryOptions) -> Explain {
     let idx = analysis.query_index();
     let plan = plan::plan(&idx, &query.clauses, &query.filters, &query.vars);
-    let mut exec = Exec::new(&idx, plan.ids, options.max_bindings);
+    let mut exec = Exec::new(&idx, plan.ids, query.vars.len(), options.max_bindings);
     let result = run(&mut exec, &plan.steps, query, options);
     let mut steps = Vec::new();
     describe(&plan.steps, 0, &exec.counts, &mut steps);
@@ -141,9 +142,9 @@ pub fn evaluate(analysis: &Analysis, text: &str, entity: Option<&str>) -> Result
 
 enum Collect<'a> {
     /// Rows of plain variables; a set when the projection may repeat a row.
-    Rows { list: Vec<Vec<Val<'a>>>, set: Option<HashSet<Vec<Val<'a>>>> },
+    Rows { list: Vec<Vec<Val<'a>>>, set: Option<HashSet<Vec<Val<'a>>, FastBuild>> },
     /// Aggregates per group of the plain variables.
-    Groups(HashMap<Vec<Val<'a>>, Vec<AggState<'a>>>),
+    Groups(HashMap<Vec<Val<'a>>, Vec<AggState<'a>>, FastBuild>),
 }
 
 #[derive(Clone, Debug)]
@@ -228,9 +229,9 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
         // Solutions are distinct bindings of every variable `where` binds, so rows of all of
         // them are distinct already; a projection onto fewer may repeat.
         let repeats = binds(&query.clauses) & !found != 0;
-        Collect::Rows { list: Vec::new(), set: repeats.then(HashSet::new) }
+        Collect::Rows { list: Vec::new(), set: repeats.then(HashSet::default) }
     } else {
-        Collect::Groups(HashMap::new())
+        Collect::Groups(HashMap::default())
     };
     let mut binding = vec![None; query.vars.len()];
     let value_of = |b: &exec::Binding<'a>, slot: usize| b[slot].clone().unwrap_or(Val::Null);
@@ -302,7 +303,7 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
         // A row may come with several values of a hidden order variable: it takes the place
         // of its first one in the order, once.
         rows.sort_unstable_by(compare);
-        let mut seen: HashSet<Vec<Val>> = HashSet::new();
+        let mut seen: HashSet<Vec<Val>, FastBuild> = HashSet::default();
         rows.retain_mut(|row| {
             row.truncate(width);
             seen.insert(row.clone())

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use serde_json::{Number, Value};
 
@@ -172,9 +172,59 @@ impl<'a> Val<'a> {
     /// A stable 64-bit hash, equal for equal values (see [`PartialEq`]); the attribute
     /// indexes are keyed by it.
     pub fn hash64(&self) -> u64 {
-        let mut hasher = std::hash::DefaultHasher::new();
+        let mut hasher = FastHasher::default();
         self.hash(&mut hasher);
         hasher.finish()
+    }
+}
+
+/// A fast, deterministic hash (the multiply-rotate of rustc's FxHash) for the hash tables of
+/// queries. It does not resist chosen collisions; the keys are the store's own data, and a
+/// collision costs time, never a wrong answer.
+#[derive(Default, Clone, Copy)]
+pub struct FastHasher(u64);
+
+/// Hash maps and sets keyed with [`FastHasher`].
+pub type FastBuild = BuildHasherDefault<FastHasher>;
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FastHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 56));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
     }
 }
 
@@ -217,7 +267,7 @@ impl Hash for Val<'_> {
                 // Order-independent, as equality is.
                 let mut sum = 0u64;
                 for (k, v) in map {
-                    let mut h = std::hash::DefaultHasher::new();
+                    let mut h = FastHasher::default();
                     k.hash(&mut h);
                     Val::from_data(v).hash(&mut h);
                     sum = sum.wrapping_add(h.finish());
