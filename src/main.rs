@@ -78,6 +78,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Serve the Language Server Protocol on standard input and output.
+    Lsp {
+        /// The store directory; by default the nearest folder at or above the working
+        /// directory with `stardust.toml` or `.stardust/`, else the client's root.
+        #[arg(long)]
+        store: Option<PathBuf>,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -122,6 +129,7 @@ fn main() -> ExitCode {
         }
         Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
+        Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
     };
     match result {
         Ok(code) => code,

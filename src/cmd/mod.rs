@@ -4,6 +4,7 @@ pub(crate) mod check;
 pub(crate) mod eval;
 pub(crate) mod fmt;
 pub(crate) mod log;
+pub(crate) mod lsp;
 pub(crate) mod query;
 
 use std::process::ExitCode;

@@ -1,0 +1,198 @@
+//! The stdio transport: Content-Length frames in, checked before the main loop sees them.
+//!
+//! `async-lsp`'s main loop stops on the first frame it cannot decode. A client bug must not
+//! take the server down, so a reader thread re-frames stdin and drops (with a warning on
+//! stderr) every frame whose headers or body are not a JSON-RPC message; only well-formed
+//! frames reach the loop. Output goes through a writer thread so that a slow client never
+//! blocks the runtime's workers.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::channel::mpsc;
+use futures::{AsyncBufRead, AsyncWrite, TryStreamExt};
+use serde_json::Value;
+
+/// Frames larger than this are refused: no editor sends a 256 MiB message.
+const MAX_FRAME: usize = 256 << 20;
+
+/// Start a thread that reads frames from `input` and returns the checked byte stream.
+pub fn checked_input(input: impl Read + Send + 'static) -> impl AsyncBufRead + Send + Unpin {
+    let (tx, rx) = mpsc::unbounded::<std::io::Result<Vec<u8>>>();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(input);
+        while let Some(body) = next_frame(&mut reader) {
+            match check_message(&body) {
+                Ok(()) => {
+                    let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+                    frame.extend_from_slice(&body);
+                    if tx.unbounded_send(Ok(frame)).is_err() {
+                        break;
+                    }
+                }
+                Err(why) => tracing::warn!("ignoring a malformed message: {why}"),
+            }
+        }
+    });
+    rx.into_async_read()
+}
+
+/// The body of the next frame, skipping frames with unusable headers; `None` at end of input.
+fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    loop {
+        let mut length: Option<usize> = None;
+        let mut bad_header = false;
+        let mut saw_header = false;
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if saw_header {
+                    break;
+                }
+                continue;
+            }
+            saw_header = true;
+            match line.split_once(':') {
+                Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                    match value.trim().parse::<usize>() {
+                        Ok(n) if n <= MAX_FRAME => length = Some(n),
+                        _ => bad_header = true,
+                    }
+                }
+                Some(_) => {}
+                None => bad_header = true,
+            }
+        }
+        let Some(length) = length.filter(|_| !bad_header) else {
+            tracing::warn!("ignoring a frame without a usable Content-Length header");
+            continue;
+        };
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return None;
+        }
+        return Some(body);
+    }
+}
+
+/// Whether `body` is a message the main loop can decode: a request or notification (a string
+/// `method`), or a response (a number or string `id` with a `result` or an `error`).
+fn check_message(body: &[u8]) -> Result<(), String> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(object) = value.as_object() else { return Err("not a JSON object".to_owned()) };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err("'jsonrpc' is not \"2.0\"".to_owned());
+    }
+    if let Some(method) = object.get("method") {
+        if !method.is_string() {
+            return Err("'method' is not a string".to_owned());
+        }
+        if let Some(id) = object.get("id")
+            && !(id.is_string() || id.is_i64())
+        {
+            return Err("a request's 'id' must be an integer or a string".to_owned());
+        }
+        return Ok(());
+    }
+    let id_ok = object.get("id").is_some_and(|id| id.is_string() || id.is_i64());
+    let error_ok = object.get("error").is_none_or(|e| {
+        e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
+    });
+    if id_ok && error_ok && (object.contains_key("result") || object.contains_key("error")) {
+        Ok(())
+    } else {
+        Err("neither a request, a notification nor a response".to_owned())
+    }
+}
+
+/// An `AsyncWrite` that hands every write to a thread writing `output`.
+pub struct ThreadWriter {
+    tx: std::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl ThreadWriter {
+    pub fn new(mut output: impl Write + Send + 'static) -> ThreadWriter {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            while let Ok(bytes) = rx.recv() {
+                let written = output.write_all(&bytes).and_then(|()| {
+                    // Flush only when nothing else is queued, so bursts are written together.
+                    let mut result = Ok(());
+                    for more in rx.try_iter() {
+                        result = output.write_all(&more);
+                        if result.is_err() {
+                            break;
+                        }
+                    }
+                    result.and_then(|()| output.flush())
+                });
+                if let Err(err) = written {
+                    tracing::warn!("cannot write to the client: {err}");
+                    break;
+                }
+            }
+        });
+        ThreadWriter { tx }
+    }
+}
+
+impl AsyncWrite for ThreadWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.tx.send(buf.to_vec()) {
+            Ok(()) => Poll::Ready(Ok(buf.len())),
+            Err(_) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the client's output is closed",
+            ))),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_with_bad_headers_are_skipped() {
+        let input =
+            b"Content-Length: x\r\n\r\nContent-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\nnul";
+        let mut reader = BufReader::new(&input[..]);
+        assert_eq!(next_frame(&mut reader).as_deref(), Some(&b"{}"[..]));
+        assert_eq!(next_frame(&mut reader).as_deref(), Some(&b"nul"[..]));
+        assert_eq!(next_frame(&mut reader), None);
+    }
+
+    #[test]
+    fn only_json_rpc_messages_pass() {
+        assert!(check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).is_ok());
+        assert!(check_message(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#).is_ok());
+        assert!(check_message(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).is_ok());
+        assert!(
+            check_message(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#).is_ok()
+        );
+        assert!(check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x""#).is_err());
+        assert!(check_message(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#).is_err());
+        assert!(check_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).is_err());
+        assert!(check_message(br#"{"jsonrpc":"2.0","id":1}"#).is_err());
+        assert!(check_message(br#"[1]"#).is_err());
+    }
+}

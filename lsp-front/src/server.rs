@@ -1,0 +1,494 @@
+//! The server: state, text sync, diagnostics and the request handlers.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_lsp::concurrency::ConcurrencyLayer;
+use async_lsp::panic::CatchUnwindLayer;
+use async_lsp::router::Router;
+use async_lsp::server::LifecycleLayer;
+use async_lsp::tracing::TracingLayer;
+use async_lsp::{AnyNotification, ClientSocket, ErrorCode, LanguageClient, ResponseError};
+use lsp_types::notification::{self, Notification};
+use lsp_types::request;
+use lsp_types::{
+    DiagnosticOptions, DiagnosticServerCapabilities, DidChangeTextDocumentParams,
+    DidCloseTextDocumentParams, DidOpenTextDocumentParams, DocumentDiagnosticParams,
+    DocumentDiagnosticReport, DocumentDiagnosticReportResult, FullDocumentDiagnosticReport,
+    InitializeParams, InitializeResult, PublishDiagnosticsParams,
+    RelatedFullDocumentDiagnosticReport, ServerCapabilities, ServerInfo,
+    TextDocumentContentChangeEvent, TextDocumentSyncCapability, TextDocumentSyncKind, Url,
+};
+use serde_json::json;
+use stardust_core::analysis::Analysis;
+use stardust_core::syntax::Lang;
+use stardust_core::text::{Encoding, LineIndex};
+use tower::ServiceBuilder;
+
+use crate::convert::{self, Paths};
+
+/// Requests are cheap to queue; the limit only guards against a runaway client.
+const MAX_CONCURRENT_REQUESTS: usize = 1024;
+
+/// Serve LSP on stdin/stdout until the client exits or closes the input.
+pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir()?;
+    let store = crate::find_store(store.as_deref(), &cwd);
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let (main_loop, _) = async_lsp::MainLoop::new_server(|client| {
+            ServiceBuilder::new()
+                .layer(TracingLayer::default())
+                .layer(LifecycleLayer::default())
+                .layer(CatchUnwindLayer::default())
+                .layer(ConcurrencyLayer::new(
+                    NonZeroUsize::new(MAX_CONCURRENT_REQUESTS).expect("non-zero"),
+                ))
+                .service(router(State::new(client, store)))
+        });
+        let input = crate::frames::checked_input(std::io::stdin());
+        let output = crate::frames::ThreadWriter::new(std::io::stdout());
+        match main_loop.run(input, output).await {
+            Ok(()) | Err(async_lsp::Error::Eof) => Ok(()),
+            Err(err) => Err(anyhow::anyhow!("the LSP session failed: {err}")),
+        }
+    })
+}
+
+/// One open editor buffer.
+#[derive(Clone, Debug)]
+struct Buffer {
+    /// Store-relative path.
+    path: String,
+    text: String,
+    version: i32,
+}
+
+/// What the handlers share with the blocking pool.
+#[derive(Default)]
+struct Shared {
+    inner: Mutex<Inner>,
+    /// The generation whose diagnostics were published last; publishing is in generation
+    /// order so that a slow, stale analysis never overwrites a newer one.
+    published: Mutex<u64>,
+}
+
+#[derive(Default)]
+struct Inner {
+    paths: Option<Paths>,
+    /// The store as it is on disk.
+    base: Option<Analysis>,
+    encoding: Encoding,
+    buffers: BTreeMap<Url, Buffer>,
+    /// Bumped on every change of the buffers.
+    generation: u64,
+    /// The analysis of `base` with the buffers of `generation`.
+    cache: Option<(u64, Analysis)>,
+}
+
+/// An immutable view for one request or one publication.
+#[derive(Clone)]
+struct Snapshot {
+    paths: Paths,
+    analysis: Analysis,
+    encoding: Encoding,
+    generation: u64,
+    buffers: BTreeMap<Url, Buffer>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The analysis of the store with every open buffer, computed outside the lock.
+    fn snapshot(&self) -> Result<Snapshot, ResponseError> {
+        let (paths, base, encoding, generation, buffers, cached) = {
+            let inner = self.lock();
+            let (Some(paths), Some(base)) = (inner.paths.clone(), inner.base.clone()) else {
+                return Err(error(
+                    ErrorCode::SERVER_NOT_INITIALIZED,
+                    "not-found",
+                    "no store is loaded; start the server in a store, give --store, or open a store's folder",
+                ));
+            };
+            let cached = inner
+                .cache
+                .as_ref()
+                .filter(|(g, _)| *g == inner.generation)
+                .map(|(_, a)| a.clone());
+            (paths, base, inner.encoding, inner.generation, inner.buffers.clone(), cached)
+        };
+        let analysis = match cached {
+            Some(analysis) => analysis,
+            None => {
+                let changes = buffers
+                    .values()
+                    .map(|b| (b.path.clone(), Some(b.text.clone().into_bytes())))
+                    .collect();
+                let analysis = base.with_changes(changes);
+                let mut inner = self.lock();
+                if inner.generation == generation {
+                    inner.cache = Some((generation, analysis.clone()));
+                }
+                analysis
+            }
+        };
+        Ok(Snapshot { paths, analysis, encoding, generation, buffers })
+    }
+}
+
+pub(crate) struct State {
+    client: ClientSocket,
+    shared: Arc<Shared>,
+    store: Option<PathBuf>,
+}
+
+impl State {
+    fn new(client: ClientSocket, store: Option<PathBuf>) -> State {
+        State { client, shared: Arc::new(Shared::default()), store }
+    }
+}
+
+/// A JSON-RPC error whose data carries the SPEC §16 code.
+pub(crate) fn error(rpc: ErrorCode, code: &str, message: impl Into<String>) -> ResponseError {
+    ResponseError::new_with_data(rpc, message.into(), json!({"code": code}))
+}
+
+fn internal(err: impl std::fmt::Display) -> ResponseError {
+    error(ErrorCode::INTERNAL_ERROR, "internal", format!("internal error: {err}"))
+}
+
+/// Run `f` on a snapshot on the blocking pool.
+async fn with_snapshot<T: Send + 'static>(
+    shared: Arc<Shared>,
+    f: impl FnOnce(&Snapshot) -> Result<T, ResponseError> + Send + 'static,
+) -> Result<T, ResponseError> {
+    tokio::task::spawn_blocking(move || f(&shared.snapshot()?)).await.map_err(internal)?
+}
+
+fn router(state: State) -> Router<State> {
+    let mut router = Router::new(state);
+    router
+        .request::<request::Initialize, _>(|st, params| {
+            let shared = st.shared.clone();
+            let flag = st.store.clone();
+            async move {
+                tokio::task::spawn_blocking(move || initialize(&shared, flag, params))
+                    .await
+                    .map_err(internal)?
+            }
+        })
+        .request::<request::Shutdown, _>(|_, _| async { Ok(()) })
+        .request::<request::DocumentDiagnosticRequest, _>(|st, params| {
+            with_snapshot(st.shared.clone(), move |snap| pull_diagnostics(snap, params))
+        })
+        .unhandled_notification(on_notification);
+    crate::features::register(&mut router);
+    router
+}
+
+fn initialize(
+    shared: &Shared,
+    flag: Option<PathBuf>,
+    params: InitializeParams,
+) -> Result<InitializeResult, ResponseError> {
+    let encoding = convert::negotiate(
+        params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref()),
+    );
+    #[allow(deprecated)]
+    let from_client = params
+        .workspace_folders
+        .as_ref()
+        .and_then(|folders| folders.first())
+        .map(|f| f.uri.clone())
+        .or(params.root_uri.clone())
+        .and_then(|uri| uri.to_file_path().ok());
+    let root = flag.or(from_client).ok_or_else(|| {
+        error(
+            ErrorCode::INVALID_PARAMS,
+            "not-found",
+            "no store found: start the server inside a store (a folder with stardust.toml or .stardust/), give --store, or open the store's folder",
+        )
+    })?;
+    let root = root.canonicalize().map_err(|err| {
+        error(
+            ErrorCode::INVALID_PARAMS,
+            "not-found",
+            format!("cannot open the store {}: {err}", root.display()),
+        )
+    })?;
+    let base = Analysis::load(&root)
+        .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
+    tracing::info!("serving the store {} ({} documents)", root.display(), base.document_count());
+    {
+        let mut inner = shared.lock();
+        inner.paths = Some(Paths { root });
+        inner.base = Some(base);
+        inner.encoding = encoding;
+        inner.generation += 1;
+        inner.cache = None;
+    }
+    Ok(InitializeResult {
+        capabilities: ServerCapabilities {
+            position_encoding: Some(convert::encoding_kind(encoding)),
+            text_document_sync: Some(TextDocumentSyncCapability::Kind(
+                TextDocumentSyncKind::INCREMENTAL,
+            )),
+            diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {
+                identifier: Some("stardust".to_owned()),
+                inter_file_dependencies: true,
+                workspace_diagnostics: false,
+                work_done_progress_options: Default::default(),
+            })),
+            ..crate::features::capabilities()
+        },
+        server_info: Some(ServerInfo {
+            name: "stardust".to_owned(),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        }),
+    })
+}
+
+/// Every notification, dispatched here so that bad parameters are logged instead of stopping
+/// the main loop (the router's typed handlers break it).
+fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_lsp::Result<()>> {
+    let method = notif.method.as_str();
+    let changed = match method {
+        notification::DidOpenTextDocument::METHOD => {
+            parse::<DidOpenTextDocumentParams>(notif.params, method)
+                .map(|p| did_open(&st.shared, p))
+        }
+        notification::DidChangeTextDocument::METHOD => {
+            parse::<DidChangeTextDocumentParams>(notif.params, method)
+                .map(|p| did_change(&st.shared, p))
+        }
+        notification::DidCloseTextDocument::METHOD => {
+            parse::<DidCloseTextDocumentParams>(notif.params, method)
+                .map(|p| did_close(&st.client, &st.shared, p))
+        }
+        _ => {
+            tracing::debug!("ignoring the notification {method}");
+            None
+        }
+    };
+    if changed == Some(true) {
+        publish(st.client.clone(), st.shared.clone());
+    }
+    ControlFlow::Continue(())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: serde_json::Value, method: &str) -> Option<T> {
+    serde_json::from_value(params)
+        .map_err(|err| tracing::warn!("ignoring {method}: bad parameters: {err}"))
+        .ok()
+}
+
+fn did_open(shared: &Shared, params: DidOpenTextDocumentParams) -> bool {
+    let doc = params.text_document;
+    let mut inner = shared.lock();
+    let Some(path) = inner.paths.as_ref().and_then(|p| p.relative(&doc.uri)) else {
+        tracing::warn!("{} is outside the store; it is not analysed", doc.uri);
+        return false;
+    };
+    if Lang::from_path(&path).is_none() {
+        tracing::debug!("{path} is not a JSON or DUST document; it is not analysed");
+        return false;
+    }
+    inner.buffers.insert(doc.uri, Buffer { path, text: doc.text, version: doc.version });
+    inner.generation += 1;
+    true
+}
+
+/// Apply the changes in order. A change whose range is not inside the current text is refused:
+/// it and the changes after it in the same notification are dropped with a warning, and the
+/// buffer keeps the text it had before that change (later changes were computed against a text
+/// we do not have).
+fn did_change(shared: &Shared, params: DidChangeTextDocumentParams) -> bool {
+    let mut inner = shared.lock();
+    let encoding = inner.encoding;
+    let uri = params.text_document.uri;
+    let Some(buffer) = inner.buffers.get_mut(&uri) else {
+        tracing::warn!("didChange for {uri}, which is not open; ignored");
+        return false;
+    };
+    for change in params.content_changes {
+        match apply_change(&buffer.text, &change, encoding) {
+            Some(text) => buffer.text = text,
+            None => {
+                tracing::warn!(
+                    "refusing an edit of {uri} (version {}) whose range {:?} is not inside the text; the buffer keeps its previous text",
+                    params.text_document.version,
+                    change.range
+                );
+                break;
+            }
+        }
+    }
+    buffer.version = params.text_document.version;
+    inner.generation += 1;
+    true
+}
+
+/// The text after one change, or `None` when its range is not inside `text`.
+fn apply_change(
+    text: &str,
+    change: &TextDocumentContentChangeEvent,
+    encoding: Encoding,
+) -> Option<String> {
+    let Some(range) = change.range else { return Some(change.text.clone()) };
+    let index = LineIndex::new(text);
+    let start = convert::offset(&index, text, range.start, encoding)? as usize;
+    let end = convert::offset(&index, text, range.end, encoding)? as usize;
+    if start > end {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() - (end - start) + change.text.len());
+    out.push_str(&text[..start]);
+    out.push_str(&change.text);
+    out.push_str(&text[end..]);
+    Some(out)
+}
+
+fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumentParams) -> bool {
+    let uri = params.text_document.uri;
+    let mut inner = shared.lock();
+    if inner.buffers.remove(&uri).is_none() {
+        return false;
+    }
+    inner.generation += 1;
+    // A closed document's diagnostics are those of its file, which the workspace pull reports.
+    let _ = client.clone().publish_diagnostics(PublishDiagnosticsParams {
+        uri,
+        diagnostics: Vec::new(),
+        version: None,
+    });
+    true
+}
+
+/// Analyse the current buffers off the main loop and publish the diagnostics of every open
+/// document, unless a newer generation has been published meanwhile.
+fn publish(mut client: ClientSocket, shared: Arc<Shared>) {
+    tokio::task::spawn_blocking(move || {
+        let snap = match shared.snapshot() {
+            Ok(snap) => snap,
+            Err(err) => {
+                tracing::warn!("cannot publish diagnostics: {}", err.message);
+                return;
+            }
+        };
+        let mut published = shared.published.lock().unwrap_or_else(|p| p.into_inner());
+        if *published >= snap.generation {
+            return;
+        }
+        *published = snap.generation;
+        for (uri, buffer) in &snap.buffers {
+            let diagnostics = document_diagnostics(&snap, &buffer.path);
+            let params = PublishDiagnosticsParams {
+                uri: uri.clone(),
+                diagnostics,
+                version: Some(buffer.version),
+            };
+            if client.publish_diagnostics(params).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+fn document_diagnostics(snap: &Snapshot, path: &str) -> Vec<lsp_types::Diagnostic> {
+    let Some(doc) = snap.analysis.document(path) else { return Vec::new() };
+    snap.analysis
+        .diagnostics_of(path)
+        .iter()
+        .map(|d| convert::diagnostic(&snap.paths, &snap.analysis, doc, d, snap.encoding))
+        .collect()
+}
+
+fn pull_diagnostics(
+    snap: &Snapshot,
+    params: DocumentDiagnosticParams,
+) -> Result<DocumentDiagnosticReportResult, ResponseError> {
+    let path = snap.path_of(&params.text_document.uri)?;
+    Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(
+        RelatedFullDocumentDiagnosticReport {
+            related_documents: None,
+            full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                result_id: None,
+                items: document_diagnostics(snap, &path),
+            },
+        },
+    )))
+}
+
+impl Snapshot {
+    /// The store-relative path of a document of the store.
+    pub(crate) fn path_of(&self, uri: &Url) -> Result<String, ResponseError> {
+        let path = self.paths.relative(uri).ok_or_else(|| {
+            error(
+                ErrorCode::INVALID_PARAMS,
+                "outside-store",
+                format!("{uri} is not inside the store {}", self.paths.root.display()),
+            )
+        })?;
+        if self.analysis.document(&path).is_none() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                "not-found",
+                format!("{path} is not a document of the store; open it or create it first"),
+            ));
+        }
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lsp_types::{Position, Range};
+
+    fn change(sl: u32, sc: u32, el: u32, ec: u32, text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: Some(Range { start: Position::new(sl, sc), end: Position::new(el, ec) }),
+            range_length: None,
+            text: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn changes_apply_in_the_client_encoding() {
+        let text = "a😀b\nc";
+        assert_eq!(
+            apply_change(text, &change(0, 3, 0, 4, "X"), Encoding::Utf16).as_deref(),
+            Some("a😀X\nc")
+        );
+        assert_eq!(
+            apply_change(text, &change(0, 2, 0, 3, "X"), Encoding::Utf32).as_deref(),
+            Some("a😀X\nc")
+        );
+        assert_eq!(
+            apply_change(text, &change(0, 5, 1, 0, ""), Encoding::Utf8).as_deref(),
+            Some("a😀c")
+        );
+    }
+
+    #[test]
+    fn out_of_range_changes_are_refused() {
+        let text = "ab\ncd";
+        assert_eq!(apply_change(text, &change(0, 3, 0, 3, "X"), Encoding::Utf16), None);
+        assert_eq!(apply_change(text, &change(4, 0, 4, 0, "X"), Encoding::Utf16), None);
+        assert_eq!(apply_change(text, &change(1, 1, 0, 0, "X"), Encoding::Utf16), None);
+        // Inside a surrogate pair.
+        assert_eq!(apply_change("😀", &change(0, 1, 0, 1, "X"), Encoding::Utf16), None);
+        let whole = TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: "new".to_owned(),
+        };
+        assert_eq!(apply_change(text, &whole, Encoding::Utf16).as_deref(), Some("new"));
+    }
+}

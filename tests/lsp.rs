@@ -1,0 +1,380 @@
+//! End-to-end tests of `stardust lsp`: the real binary over stdio, spoken to with
+//! Content-Length framed JSON-RPC, on a copy of the sample library.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client speaking to one server process.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+    /// Notifications received while waiting for something else.
+    pending: Vec<Value>,
+    next_id: i64,
+    store: PathBuf,
+}
+
+impl Client {
+    fn start(store: &Path) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .args(["lsp", "--store"])
+            .arg(store)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the stardust binary starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut length = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end();
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(n) = line.strip_prefix("Content-Length: ") {
+                        length = Some(n.parse::<usize>().unwrap());
+                    }
+                }
+                let mut body = vec![0; length.expect("a Content-Length header")];
+                reader.read_exact(&mut body).unwrap();
+                if tx.send(serde_json::from_slice(&body).expect("the server sends JSON")).is_err() {
+                    return;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            incoming: rx,
+            pending: Vec::new(),
+            next_id: 1,
+            store: store.to_owned(),
+        }
+    }
+
+    /// Start and initialize with the given position encodings offered.
+    fn initialized(store: &Path, encodings: &[&str]) -> (Client, Value) {
+        let mut client = Client::start(store);
+        let result = client.request(
+            "initialize",
+            json!({"processId": null, "rootUri": null, "capabilities": {"general": {"positionEncodings": encodings}}}),
+        );
+        client.notify("initialized", json!({}));
+        (client, result)
+    }
+
+    fn send_raw(&mut self, body: &[u8]) {
+        self.stdin.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).unwrap();
+        self.stdin.write_all(body).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(message.to_string().as_bytes());
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The whole response (`result` or `error`) to a request.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|m| m["id"] == json!(id) && m.get("method").is_none())
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params);
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        response["result"].clone()
+    }
+
+    fn wait(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Value {
+        if let Some(i) = self.pending.iter().position(&mut pred) {
+            return self.pending.remove(i);
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.incoming.recv_timeout(left) {
+                Ok(message) if pred(&message) => return message,
+                Ok(message) => self.pending.push(message),
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("timed out; received meanwhile: {:?}", self.pending)
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
+            }
+        }
+    }
+
+    /// The diagnostics published for `uri` at document `version`.
+    fn published(&mut self, uri: &str, version: i64) -> Vec<Value> {
+        let message = self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && m["params"]["version"] == json!(version)
+        });
+        message["params"]["diagnostics"].as_array().unwrap().clone()
+    }
+
+    fn uri(&self, rel: &str) -> String {
+        format!("file://{}", self.store.join(rel).display())
+    }
+
+    fn open(&mut self, rel: &str, text: &str) -> String {
+        let uri = self.uri(rel);
+        let lang = if rel.ends_with(".dust") { "dust" } else { "json" };
+        self.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}),
+        );
+        uri
+    }
+
+    fn change(&mut self, uri: &str, version: i64, changes: Value) {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}),
+        );
+    }
+
+    fn shutdown(mut self) {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "the server exited with {status}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A copy of the sample library in a fresh temporary folder.
+fn library() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/library");
+    copy_dir(&src, tmp.path());
+    tmp
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn dune(tmp: &Path) -> String {
+    std::fs::read_to_string(tmp.join("books/dune.dust")).unwrap()
+}
+
+fn codes(diagnostics: &[Value]) -> Vec<String> {
+    diagnostics.iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn every_position_encoding_is_negotiated() {
+    let tmp = library();
+    for (offered, chosen) in [
+        (vec!["utf-8"], "utf-8"),
+        (vec!["utf-32", "utf-16"], "utf-32"),
+        (vec![], "utf-16"),
+        (vec!["utf-7", "utf-16"], "utf-16"),
+    ] {
+        let (client, result) = Client::initialized(tmp.path(), &offered);
+        assert_eq!(result["capabilities"]["positionEncoding"], chosen, "offered {offered:?}");
+        assert_eq!(result["capabilities"]["textDocumentSync"], 2);
+        client.shutdown();
+    }
+}
+
+#[test]
+fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &["utf-16"]);
+    let text = dune(tmp.path()).replace("@person/frank-herbert", "@person/frank-herbrt");
+    let uri = client.open("books/dune.dust", &text);
+    let diagnostics = client.published(&uri, 1);
+    assert_eq!(codes(&diagnostics), ["dangling-ref"]);
+    let d = &diagnostics[0];
+    let line = text.lines().position(|l| l.starts_with("author")).unwrap();
+    let column = text.lines().nth(line).unwrap().find('@').unwrap();
+    assert_eq!(
+        d["range"],
+        json!({"start": {"line": line, "character": column}, "end": {"line": line, "character": column + "@person/frank-herbrt".len()}})
+    );
+    assert_eq!(d["severity"], 1);
+    assert_eq!(d["source"], "stardust");
+    assert_eq!(d["relatedInformation"], json!([]));
+    assert_eq!(d["data"]["candidates"][0], "person/frank-herbert");
+    assert!(d["message"].as_str().unwrap().contains("did you mean '@person/frank-herbert', "));
+
+    // Insert the missing 'e' back.
+    let at = json!({"line": line, "character": column + "@person/frank-herb".len()});
+    client.change(&uri, 2, json!([{"range": {"start": at, "end": at}, "text": "e"}]));
+    assert_eq!(client.published(&uri, 2), Vec::<Value>::new());
+
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(pulled["kind"], "full");
+    assert_eq!(pulled["items"], json!([]));
+    client.change(&uri, 3, json!([{"text": "id book/dune\ntype book\ntitle Dune\n"}]));
+    client.published(&uri, 3);
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    let items = pulled["items"].as_array().unwrap();
+    assert!(codes(items).iter().all(|c| c == "schema"), "{items:?}");
+    assert!(!items.is_empty());
+    client.shutdown();
+}
+
+#[test]
+fn unsaved_buffers_are_diagnosed_across_documents() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    // A new, unsaved entity that duplicates an id: both documents get the diagnostic.
+    let dup = client.open("books/copy.dust", "id book/dune\ntype book\n");
+    let diagnostics = client.published(&dup, 1);
+    let dup_diag = diagnostics.iter().find(|d| d["code"] == "duplicate-id").expect("duplicate-id");
+    let related = dup_diag["relatedInformation"].as_array().unwrap();
+    assert_eq!(related.len(), 1);
+    assert_eq!(related[0]["location"]["uri"], client.uri("books/dune.dust"));
+    client.shutdown();
+}
+
+#[test]
+fn multi_byte_characters_count_in_the_negotiated_encoding() {
+    let tmp = library();
+    // '😀' is 2 UTF-16 units and 1 UTF-32 unit; the dangling reference follows it.
+    let text = "id book/x\ntype book\ntitle '😀' author @person/nobody\n";
+    let byte_col = text.lines().nth(2).unwrap().find('@').unwrap();
+    for (encoding, column) in
+        [("utf-16", byte_col - 2), ("utf-32", byte_col - 3), ("utf-8", byte_col)]
+    {
+        let (mut client, _) = Client::initialized(tmp.path(), &[encoding]);
+        let uri = client.open("books/x.dust", text);
+        let diagnostics = client.published(&uri, 1);
+        let d = diagnostics.iter().find(|d| d["code"] == "dangling-ref").expect("dangling-ref");
+        assert_eq!(d["range"]["start"], json!({"line": 2, "character": column}), "{encoding}");
+        // An edit addressed in the same encoding lands right after the emoji.
+        let at = json!({"line": 2, "character": column - 9});
+        client.change(&uri, 2, json!([{"range": {"start": at, "end": at}, "text": "!"}]));
+        client.published(&uri, 2);
+        let pulled =
+            client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+        let d = pulled["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["code"] == "dangling-ref")
+            .unwrap()
+            .clone();
+        assert_eq!(d["range"]["start"]["character"], json!(column + 1), "{encoding}");
+        client.shutdown();
+    }
+}
+
+#[test]
+fn a_burst_of_edits_ends_like_a_fresh_open() {
+    let tmp = library();
+    let original = dune(tmp.path());
+    // Type a broken document one character at a time, each an incremental edit at the end.
+    let target = original
+        .replace("@person/frank-herbert", "@person/frank-h")
+        .replace("1965\n", "1965\nyear 1966\n");
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let uri = client.open("books/dune.dust", "");
+    let mut typed = String::new();
+    let mut version = 1;
+    let chunk = target.len().div_ceil(200);
+    let chars: Vec<char> = target.chars().collect();
+    for piece in chars.chunks(chunk) {
+        let piece: String = piece.iter().collect();
+        let line = typed.matches('\n').count();
+        let column = typed.rsplit('\n').next().unwrap().encode_utf16().count();
+        let at = json!({"line": line, "character": column});
+        version += 1;
+        client.change(&uri, version, json!([{"range": {"start": at, "end": at}, "text": piece}]));
+        typed.push_str(&piece);
+    }
+    assert_eq!(typed, target);
+    assert!(version >= 150, "{version} edits");
+    let after_burst = client.published(&uri, version);
+    client.shutdown();
+
+    let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
+    let uri = fresh.open("books/dune.dust", &target);
+    let direct = fresh.published(&uri, 1);
+    assert_eq!(after_burst, direct);
+    assert!(codes(&direct).contains(&"dangling-ref".to_owned()), "{direct:?}");
+    assert!(codes(&direct).contains(&"duplicate-key".to_owned()), "{direct:?}");
+    fresh.shutdown();
+}
+
+#[test]
+fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let uri = client.open("books/x.dust", "id book/x\ntype book\n");
+    let before = client.published(&uri, 1);
+    let far = json!({"line": 40, "character": 0});
+    client.change(&uri, 2, json!([{"range": {"start": far, "end": far}, "text": "{{{"}]));
+    assert_eq!(client.published(&uri, 2), before);
+    let end = json!({"line": 2, "character": 0});
+    client.change(&uri, 3, json!([{"range": {"start": end, "end": end}, "text": "title {\n"}]));
+    assert!(codes(&client.published(&uri, 3)).contains(&"syntax".to_owned()));
+    client.shutdown();
+}
+
+#[test]
+fn malformed_frames_and_unknown_methods_do_not_stop_the_server() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    client.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
+    client.send_raw(b"[1, 2, 3]");
+    client.stdin.write_all(b"Content-Length: nine\r\n\r\n").unwrap();
+    client.notify("textDocument/didOpen", json!({"textDocument": 42}));
+    client.notify("stardust/unknownNotification", json!({}));
+    let response = client.call("stardust/noSuchMethod", json!({}));
+    assert_eq!(response["error"]["code"], -32601, "{response}");
+    let pulled = client.call(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": "file:///elsewhere/x.dust"}}),
+    );
+    assert_eq!(pulled["error"]["data"]["code"], "outside-store", "{pulled}");
+    client.shutdown();
+}
