@@ -11,6 +11,7 @@ pub mod format;
 pub mod model;
 pub mod query;
 pub mod scan;
+mod shared_map;
 pub mod schema;
 pub mod store;
 pub mod syntax;
