@@ -8,6 +8,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod error;
 pub mod format;
+pub mod ide;
 pub mod model;
 pub mod query;
 pub mod scan;

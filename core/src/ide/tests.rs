@@ -1,0 +1,193 @@
+//! Data-driven tests of the editor features: each `test-data/ide/*.txt` fixture holds several
+//! documents (`//- path` headers), one `$0` cursor, and optional `//# symbols QUERY` lines; its
+//! `.expect` snapshot shows every feature's answer at the cursor.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use expect_test::expect_file;
+
+use super::*;
+use crate::analysis::StoreContext;
+use crate::config::Config;
+use crate::text::{Encoding, LineIndex};
+
+const CURSOR: &str = "$0";
+
+struct Fixture {
+    analysis: Analysis,
+    /// The document holding the cursor, and the cursor's offset.
+    path: String,
+    offset: u32,
+    queries: Vec<String>,
+}
+
+fn fixture(text: &str) -> Fixture {
+    let mut docs = Vec::new();
+    let mut queries = Vec::new();
+    let mut cursor = None;
+    let mut current: Option<(String, String)> = None;
+    for line in text.split_inclusive('\n') {
+        if let Some(path) = line.strip_prefix("//- ") {
+            docs.extend(current.take());
+            current = Some((path.trim().to_owned(), String::new()));
+        } else if let Some(query) = line.strip_prefix("//# symbols") {
+            queries.push(query.trim().to_owned());
+        } else if let Some((path, body)) = current.as_mut() {
+            if let Some(at) = line.find(CURSOR) {
+                assert!(cursor.is_none(), "one cursor per fixture");
+                cursor = Some((path.clone(), body.len() + at));
+                body.push_str(&line.replacen(CURSOR, "", 1));
+            } else {
+                body.push_str(line);
+            }
+        }
+    }
+    docs.extend(current);
+    let (path, offset) = cursor.expect("a $0 cursor");
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/store"), config: Config::default() });
+    let analysis = Analysis::new(ctx, docs.into_iter().map(|(p, b)| (p, b.into_bytes())).collect());
+    Fixture { analysis, path, offset: offset as u32, queries }
+}
+
+fn show(analysis: &Analysis, file: &FileSpan) -> String {
+    let doc = analysis.document(&file.path).expect("the document exists");
+    let index = LineIndex::new(&doc.text);
+    let a = index.position(&doc.text, file.span.start, Encoding::Utf32);
+    let b = index.position(&doc.text, file.span.end, Encoding::Utf32);
+    let text = &doc.text[file.span.range()];
+    let text = if text.len() > 30 {
+        format!("{}…", &text[..text.floor_char_boundary(30)])
+    } else {
+        text.to_owned()
+    };
+    format!(
+        "{} {}:{}-{}:{} {text:?}",
+        file.path,
+        a.line + 1,
+        a.column + 1,
+        b.line + 1,
+        b.column + 1
+    )
+}
+
+fn show_symbols(
+    analysis: &Analysis,
+    path: &str,
+    symbols: &[Symbol],
+    depth: usize,
+    out: &mut String,
+) {
+    for s in symbols {
+        let at = show(analysis, &FileSpan { path: path.to_owned(), span: s.selection });
+        let at = at.split_once(' ').map_or("", |(_, rest)| rest).to_owned();
+        out.push_str(&format!(
+            "{}{:?} {} [{}] at {at}\n",
+            "  ".repeat(depth),
+            s.kind,
+            s.name,
+            s.detail.as_deref().unwrap_or("")
+        ));
+        show_symbols(analysis, path, &s.children, depth + 1, out);
+    }
+}
+
+fn run(fx: &Fixture) -> String {
+    let a = &fx.analysis;
+    let mut out = String::new();
+    out.push_str("hover:\n");
+    match hover(a, &fx.path, fx.offset) {
+        Some(h) => {
+            out.push_str(&format!(
+                "  on {}\n",
+                show(a, &FileSpan { path: fx.path.clone(), span: h.span })
+            ));
+            for line in h.markdown.lines() {
+                out.push_str(&format!("  | {line}\n"));
+            }
+        }
+        None => out.push_str("  (none)\n"),
+    }
+    out.push_str("definition:\n");
+    for d in definition(a, &fx.path, fx.offset) {
+        out.push_str(&format!("  {}\n", show(a, &d)));
+    }
+    out.push_str("references (with the declaration):\n");
+    for r in references(a, &fx.path, fx.offset, true) {
+        out.push_str(&format!("  {}\n", show(a, &r)));
+    }
+    out.push_str(&format!("symbols of {}:\n", fx.path));
+    let doc = a.document(&fx.path).unwrap();
+    show_symbols(a, &fx.path, &document_symbols(doc), 1, &mut out);
+    for query in &fx.queries {
+        out.push_str(&format!("workspace symbols {query:?}:\n"));
+        for s in workspace_symbols(a, query, 10) {
+            out.push_str(&format!(
+                "  {} [{}] {:?} at {}\n",
+                s.id,
+                s.ty.as_deref().unwrap_or(""),
+                s.title.as_deref().unwrap_or(""),
+                show(a, &s.location)
+            ));
+        }
+    }
+    out
+}
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/ide")
+}
+
+/// Every fixture's answers match its snapshot (`UPDATE_EXPECT=1` rewrites them).
+#[test]
+fn fixtures() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 5, "the fixtures are in {}", data_dir().display());
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let actual = run(&fixture(&text));
+        expect_file![path.with_extension("expect")].assert_eq(&actual);
+    }
+}
+
+/// No offset of any fixture makes a feature panic, and every span returned is inside its document.
+#[test]
+fn every_offset_is_safe() {
+    for entry in std::fs::read_dir(data_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let fx = fixture(&std::fs::read_to_string(&path).unwrap());
+        let len = fx.analysis.document(&fx.path).unwrap().text.len() as u32;
+        for offset in 0..=len + 1 {
+            let inside = |f: &FileSpan| {
+                let doc = fx.analysis.document(&f.path).unwrap();
+                f.span.start <= f.span.end && f.span.end as usize <= doc.text.len()
+            };
+            if let Some(h) = hover(&fx.analysis, &fx.path, offset) {
+                assert!(h.span.end <= len);
+            }
+            assert!(definition(&fx.analysis, &fx.path, offset).iter().all(inside));
+            assert!(references(&fx.analysis, &fx.path, offset, true).iter().all(inside));
+        }
+    }
+}
+
+#[test]
+fn fuzzy_scores_prefer_contiguous_matches() {
+    let q: Vec<char> = "dm".chars().collect();
+    assert_eq!(fuzzy_score_of(&q, "dune-messiah"), Some(4));
+    assert_eq!(fuzzy_score_of(&q, "dawn-of-man"), Some(7));
+    assert_eq!(fuzzy_score_of(&q, "messiah"), None);
+    assert_eq!(fuzzy_score_of(&['D'.to_ascii_lowercase()], "Dune"), Some(0));
+}
+
+fn fuzzy_score_of(q: &[char], text: &str) -> Option<u32> {
+    symbols::fuzzy_score(q, text)
+}
