@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use stardust_core::analysis;
 use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
 
 struct Args {
@@ -264,9 +265,28 @@ fn commit_phase(args: &Args) {
             bare.push(bare_write(&dir, &bytes));
         }
     }
+    // The in-memory part of a commit alone: the new analysis and the save authority's check.
+    let (mut parse, mut analyse, mut check) = (Vec::new(), Vec::new(), Vec::new());
+    let snapshot = store.snapshot();
+    for i in 0..args.commits.min(200) {
+        let started = Instant::now();
+        drop(analysis::Document::new(path.clone(), revision(&original, i)));
+        parse.push(started.elapsed());
+        let started = Instant::now();
+        let after = snapshot.analysis.with_changes(vec![(path.clone(), Some(revision(&original, i)))]);
+        analyse.push(started.elapsed());
+        let started = Instant::now();
+        let refuse = &snapshot.analysis.config().refuse;
+        let problems = analysis::new_problems(&snapshot.analysis, &after, std::slice::from_ref(&path), refuse);
+        check.push(started.elapsed());
+        assert!(problems.is_empty(), "{problems:?}");
+        drop(after);
+    }
     commits.sort();
     bare.sort();
-    let snapshot = store.snapshot();
+    analyse.sort();
+    parse.sort();
+    check.sort();
     println!(
         "\n## commit: {} one-document commits into {} docs / {} entities ({path}, {} bytes; watcher off)",
         args.commits,
@@ -276,7 +296,14 @@ fn commit_phase(args: &Args) {
     );
     println!("| | p50 | p99 | max | mean |");
     println!("|---|---|---|---|---|");
-    for (name, samples) in [("commit", &commits), ("bare write+fsync+rename+dir fsync", &bare)] {
+    let rows = [
+        ("commit", &commits),
+        ("bare write+fsync+rename+dir fsync", &bare),
+        ("of which: Analysis::with_changes", &analyse),
+        ("of which: analysis::new_problems", &check),
+        ("of which: Document::new (parse)", &parse),
+    ];
+    for (name, samples) in rows {
         let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
         println!(
             "| {name} | {} | {} | {} | {} |",

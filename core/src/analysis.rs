@@ -251,7 +251,8 @@ pub struct EntityLoc {
     pub index: usize,
 }
 
-type Docs = BTreeMap<String, Arc<Document>>;
+// Keys are shared strings so that the per-commit copy of the map allocates nodes only.
+type Docs = BTreeMap<Arc<str>, Arc<Document>>;
 // The indexes a commit updates live in shared maps: each snapshot copies only what changed.
 type Ids = SharedMap<String, Vec<EntityLoc>>;
 type Referrers = SharedMap<String, Vec<Arc<str>>>;
@@ -313,7 +314,7 @@ impl Analysis {
     pub fn new(ctx: Arc<StoreContext>, docs: Vec<(String, Vec<u8>)>) -> Analysis {
         let docs: Docs = docs
             .into_par_iter()
-            .map(|(path, bytes)| (path.clone(), Arc::new(Document::new(path, bytes))))
+            .map(|(path, bytes)| (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes))))
             .collect::<Vec<_>>()
             .into_iter()
             .collect();
@@ -337,7 +338,7 @@ impl Analysis {
         let mut touched_ids: HashSet<String> = HashSet::new();
         let mut schema_change = false;
         for (path, doc) in &parsed {
-            if let Some(old) = docs.get(path) {
+            if let Some(old) = docs.get(path.as_str()) {
                 schema_change |= self.schemas.contains_key(path) || old.dollar_schema.is_some();
                 unindex(&mut ids, &mut referrers, old, &mut touched_ids);
             }
@@ -345,10 +346,10 @@ impl Analysis {
                 Some(doc) => {
                     schema_change |= doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
                     index(&mut ids, &mut referrers, doc, &mut touched_ids);
-                    docs.insert(path.clone(), doc.clone());
+                    docs.insert(path.as_str().into(), doc.clone());
                 }
                 None => {
-                    docs.remove(path);
+                    docs.remove(path.as_str());
                 }
             }
         }
@@ -357,21 +358,29 @@ impl Analysis {
             return Analysis::build(self.ctx.clone(), docs);
         }
         let mut types = (*self.types).clone();
+        // Another document's validation sees an entity only through its type (`x-stardust-ref`),
+        // so only the referrers of ids whose type changed are validated again.
+        let mut retyped: Vec<&String> = Vec::new();
         for id in &touched_ids {
-            match first_type(&docs, &ids, id) {
+            let ty = first_type(&docs, &ids, id);
+            if types.get(id.as_str()) == ty.as_ref() {
+                continue;
+            }
+            retyped.push(id);
+            match ty {
                 Some(ty) => types.insert(id.clone(), ty),
                 None => types.remove(id),
             };
         }
         let types = Arc::new(types);
         let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
-        for id in &touched_ids {
+        for id in retyped {
             revalidate.extend(referrers.get(id).into_iter().flatten().map(|p| p.to_string()));
         }
         let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate
             .into_par_iter()
             .map(|path| {
-                let diags = docs.get(&path).map(|doc| {
+                let diags = docs.get(path.as_str()).map(|doc| {
                     Arc::new(schema::with_entity_types(types.clone(), || {
                         validate_document(&self.ctx.config, &docs, &self.schemas, doc)
                     }))
@@ -422,7 +431,7 @@ impl Analysis {
                 let diags = schema::with_entity_types(types.clone(), || {
                     validate_document(&ctx.config, &docs, &schemas, doc)
                 });
-                (path.clone(), Arc::new(diags))
+                (path.to_string(), Arc::new(diags))
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -444,13 +453,13 @@ impl Analysis {
     /// before or after, or every document when a schema changed.
     pub fn affected_by(&self, before: &Analysis, changed: &[String]) -> BTreeSet<String> {
         if !Arc::ptr_eq(&self.schemas, &before.schemas) && !same_schemas(self, before) {
-            return self.docs.keys().chain(before.docs.keys()).cloned().collect();
+            return self.docs.keys().chain(before.docs.keys()).map(|p| p.to_string()).collect();
         }
         let mut out: BTreeSet<String> = changed.iter().cloned().collect();
         let mut ids = HashSet::new();
         for path in changed {
             for snapshot in [before, self] {
-                if let Some(doc) = snapshot.docs.get(path) {
+                if let Some(doc) = snapshot.docs.get(path.as_str()) {
                     ids.extend(doc.entities.iter().filter_map(|e| e.id.clone()));
                 }
             }
@@ -697,7 +706,7 @@ fn same_schemas(a: &Analysis, b: &Analysis) -> bool {
     a.schemas.len() == b.schemas.len()
         && a.schemas.keys().all(|p| {
             b.schemas.contains_key(p)
-                && a.docs.get(p).map(|d| &d.version) == b.docs.get(p).map(|d| &d.version)
+                && a.docs.get(p.as_str()).map(|d| &d.version) == b.docs.get(p.as_str()).map(|d| &d.version)
         })
 }
 
@@ -738,7 +747,7 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
         let in_dir = path.starts_with(&dir_prefix) && path.ends_with(".schema.json");
         let meta = matches!(doc.dollar_schema, Some((SchemaName::Meta, _)));
         if in_dir || meta {
-            paths.push(path.clone());
+            paths.push(path.to_string());
         }
         if let Some((SchemaName::Store(target), _)) = &doc.dollar_schema {
             paths.push(target.clone());
@@ -754,7 +763,7 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
     paths
         .into_par_iter()
         .filter_map(|path| {
-            let doc = docs.get(&path)?;
+            let doc = docs.get(path.as_str())?;
             let compiled = if doc.parse.root.is_none() || !doc.parse.errors.is_empty() {
                 Compiled::Invalid {
                     message: "the schema has syntax errors; fix them first".to_owned(),
@@ -801,7 +810,7 @@ fn validate_document(
             Some(Compiled::Ok(validator)) => {
                 let subject = Subject {
                     name: ty,
-                    schema: docs.get(&schema_path).map(|d| &d.parse.value),
+                    schema: docs.get(schema_path.as_str()).map(|d| &d.parse.value),
                 };
                 out.extend(schema::validate(validator, node, value, entity.anchor, &subject));
             }
@@ -845,7 +854,7 @@ fn validate_document(
             Some(Compiled::Ok(validator)) => {
                 let name = path.rsplit('/').next().unwrap_or(&path);
                 let name = name.trim_end_matches(".json").trim_end_matches(".schema");
-                let subject = Subject { name, schema: docs.get(&path).map(|d| &d.parse.value) };
+                let subject = Subject { name, schema: docs.get(path.as_str()).map(|d| &d.parse.value) };
                 let anchor = if doc.parse.implicit_object || !matches!(root.kind, NodeKind::Object(_)) {
                     span
                 } else {
