@@ -49,7 +49,10 @@ fn the_table_is_aligned_and_says_which_rows_it_shows() {
     assert!(lines[0].starts_with("?b") && lines[0].contains("?title"), "{stdout}");
     assert!(lines[1].chars().all(|c| c == '-' || c == ' '), "{stdout}");
     let column = lines[0].find("?title").unwrap();
-    assert!(lines[2..4].iter().all(|l| l.char_indices().nth(column - 1).is_some_and(|(_, c)| c == ' ')), "{stdout}");
+    assert!(
+        lines[2..4].iter().all(|l| l.char_indices().nth(column - 1).is_some_and(|(_, c)| c == ' ')),
+        "{stdout}"
+    );
     assert!(lines[4].starts_with("rows 1-2 of "), "{stdout}");
     assert!(lines[4].ends_with("; the next page starts at offset 2"), "{stdout}");
 }
@@ -80,7 +83,10 @@ fn explain_prints_the_plan_with_counts() {
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("plan"), "{stdout}");
-    assert!(lines[1].contains("[?a name 'Frank Herbert']") && lines[1].contains("look up name"), "starts from the most selective pattern:\n{stdout}");
+    assert!(
+        lines[1].contains("[?a name 'Frank Herbert']") && lines[1].contains("look up name"),
+        "starts from the most selective pattern:\n{stdout}"
+    );
     assert!(stdout.contains("filter '?y >= 1960'"), "{stdout}");
     let json = stardust(&["query", "examples/library", FRANK, "--explain", "--format", "json"]);
     let plan: Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -93,7 +99,15 @@ fn eval_follows_references() {
     let out = stardust(&["eval", "examples/library", "@book/dune.author.name"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "\"Frank Herbert\"\n");
-    let out = stardust(&["eval", "examples/library", "year < 1970 and upper(title) = 'DUNE'", "--entity", "book/dune", "--format", "json"]);
+    let out = stardust(&[
+        "eval",
+        "examples/library",
+        "year < 1970 and upper(title) = 'DUNE'",
+        "--entity",
+        "book/dune",
+        "--format",
+        "json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), json!({"value": true}));
     let out = stardust(&["eval", "examples/library", "@book/dune"]);
@@ -104,14 +118,46 @@ fn eval_follows_references() {
 #[test]
 fn errors_have_their_codes_and_exit_codes() {
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["query", "examples/library", "find [?b where [[?b type book]]"], 2, "error[invalid-arguments]: the query has a syntax error at 1:"),
-        (&["query", "examples/library", "find [?b] where [[?b ?a ?v]]"], 2, "error[invalid-arguments]: invalid query at 1:22: a variable cannot stand for an attribute"),
-        (&["query", "examples/library", "find [?b] where [[?b title ?t]] filter ['?t > 1']"], 1, "error[type-error]: in '?t > 1': cannot compare string"),
-        (&["query", "no/such/store", "find [?b] where [[?b type book]]"], 2, "error[invalid-arguments]: there is no store at no/such/store"),
-        (&["eval", "examples/library", "1 / 0"], 1, "error[type-error]: in '1 / 0': division by zero"),
-        (&["eval", "examples/library", "@book/nothing-here.title"], 1, "error[not-found]: in '@book/nothing-here.title': no entity has the id 'book/nothing-here'"),
-        (&["eval", "examples/library", "1 +"], 2, "error[invalid-arguments]: the expression has an error at column 4"),
-        (&["eval", "examples/library", "title", "--entity", "book/nope"], 1, "error[not-found]: no entity has the id 'book/nope'"),
+        (
+            &["query", "examples/library", "find [?b where [[?b type book]]"],
+            2,
+            "error[invalid-arguments]: the query has a syntax error at 1:",
+        ),
+        (
+            &["query", "examples/library", "find [?b] where [[?b ?a ?v]]"],
+            2,
+            "error[invalid-arguments]: invalid query at 1:22: a variable cannot stand for an attribute",
+        ),
+        (
+            &["query", "examples/library", "find [?b] where [[?b title ?t]] filter ['?t > 1']"],
+            1,
+            "error[type-error]: in '?t > 1': cannot compare string",
+        ),
+        (
+            &["query", "no/such/store", "find [?b] where [[?b type book]]"],
+            2,
+            "error[invalid-arguments]: there is no store at no/such/store",
+        ),
+        (
+            &["eval", "examples/library", "1 / 0"],
+            1,
+            "error[type-error]: in '1 / 0': division by zero",
+        ),
+        (
+            &["eval", "examples/library", "@book/nothing-here.title"],
+            1,
+            "error[not-found]: in '@book/nothing-here.title': no entity has the id 'book/nothing-here'",
+        ),
+        (
+            &["eval", "examples/library", "1 +"],
+            2,
+            "error[invalid-arguments]: the expression has an error at column 4",
+        ),
+        (
+            &["eval", "examples/library", "title", "--entity", "book/nope"],
+            1,
+            "error[not-found]: no entity has the id 'book/nope'",
+        ),
     ];
     for (args, code, start) in cases {
         let out = stardust(args);
@@ -129,7 +175,13 @@ fn a_query_reads_the_store_without_writing_to_it() {
     let store = dir.path().to_str().unwrap();
     let out = stardust(&["query", store, "find [?e ?n] where [[?e n ?n]]", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["rows"], json!([["a/one", 1]]));
-    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["rows"],
+        json!([["a/one", 1]])
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     assert_eq!(names, ["a.dust"], "no .stardust/ or anything else is created");
 }

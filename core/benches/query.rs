@@ -61,7 +61,9 @@ fn main() {
     };
     // Real values of the store to ask about.
     let isbn = run("find [?i] where [[?b isbn ?i]] limit 1 offset 25000").0.rows[0][0].clone();
-    let name = run("find [?n] where [[?p type person] [?p name ?n]] limit 1 offset 100").0.rows[0][0].clone();
+    let name = run("find [?n] where [[?p type person] [?p name ?n]] limit 1 offset 100").0.rows[0]
+        [0]
+    .clone();
     let (isbn, name) = (isbn.as_str().unwrap().to_owned(), name.as_str().unwrap().to_owned());
 
     let cases = vec![
@@ -163,7 +165,8 @@ fn jq(filter: &str, path: &Path) -> (Value, Duration) {
 /// part of the question).
 fn check_same(case: &Case, ours: &QueryResult, theirs: &Value) {
     let mut a: Vec<String> = ours.rows.iter().map(|r| Value::from(r.clone()).to_string()).collect();
-    let mut b: Vec<String> = theirs.as_array().expect("jq gives an array").iter().map(Value::to_string).collect();
+    let mut b: Vec<String> =
+        theirs.as_array().expect("jq gives an array").iter().map(Value::to_string).collect();
     if !case.name.contains("ordered") {
         a.sort();
         b.sort();

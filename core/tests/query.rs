@@ -155,7 +155,10 @@ fn a_query_given_as_a_json_value_or_a_string_reads_like_its_text() {
     assert_eq!(run(&from_value), expected);
     let err = Query::from_json(&json!({"find": ["?n"], "where": [["?p", "?a", 1]]})).unwrap_err();
     assert_eq!(err.code(), "invalid-arguments");
-    assert!(err.to_string().starts_with("invalid query: a variable cannot stand for an attribute"), "{err}");
+    assert!(
+        err.to_string().starts_with("invalid query: a variable cannot stand for an attribute"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -210,7 +213,8 @@ fn unexpected_input_never_panics() {
             Err(e) => assert_eq!(e.code(), "invalid-arguments", "{text}: {e}"),
         }
     }
-    let deep_where = format!("find [?b] where [[?b type book] {}{}]", "{not [".repeat(40), "]}".repeat(40));
+    let deep_where =
+        format!("find [?b] where [[?b type book] {}{}]", "{not [".repeat(40), "]}".repeat(40));
     assert!(Query::parse(&deep_where).unwrap_err().to_string().contains("nest at most 16 deep"));
     let many = (0..300).map(|i| format!("[?b f{i} _]")).collect::<Vec<_>>().join(" ");
     let err = Query::parse(&format!("find [?b] where [{many}]")).unwrap_err();

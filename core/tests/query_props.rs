@@ -143,7 +143,8 @@ fn key_json(key: &Key) -> Value {
 }
 
 fn values(entity: &Value, attr: &str) -> Vec<Key> {
-    let found = if attr == "o.k" { entity.get("o").and_then(|o| o.get("k")) } else { entity.get(attr) };
+    let found =
+        if attr == "o.k" { entity.get("o").and_then(|o| o.get("k")) } else { entity.get(attr) };
     let mut out: Vec<Key> = match found {
         Some(Value::Array(items)) => items.iter().map(key).collect(),
         Some(v) => vec![key(v)],
@@ -183,7 +184,10 @@ fn binds(clauses: &[Clause]) -> BTreeSet<String> {
             Clause::Not(_) => {}
             Clause::Or(branches) => {
                 let sets: Vec<BTreeSet<String>> = branches.iter().map(|b| binds(b)).collect();
-                let common = sets.iter().skip(1).fold(sets[0].clone(), |a, b| a.intersection(b).cloned().collect());
+                let common = sets
+                    .iter()
+                    .skip(1)
+                    .fold(sets[0].clone(), |a, b| a.intersection(b).cloned().collect());
                 out.extend(common);
             }
         }
@@ -252,7 +256,14 @@ fn case_strategy() -> impl Strategy<Value = Case> {
     (
         store_strategy(),
         clauses_strategy(),
-        prop::option::weighted(0.3, (0usize..3, prop_oneof![(0i64..3).prop_map(|k| json!(k)), Just(json!("a"))], any::<bool>())),
+        prop::option::weighted(
+            0.3,
+            (
+                0usize..3,
+                prop_oneof![(0i64..3).prop_map(|k| json!(k)), Just(json!("a"))],
+                any::<bool>(),
+            ),
+        ),
         prop::collection::vec(0usize..3, 1..3),
         prop::bool::weighted(0.25),
         0u64..6,
@@ -272,7 +283,8 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let bound: Vec<String> = binds(&case.clauses).into_iter().collect();
     prop_assume!(!bound.is_empty());
-    let mut find_vars: Vec<String> = case.find.iter().map(|i| bound[i % bound.len()].clone()).collect();
+    let mut find_vars: Vec<String> =
+        case.find.iter().map(|i| bound[i % bound.len()].clone()).collect();
     find_vars.dedup();
     let mut find: Vec<String> = find_vars.clone();
     let counted = if case.count { find_vars.pop() } else { None };
@@ -296,7 +308,9 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
     let parsed = match Query::from_json(&query) {
         Ok(q) => q,
         // Random `or`s may use a branch's own variable elsewhere: a refusal, not a result.
-        Err(e) if e.to_string().contains("only some branches") => return Err(TestCaseError::reject("or-local variable")),
+        Err(e) if e.to_string().contains("only some branches") => {
+            return Err(TestCaseError::reject("or-local variable"));
+        }
         Err(e) => return Err(TestCaseError::fail(format!("{query}: {e}"))),
     };
 
@@ -326,12 +340,16 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         if find_vars.is_empty() && groups.is_empty() {
             groups.insert(vec![], 0);
         }
-        groups.into_iter().map(|(mut k, n)| {
-            k.push(Key::Num(n));
-            k
-        }).collect()
+        groups
+            .into_iter()
+            .map(|(mut k, n)| {
+                k.push(Key::Num(n));
+                k
+            })
+            .collect()
     } else {
-        let set: BTreeSet<Vec<Key>> = sols.iter().map(|s| find_vars.iter().map(|v| s[v].clone()).collect()).collect();
+        let set: BTreeSet<Vec<Key>> =
+            sols.iter().map(|s| find_vars.iter().map(|v| s[v].clone()).collect()).collect();
         set.into_iter().collect()
     };
     rows.sort_by(|a, b| a.iter().cmp(b.iter()).then(Ordering::Equal));
@@ -342,7 +360,8 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         .take(case.limit as usize)
         .map(|r| r.iter().map(key_json).collect())
         .collect();
-    let next = (case.offset + case.limit < total && case.limit > 0).then_some(case.offset + case.limit);
+    let next =
+        (case.offset + case.limit < total && case.limit > 0).then_some(case.offset + case.limit);
     prop_assert_eq!(&got.rows, &page, "query {}", query);
     prop_assert_eq!(got.total, total, "query {}", query);
     prop_assert_eq!(got.next_offset, next, "query {}", query);

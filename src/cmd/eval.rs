@@ -11,7 +11,12 @@ use stardust_core::query;
 
 use crate::OutputFormat;
 
-pub(crate) fn run(store: &Path, text: &str, entity: Option<&str>, format: OutputFormat) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    store: &Path,
+    text: &str,
+    entity: Option<&str>,
+    format: OutputFormat,
+) -> anyhow::Result<ExitCode> {
     let text = super::query::read_argument(text)?;
     let analysis = Analysis::load(store)?;
     let value = query::evaluate(&analysis, &text, entity)?;

@@ -20,7 +20,12 @@ pub(crate) enum Format {
 /// Table cells longer than this are cut (the JSON output is never cut).
 const MAX_CELL: usize = 80;
 
-pub(crate) fn run(store: &Path, text: &str, format: Format, explain: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    store: &Path,
+    text: &str,
+    format: Format,
+    explain: bool,
+) -> anyhow::Result<ExitCode> {
     let text = read_argument(text)?;
     // The query is checked before the store is read: a typo fails fast.
     let parsed = Query::parse(&text)?;
@@ -56,16 +61,25 @@ pub(crate) fn read_argument(text: &str) -> anyhow::Result<String> {
 /// The rows under their column names, columns padded to their widest cell, numbers to the
 /// right; then a line saying which rows these are.
 fn table(result: &QueryResult) -> String {
-    let cells: Vec<Vec<String>> = result.rows.iter().map(|row| row.iter().map(cell).collect()).collect();
+    let cells: Vec<Vec<String>> =
+        result.rows.iter().map(|row| row.iter().map(cell).collect()).collect();
     let numeric: Vec<bool> = (0..result.columns.len())
-        .map(|c| !result.rows.is_empty() && result.rows.iter().all(|r| r.get(c).is_some_and(Value::is_number)))
+        .map(|c| {
+            !result.rows.is_empty()
+                && result.rows.iter().all(|r| r.get(c).is_some_and(Value::is_number))
+        })
         .collect();
     let widths: Vec<usize> = result
         .columns
         .iter()
         .enumerate()
         .map(|(c, name)| {
-            cells.iter().map(|r| r[c].chars().count()).chain([name.chars().count()]).max().unwrap_or(0)
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .chain([name.chars().count()])
+                .max()
+                .unwrap_or(0)
         })
         .collect();
     let line = |values: &[String], align_numbers: bool| {
@@ -154,7 +168,13 @@ mod tests {
             rows 3-4 of 5; the next page starts at offset 4
         "#]]
         .assert_eq(&table(&result));
-        let empty = QueryResult { columns: vec!["?b".into()], rows: vec![], total: 0, next_offset: None, limit_capped: Some(1000) };
+        let empty = QueryResult {
+            columns: vec!["?b".into()],
+            rows: vec![],
+            total: 0,
+            next_offset: None,
+            limit_capped: Some(1000),
+        };
         expect_test::expect![[r#"
             ?b
             --

@@ -63,11 +63,15 @@ impl<'a> Evaluator<'a, '_, '_> {
     fn eval(&self, e: &'a Expr) -> Result<Val<'a>> {
         match &e.kind {
             ExprKind::Lit(v) => Ok(v.clone()),
-            ExprKind::List(items) => Ok(Val::List(items.iter().map(|i| self.eval(i)).collect::<Result<_>>()?)),
+            ExprKind::List(items) => {
+                Ok(Val::List(items.iter().map(|i| self.eval(i)).collect::<Result<_>>()?))
+            }
             ExprKind::Entity(text) => self.entity_path(text, e),
             ExprKind::Var { name, slot } => match self.env.vars.get(*slot) {
                 Some(Some(v)) => Ok(v.clone()),
-                _ => Err(Error::InvalidArguments(format!("the variable ?{name} has no value here"))),
+                _ => {
+                    Err(Error::InvalidArguments(format!("the variable ?{name} has no value here")))
+                }
             },
             ExprKind::Field(name) => match self.env.this {
                 Some(this) => Ok(this.get(name).map_or(Val::Null, Val::from_field)),
@@ -83,13 +87,29 @@ impl<'a> Evaluator<'a, '_, '_> {
                 Ok(value)
             }
             ExprKind::Neg(inner) => match self.eval(inner)? {
-                Val::Int(i) => Ok(i.checked_neg().map_or_else(|| Val::Float(-(i as f64)), Val::Int)),
+                Val::Int(i) => {
+                    Ok(i.checked_neg().map_or_else(|| Val::Float(-(i as f64)), Val::Int))
+                }
                 Val::Float(f) => Ok(Val::Float(-f)),
-                other => Err(self.type_error(e, format!("'-' expects a number, found {} ({})", other.type_name(), other.describe()))),
+                other => Err(self.type_error(
+                    e,
+                    format!(
+                        "'-' expects a number, found {} ({})",
+                        other.type_name(),
+                        other.describe()
+                    ),
+                )),
             },
             ExprKind::Not(inner) => match self.eval(inner)? {
                 Val::Bool(b) => Ok(Val::Bool(!b)),
-                other => Err(self.type_error(e, format!("'not' expects a boolean, found {} ({})", other.type_name(), other.describe()))),
+                other => Err(self.type_error(
+                    e,
+                    format!(
+                        "'not' expects a boolean, found {} ({})",
+                        other.type_name(),
+                        other.describe()
+                    ),
+                )),
             },
             ExprKind::Binary(op, left, right) => self.binary(*op, left, right, e),
             ExprKind::Call(func, args) => self.call(*func, args, e),
@@ -112,7 +132,13 @@ impl<'a> Evaluator<'a, '_, '_> {
             }
             match id.rfind('.') {
                 Some(dot) => cut = dot,
-                None => return Err(Error::NotFound(format!("in '{}': {}", &self.src[e.start..e.end], missing(id)))),
+                None => {
+                    return Err(Error::NotFound(format!(
+                        "in '{}': {}",
+                        &self.src[e.start..e.end],
+                        missing(id)
+                    )));
+                }
             }
         }
     }
@@ -129,20 +155,33 @@ impl<'a> Evaluator<'a, '_, '_> {
                 Some(object) => Ok(field(object)),
                 None => Err(self.type_error(
                     e,
-                    format!("cannot read '.{segment}' of a string ({}), which is not an entity id", Val::Str(s.clone()).describe()),
+                    format!(
+                        "cannot read '.{segment}' of a string ({}), which is not an entity id",
+                        Val::Str(s.clone()).describe()
+                    ),
                 )),
             },
             Val::Json(Value::Array(items)) => match index(segment) {
                 Some(i) => Ok(items.get(i).map_or(Val::Null, Val::from_field)),
-                None => Err(self.type_error(e, format!("cannot read '.{segment}' of an array; use an index such as .0"))),
+                None => Err(self.type_error(
+                    e,
+                    format!("cannot read '.{segment}' of an array; use an index such as .0"),
+                )),
             },
             Val::List(items) => match index(segment) {
                 Some(i) => Ok(items.get(i).cloned().unwrap_or(Val::Null)),
-                None => Err(self.type_error(e, format!("cannot read '.{segment}' of an array; use an index such as .0"))),
+                None => Err(self.type_error(
+                    e,
+                    format!("cannot read '.{segment}' of an array; use an index such as .0"),
+                )),
             },
             other => Err(self.type_error(
                 e,
-                format!("cannot read '.{segment}' of a {} ({})", other.type_name(), other.describe()),
+                format!(
+                    "cannot read '.{segment}' of a {} ({})",
+                    other.type_name(),
+                    other.describe()
+                ),
             )),
         }
     }
@@ -150,7 +189,14 @@ impl<'a> Evaluator<'a, '_, '_> {
     fn boolean(&self, value: Val, op: &str, e: &Expr) -> Result<bool> {
         match value {
             Val::Bool(b) => Ok(b),
-            other => Err(self.type_error(e, format!("'{op}' expects booleans, found {} ({})", other.type_name(), other.describe()))),
+            other => Err(self.type_error(
+                e,
+                format!(
+                    "'{op}' expects booleans, found {} ({})",
+                    other.type_name(),
+                    other.describe()
+                ),
+            )),
         }
     }
 
@@ -171,7 +217,9 @@ impl<'a> Evaluator<'a, '_, '_> {
                     BinOp::Eq => Ok(Val::Bool(l == r)),
                     BinOp::Ne => Ok(Val::Bool(l != r)),
                     BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                        let Some(ord) = self.compare(&l, &r, op, e)? else { return Ok(Val::Bool(false)) };
+                        let Some(ord) = self.compare(&l, &r, op, e)? else {
+                            return Ok(Val::Bool(false));
+                        };
                         Ok(Val::Bool(match op {
                             BinOp::Lt => ord == Ordering::Less,
                             BinOp::Le => ord != Ordering::Greater,
@@ -229,7 +277,10 @@ impl<'a> Evaluator<'a, '_, '_> {
             ));
         };
         if op == BinOp::Div && b == 0.0 {
-            return Err(self.type_error(e, "division by zero; guard the divisor, as in '?d != 0 and ?n / ?d > 1'".to_owned()));
+            return Err(self.type_error(
+                e,
+                "division by zero; guard the divisor, as in '?d != 0 and ?n / ?d > 1'".to_owned(),
+            ));
         }
         let exact = match (&l, &r) {
             (Val::Int(x), Val::Int(y)) => match op {
@@ -250,7 +301,10 @@ impl<'a> Evaluator<'a, '_, '_> {
             _ => a / b,
         };
         Val::try_float(result).ok_or_else(|| {
-            self.type_error(e, format!("the result of '{}' is out of the range of numbers", op.symbol()))
+            self.type_error(
+                e,
+                format!("the result of '{}' is out of the range of numbers", op.symbol()),
+            )
         })
     }
 
@@ -261,7 +315,10 @@ impl<'a> Evaluator<'a, '_, '_> {
         }
         let name = func.name();
         let wrong = |what: &str, v: &Val| {
-            self.type_error(e, format!("{name} expects {what}, found {} ({})", v.type_name(), v.describe()))
+            self.type_error(
+                e,
+                format!("{name} expects {what}, found {} ({})", v.type_name(), v.describe()),
+            )
         };
         let first = values.first().cloned().unwrap_or(Val::Null);
         match func {
@@ -276,12 +333,21 @@ impl<'a> Evaluator<'a, '_, '_> {
                 Val::Null => Ok(Val::Int(0)),
                 Val::Str(s) => Ok(Val::Int(s.chars().count() as i64)),
                 Val::Json(Value::Object(map)) => Ok(Val::Int(map.len() as i64)),
-                Val::Entity(id) => Ok(Val::Int(self.resolve(id, e)?.as_object().map_or(0, |m| m.len()) as i64)),
-                v => v.elements().map(|items| Val::Int(items.len() as i64)).ok_or_else(|| wrong("a string, an array or an object", v)),
+                Val::Entity(id) => {
+                    Ok(Val::Int(self.resolve(id, e)?.as_object().map_or(0, |m| m.len()) as i64))
+                }
+                v => v
+                    .elements()
+                    .map(|items| Val::Int(items.len() as i64))
+                    .ok_or_else(|| wrong("a string, an array or an object", v)),
             },
             Func::Lower | Func::Upper => match &first {
                 Val::Null => Ok(Val::Null),
-                Val::Str(s) => Ok(Val::Str(Cow::Owned(if func == Func::Lower { s.to_lowercase() } else { s.to_uppercase() }))),
+                Val::Str(s) => Ok(Val::Str(Cow::Owned(if func == Func::Lower {
+                    s.to_lowercase()
+                } else {
+                    s.to_uppercase()
+                }))),
                 v => Err(wrong("a string", v)),
             },
             Func::Contains => {
@@ -292,7 +358,9 @@ impl<'a> Evaluator<'a, '_, '_> {
                         Val::Str(n) => Ok(Val::Bool(s.contains(n.as_ref()))),
                         v => Err(wrong("a string to look for in a string", v)),
                     },
-                    Val::Json(Value::Object(map)) => Ok(Val::Bool(needle.as_id().is_some_and(|k| map.contains_key(k)))),
+                    Val::Json(Value::Object(map)) => {
+                        Ok(Val::Bool(needle.as_id().is_some_and(|k| map.contains_key(k))))
+                    }
                     Val::Entity(id) => {
                         let object = self.resolve(id, e)?;
                         Ok(Val::Bool(needle.as_id().is_some_and(|k| object.get(k).is_some())))
@@ -346,17 +414,25 @@ impl<'a> Evaluator<'a, '_, '_> {
                     if item.as_f64().is_none() && !matches!(item, Val::Str(_)) {
                         return Err(wrong("numbers or strings", &item));
                     }
-                    if let Some(b) = &best {
-                        if b.rank_kind() != item.rank_kind() {
-                            return Err(self.type_error(
-                                e,
-                                format!("{name} cannot order {} ({}) against {} ({})", b.type_name(), b.describe(), item.type_name(), item.describe()),
-                            ));
-                        }
+                    if let Some(b) = best.as_ref().filter(|b| b.rank_kind() != item.rank_kind()) {
+                        return Err(self.type_error(
+                            e,
+                            format!(
+                                "{name} cannot order {} ({}) against {} ({})",
+                                b.type_name(),
+                                b.describe(),
+                                item.type_name(),
+                                item.describe()
+                            ),
+                        ));
                     }
                     let better = best.as_ref().is_none_or(|b| {
                         let ord = item.cmp(b);
-                        if func == Func::Min { ord == Ordering::Less } else { ord == Ordering::Greater }
+                        if func == Func::Min {
+                            ord == Ordering::Less
+                        } else {
+                            ord == Ordering::Greater
+                        }
                     });
                     if better {
                         best = Some(item);
@@ -367,15 +443,21 @@ impl<'a> Evaluator<'a, '_, '_> {
             Func::Referrers => {
                 let id = match &first {
                     Val::Str(s) | Val::Entity(s) => s.clone(),
-                    Val::Json(object @ Value::Object(_)) => match object.get("id").and_then(Value::as_str) {
-                        Some(id) => Cow::Borrowed(id),
-                        None => return Err(wrong("an entity", &first)),
-                    },
+                    Val::Json(object @ Value::Object(_)) => {
+                        match object.get("id").and_then(Value::as_str) {
+                            Some(id) => Cow::Borrowed(id),
+                            None => return Err(wrong("an entity", &first)),
+                        }
+                    }
                     v => return Err(wrong("an entity or an id", v)),
                 };
                 let idx = self.env.idx;
                 if idx.lookup(&id).is_none() {
-                    return Err(Error::NotFound(format!("in '{}': {}", &self.src[e.start..e.end], missing(&id))));
+                    return Err(Error::NotFound(format!(
+                        "in '{}': {}",
+                        &self.src[e.start..e.end],
+                        missing(&id)
+                    )));
                 }
                 let mut ids: Vec<&'a str> = idx.referrers(&id).iter().map(|n| idx.id(*n)).collect();
                 ids.sort_unstable();

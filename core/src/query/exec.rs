@@ -39,7 +39,14 @@ pub(crate) struct Exec<'a> {
 
 impl<'a> Exec<'a> {
     pub fn new(idx: &'a QueryIndex, ids: usize, vars: usize, cap: u64) -> Exec<'a> {
-        Exec { idx, counts: vec![0; ids], work: 0, cap, entities: vec![None; vars], buffers: Vec::new() }
+        Exec {
+            idx,
+            counts: vec![0; ids],
+            work: 0,
+            cap,
+            entities: vec![None; vars],
+            buffers: Vec::new(),
+        }
     }
 
     fn tick(&mut self, id: usize) -> Result<()> {
@@ -58,10 +65,17 @@ impl<'a> Exec<'a> {
 
     /// Run `steps` from binding `b`, giving each complete binding to `sink`. `b` is
     /// restored before returning.
-    pub fn run(&mut self, steps: &'a [Step<'a>], b: &mut Binding<'a>, sink: &mut Sink<'_, 'a>) -> Result<Flow> {
+    pub fn run(
+        &mut self,
+        steps: &'a [Step<'a>],
+        b: &mut Binding<'a>,
+        sink: &mut Sink<'_, 'a>,
+    ) -> Result<Flow> {
         let Some((step, rest)) = steps.split_first() else { return sink(b) };
         match step {
-            Step::Match { id, pattern, index, .. } => self.pattern(*id, pattern, index, rest, b, sink),
+            Step::Match { id, pattern, index, .. } => {
+                self.pattern(*id, pattern, index, rest, b, sink)
+            }
             Step::Filter { id, filter } => {
                 let env = Env { idx: self.idx, vars: b, this: None };
                 match eval(&filter.expr, &env)? {
@@ -98,7 +112,8 @@ impl<'a> Exec<'a> {
                 let mut extensions = Vec::new();
                 for branch in branches {
                     self.run(branch, b, &mut |bb| {
-                        let key: Vec<Val<'a>> = slots.iter().map(|s| bb[*s].clone().unwrap_or(Val::Null)).collect();
+                        let key: Vec<Val<'a>> =
+                            slots.iter().map(|s| bb[*s].clone().unwrap_or(Val::Null)).collect();
                         if !seen.contains(&key) {
                             seen.insert(key.clone());
                             extensions.push(key);

@@ -50,7 +50,10 @@ pub enum ExprKind {
     List(Vec<Expr>),
     /// The text after `@`: an entity id, perhaps followed by `.path`.
     Entity(String),
-    Var { name: String, slot: usize },
+    Var {
+        name: String,
+        slot: usize,
+    },
     /// A field of the context entity.
     Field(String),
     /// Fields (or array indexes, when all digits) read one after the other.
@@ -161,7 +164,8 @@ pub fn parse(src: &str, scope: &mut Scope) -> Result<Expression, SyntaxError> {
     let root = parser.expr()?;
     let next = parser.peek();
     if next.tok != Tok::Eof {
-        return Err(parser.error_at(next.start, format!("expected an operator, found {}", describe(&next.tok))));
+        return Err(parser
+            .error_at(next.start, format!("expected an operator, found {}", describe(&next.tok))));
     }
     Ok(Expression { src: src.to_owned(), root })
 }
@@ -225,7 +229,8 @@ pub fn is_var_name(name: &str) -> bool {
 fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
     let mut tokens = Vec::new();
     let mut chars = src.char_indices().peekable();
-    let take_while = |chars: &mut std::iter::Peekable<std::str::CharIndices>, f: fn(char) -> bool| {
+    let take_while = |chars: &mut std::iter::Peekable<std::str::CharIndices>,
+                      f: fn(char) -> bool| {
         let mut end = None;
         while let Some(&(i, c)) = chars.peek() {
             if !f(c) {
@@ -365,13 +370,16 @@ fn string(
                     'f' => out.push('\u{c}'),
                     '\\' | '\'' | '"' | '/' => out.push(e),
                     'u' => {
-                        let hex: String = (0..4).filter_map(|_| chars.next().map(|(_, c)| c)).collect();
+                        let hex: String =
+                            (0..4).filter_map(|_| chars.next().map(|(_, c)| c)).collect();
                         match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
                             Some(c) if hex.len() == 4 => out.push(c),
                             _ => {
                                 return Err(SyntaxError {
                                     offset: i,
-                                    message: "\\u must be followed by four hex digits of a character".to_owned(),
+                                    message:
+                                        "\\u must be followed by four hex digits of a character"
+                                            .to_owned(),
                                 });
                             }
                         }
@@ -385,7 +393,10 @@ fn string(
                 }
             }
             '\n' | '\r' => {
-                return Err(SyntaxError { offset: i, message: format!("this string has no closing {quote} on its line") });
+                return Err(SyntaxError {
+                    offset: i,
+                    message: format!("this string has no closing {quote} on its line"),
+                });
             }
             c => out.push(c),
         }
@@ -429,7 +440,9 @@ impl Parser<'_, '_, '_> {
     fn too_deep(&self, offset: usize) -> SyntaxError {
         self.error_at(
             offset,
-            format!("the expression nests deeper than {MAX_DEPTH} levels; split it into simpler filters"),
+            format!(
+                "the expression nests deeper than {MAX_DEPTH} levels; split it into simpler filters"
+            ),
         )
     }
 
@@ -454,7 +467,14 @@ impl Parser<'_, '_, '_> {
             &[("or", BinOp::Or)],
             &[("and", BinOp::And)],
             &[],
-            &[("=", BinOp::Eq), ("!=", BinOp::Ne), ("<", BinOp::Lt), ("<=", BinOp::Le), (">", BinOp::Gt), (">=", BinOp::Ge)],
+            &[
+                ("=", BinOp::Eq),
+                ("!=", BinOp::Ne),
+                ("<", BinOp::Lt),
+                ("<=", BinOp::Le),
+                (">", BinOp::Gt),
+                (">=", BinOp::Ge),
+            ],
             &[("+", BinOp::Add), ("-", BinOp::Sub)],
             &[("*", BinOp::Mul), ("/", BinOp::Div)],
         ];
@@ -467,7 +487,11 @@ impl Parser<'_, '_, '_> {
         let mut left = self.binary(level + 1)?;
         loop {
             let Some(&(_, op)) = LEVELS[level].iter().find(|(sym, _)| {
-                if sym.chars().all(char::is_alphabetic) { self.at_name(sym) } else { self.at_op(sym) }
+                if sym.chars().all(char::is_alphabetic) {
+                    self.at_name(sym)
+                } else {
+                    self.at_op(sym)
+                }
             }) else {
                 return Ok(left);
             };
@@ -475,13 +499,21 @@ impl Parser<'_, '_, '_> {
             let right = self.binary(level + 1)?;
             let (start, end) = (left.start, right.end);
             let depth = self.depth(start, &[&left, &right])?;
-            left = Expr { kind: ExprKind::Binary(op, Box::new(left), Box::new(right)), start, end, depth };
+            left = Expr {
+                kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
+                start,
+                end,
+                depth,
+            };
             // Comparisons do not chain: `a < b < c` is almost always a mistake.
             if level == 3 && LEVELS[3].iter().any(|(sym, _)| self.at_op(sym)) {
                 let next = self.peek();
                 return Err(self.error_at(
                     next.start,
-                    format!("comparisons do not chain; combine them with 'and' (after '{}')", describe(&op_token.tok).trim_matches('\'')),
+                    format!(
+                        "comparisons do not chain; combine them with 'and' (after '{}')",
+                        describe(&op_token.tok).trim_matches('\'')
+                    ),
                 ));
             }
         }
@@ -546,7 +578,14 @@ impl Parser<'_, '_, '_> {
                 self.nesting -= 1;
                 if !self.at_op(")") {
                     let next = self.peek();
-                    return Err(self.error_at(next.start, format!("expected ')' to close the '(' at column {}, found {}", self.column(start), describe(&next.tok))));
+                    return Err(self.error_at(
+                        next.start,
+                        format!(
+                            "expected ')' to close the '(' at column {}, found {}",
+                            self.column(start),
+                            describe(&next.tok)
+                        ),
+                    ));
                 }
                 let close = self.bump();
                 // The parentheses belong to the node's text, for messages.
@@ -580,10 +619,14 @@ impl Parser<'_, '_, '_> {
                 }
             },
             Tok::Seg(seg) => {
-                return Err(self.error_at(start, format!("'.{seg}' must follow a value, as in ?e.{seg}")));
+                return Err(
+                    self.error_at(start, format!("'.{seg}' must follow a value, as in ?e.{seg}"))
+                );
             }
             other => {
-                return Err(self.error_at(start, format!("expected a value, found {}", describe(&other))));
+                return Err(
+                    self.error_at(start, format!("expected a value, found {}", describe(&other)))
+                );
             }
         };
         Ok(Expr { kind, start, end, depth: 1 })
@@ -592,7 +635,10 @@ impl Parser<'_, '_, '_> {
     fn call(&mut self, name: String, start: usize) -> Result<Expr, SyntaxError> {
         let Some(&(_, func, least, most)) = FUNCS.iter().find(|f| f.0 == name) else {
             let names: Vec<&str> = FUNCS.iter().map(|f| f.0).collect();
-            return Err(self.error_at(start, format!("unknown function '{name}'; the functions are {}", names.join(", "))));
+            return Err(self.error_at(
+                start,
+                format!("unknown function '{name}'; the functions are {}", names.join(", ")),
+            ));
         };
         self.bump();
         self.enter(start)?;
@@ -604,7 +650,14 @@ impl Parser<'_, '_, '_> {
                 (l, m) if l == m => format!("{l}"),
                 (l, _) => format!("at least {l}"),
             };
-            return Err(self.error_at(start, format!("{name} takes {wanted} argument{}, found {}", if wanted == "1" { "" } else { "s" }, args.len())));
+            return Err(self.error_at(
+                start,
+                format!(
+                    "{name} takes {wanted} argument{}, found {}",
+                    if wanted == "1" { "" } else { "s" },
+                    args.len()
+                ),
+            ));
         }
         let children: Vec<&Expr> = args.iter().collect();
         let depth = self.depth(start, &children)?;
@@ -626,7 +679,10 @@ impl Parser<'_, '_, '_> {
         }
         if !self.at_op(close) {
             let next = self.peek();
-            return Err(self.error_at(next.start, format!("expected ',' or '{close}' in {what}, found {}", describe(&next.tok))));
+            return Err(self.error_at(
+                next.start,
+                format!("expected ',' or '{close}' in {what}, found {}", describe(&next.tok)),
+            ));
         }
         Ok(items)
     }
@@ -650,12 +706,17 @@ mod tests {
     use super::*;
 
     fn parse_ok(src: &str) -> Expression {
-        let mut var = |name: &str| if name == "unbound" { Err("?unbound is not bound".to_owned()) } else { Ok(0) };
-        parse(src, &mut Scope { var: &mut var, fields: false }).unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        let mut var = |name: &str| {
+            if name == "unbound" { Err("?unbound is not bound".to_owned()) } else { Ok(0) }
+        };
+        parse(src, &mut Scope { var: &mut var, fields: false })
+            .unwrap_or_else(|e| panic!("{src}: {e:?}"))
     }
 
     fn parse_err(src: &str) -> String {
-        let mut var = |name: &str| if name == "unbound" { Err("?unbound is not bound".to_owned()) } else { Ok(0) };
+        let mut var = |name: &str| {
+            if name == "unbound" { Err("?unbound is not bound".to_owned()) } else { Ok(0) }
+        };
         let err = parse(src, &mut Scope { var: &mut var, fields: false }).expect_err(src);
         format!("{}: {}", err.column(src), err.message)
     }
@@ -664,7 +725,9 @@ mod tests {
     fn show(e: &Expr) -> String {
         match &e.kind {
             ExprKind::Lit(v) => v.describe(),
-            ExprKind::List(items) => format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", ")),
+            ExprKind::List(items) => {
+                format!("[{}]", items.iter().map(show).collect::<Vec<_>>().join(", "))
+            }
             ExprKind::Entity(id) => format!("@{id}"),
             ExprKind::Var { name, .. } => format!("?{name}"),
             ExprKind::Field(name) => name.clone(),
@@ -687,7 +750,10 @@ mod tests {
         let cases = [
             ("1 + 2 * 3", "(1 + (2 * 3))"),
             ("1 - 2 - 3", "((1 - 2) - 3)"),
-            ("?y >= 1960 and ?y < 1970 or not ?x = 'a'", "(((?y >= 1960) and (?y < 1970)) or (not (?x = \"a\")))"),
+            (
+                "?y >= 1960 and ?y < 1970 or not ?x = 'a'",
+                "(((?y >= 1960) and (?y < 1970)) or (not (?x = \"a\")))",
+            ),
             ("-?y.year * 2", "((-?y.year) * 2)"),
             ("@book/dune.author.name", "@book/dune.author.name"),
             ("?b.editions.0.sequel-of", "?b.editions.0.sequel-of"),
@@ -708,11 +774,20 @@ mod tests {
         let cases = [
             ("?y >=", "6: expected a value, found the end of the expression"),
             ("?y >= 1960 )", "12: expected an operator, found ')'"),
-            ("(1 + 2", "7: expected ')' to close the '(' at column 1, found the end of the expression"),
-            ("year > 3", "1: unknown name 'year': write a variable (?year), a path (?e.year, @id.year) or quote text ('year')"),
+            (
+                "(1 + 2",
+                "7: expected ')' to close the '(' at column 1, found the end of the expression",
+            ),
+            (
+                "year > 3",
+                "1: unknown name 'year': write a variable (?year), a path (?e.year, @id.year) or quote text ('year')",
+            ),
             ("?unbound = 1", "1: ?unbound is not bound"),
             ("1 < 2 < 3", "7: comparisons do not chain; combine them with 'and' (after '<')"),
-            ("frob(1)", "1: unknown function 'frob'; the functions are count, len, lower, upper, contains, starts_with, keys, sum, min, max, referrers"),
+            (
+                "frob(1)",
+                "1: unknown function 'frob'; the functions are count, len, lower, upper, contains, starts_with, keys, sum, min, max, referrers",
+            ),
             ("contains(1)", "1: contains takes 2 arguments, found 1"),
             ("'abc", "1: this string has no closing '"),
             ("@ x", "1: '@' must be followed by an entity id, as in @book/dune"),

@@ -114,18 +114,26 @@ impl AttrIndex {
     }
 
     /// The distinct values of `attr` (the attribute of this index) in entity `num`.
-    pub fn values_of<'a>(&'a self, idx: &'a QueryIndex, attr: &Attr, num: EntityNum, out: &mut Vec<Val<'a>>) {
+    pub fn values_of<'a>(
+        &'a self,
+        idx: &'a QueryIndex,
+        attr: &Attr,
+        num: EntityNum,
+        out: &mut Vec<Val<'a>>,
+    ) {
         let n = num as usize;
-        let (Some(&start), Some(&end)) = (self.starts.get(n), self.starts.get(n + 1)) else { return };
+        let (Some(&start), Some(&end)) = (self.starts.get(n), self.starts.get(n + 1)) else {
+            return;
+        };
         for cell in &self.cells[start as usize..end as usize] {
             out.push(match *cell {
                 Cell::Null => Val::Null,
                 Cell::Bool(b) => Val::Bool(b),
                 Cell::Int(i) => Val::Int(i),
                 Cell::Float(f) => Val::Float(f),
-                Cell::Str(from, len) => {
-                    Val::Str(std::borrow::Cow::Borrowed(&self.text[from as usize..(from + len) as usize]))
-                }
+                Cell::Str(from, len) => Val::Str(std::borrow::Cow::Borrowed(
+                    &self.text[from as usize..(from + len) as usize],
+                )),
                 Cell::Entity => return attr.values(idx.value(num), out),
             });
         }
@@ -136,19 +144,28 @@ impl QueryIndex {
     pub fn build(analysis: &Analysis) -> QueryIndex {
         let mut entities = Vec::new();
         let mut id_text = String::new();
-        let mut by_id = HashMap::with_capacity_and_hasher(analysis.entity_count(), FastBuild::default());
+        let mut by_id =
+            HashMap::with_capacity_and_hasher(analysis.entity_count(), FastBuild::default());
         for doc in analysis.documents() {
             for (slot, entity) in doc.entities.iter().enumerate() {
                 let Some(id) = &entity.id else { continue };
                 let num = EntityNum::try_from(entities.len()).unwrap_or(EntityNum::MAX);
                 // Offsets are u32: past 4 GiB of ids (or 4 billion entities), stop numbering.
-                let Ok(from) = u32::try_from(id_text.len() + id.len()).map(|end| end - id.len() as u32) else { break };
+                let Ok(from) =
+                    u32::try_from(id_text.len() + id.len()).map(|end| end - id.len() as u32)
+                else {
+                    break;
+                };
                 if num == EntityNum::MAX || by_id.contains_key(id.as_str()) {
                     continue;
                 }
                 by_id.insert(id.as_str().into(), num);
                 id_text.push_str(id);
-                entities.push(Ent { doc: doc.clone(), slot: slot as u32, id: (from, id.len() as u32) });
+                entities.push(Ent {
+                    doc: doc.clone(),
+                    slot: slot as u32,
+                    id: (from, id.len() as u32),
+                });
             }
         }
         QueryIndex {

@@ -30,10 +30,10 @@ use serde_json::{Value, json};
 
 use crate::analysis::Analysis;
 use crate::error::{Error, Result};
-use value::FastBuild;
 use exec::{Exec, Flow, slots};
 use parse::{Agg, FindItem, binds, bit};
 use plan::Step;
+use value::FastBuild;
 
 pub use index::{Attr, AttrIndex, EntityNum, QueryIndex};
 pub use parse::{MAX_CLAUSES, MAX_FILTERS, MAX_NESTING, MAX_VARS, Query};
@@ -126,16 +126,23 @@ pub fn evaluate(analysis: &Analysis, text: &str, entity: Option<&str>) -> Result
     let idx = analysis.query_index();
     let this = match entity {
         Some(id) => Some(idx.entity_value(id).ok_or_else(|| {
-            Error::NotFound(format!("no entity has the id '{id}'; give the id of an existing entity"))
+            Error::NotFound(format!(
+                "no entity has the id '{id}'; give the id of an existing entity"
+            ))
         })?),
         None => None,
     };
     let mut var = |name: &str| -> std::result::Result<usize, String> {
         Err(format!("?{name} has no value: an expression evaluated on its own has no variables"))
     };
-    let parsed = expr::parse(text, &mut expr::Scope { var: &mut var, fields: this.is_some() }).map_err(|e| {
-        Error::InvalidArguments(format!("the expression has an error at column {}: {}", e.column(text), e.message))
-    })?;
+    let parsed = expr::parse(text, &mut expr::Scope { var: &mut var, fields: this.is_some() })
+        .map_err(|e| {
+            Error::InvalidArguments(format!(
+                "the expression has an error at column {}: {}",
+                e.column(text),
+                e.message
+            ))
+        })?;
     let value = eval::eval(&parsed, &eval::Env { idx: &idx, vars: &[], this })?;
     eval::to_output(&value, &idx)
 }
@@ -212,16 +219,30 @@ impl<'a> AggState<'a> {
     }
 }
 
-fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options: &QueryOptions) -> Result<QueryResult> {
+fn run<'a>(
+    exec: &mut Exec<'a>,
+    steps: &'a [Step<'a>],
+    query: &'a Query,
+    options: &QueryOptions,
+) -> Result<QueryResult> {
     let columns = query.columns();
-    let plain: Vec<usize> = query.find.iter().filter_map(|f| match f {
-        FindItem::Var(s) => Some(*s),
-        FindItem::Agg(..) => None,
-    }).collect();
-    let aggs: Vec<(Agg, usize, &str)> = query.find.iter().zip(&columns).filter_map(|(f, name)| match f {
-        FindItem::Agg(agg, s) => Some((*agg, *s, name.as_str())),
-        FindItem::Var(_) => None,
-    }).collect();
+    let plain: Vec<usize> = query
+        .find
+        .iter()
+        .filter_map(|f| match f {
+            FindItem::Var(s) => Some(*s),
+            FindItem::Agg(..) => None,
+        })
+        .collect();
+    let aggs: Vec<(Agg, usize, &str)> = query
+        .find
+        .iter()
+        .zip(&columns)
+        .filter_map(|(f, name)| match f {
+            FindItem::Agg(agg, s) => Some((*agg, *s, name.as_str())),
+            FindItem::Var(_) => None,
+        })
+        .collect();
     // Rows without aggregates carry the hidden order variables after the found ones.
     let keyed: Vec<usize> = plain.iter().chain(&query.hidden).copied().collect();
     let found: u64 = keyed.iter().fold(0, |s, v| s | bit(*v));
@@ -240,10 +261,14 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
             Collect::Rows { set: Some(set), .. } => {
                 set.insert(keyed.iter().map(|s| value_of(b, *s)).collect());
             }
-            Collect::Rows { list, set: None } => list.push(keyed.iter().map(|s| value_of(b, *s)).collect()),
+            Collect::Rows { list, set: None } => {
+                list.push(keyed.iter().map(|s| value_of(b, *s)).collect())
+            }
             Collect::Groups(groups) => {
                 let key: Vec<Val<'a>> = plain.iter().map(|s| value_of(b, *s)).collect();
-                let states = groups.entry(key).or_insert_with(|| aggs.iter().map(|a| AggState::new(a.0)).collect());
+                let states = groups
+                    .entry(key)
+                    .or_insert_with(|| aggs.iter().map(|a| AggState::new(a.0)).collect());
                 for (state, (_, slot, name)) in states.iter_mut().zip(&aggs) {
                     state.add(value_of(b, *slot), name)?;
                 }
@@ -266,10 +291,14 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
                 .map(|(key, states)| {
                     let mut key = key.into_iter();
                     let mut states = states.into_iter();
-                    query.find.iter().map(|f| match f {
-                        FindItem::Var(_) => key.next().unwrap_or(Val::Null),
-                        FindItem::Agg(..) => states.next().map_or(Val::Null, AggState::finish),
-                    }).collect()
+                    query
+                        .find
+                        .iter()
+                        .map(|f| match f {
+                            FindItem::Var(_) => key.next().unwrap_or(Val::Null),
+                            FindItem::Agg(..) => states.next().map_or(Val::Null, AggState::finish),
+                        })
+                        .collect()
                 })
                 .collect()
         }
@@ -313,16 +342,22 @@ fn run<'a>(exec: &mut Exec<'a>, steps: &'a [Step<'a>], query: &'a Query, options
     let end = offset.saturating_add(limit).min(total) as usize;
     let start = (offset.min(total)) as usize;
     let idx = exec.idx;
-    let pulled: Vec<bool> = query.find.iter().map(|f| {
-        query.pull && matches!(f, FindItem::Var(s) if query.entity_vars & bit(*s) != 0)
-    }).collect();
+    let pulled: Vec<bool> = query
+        .find
+        .iter()
+        .map(|f| query.pull && matches!(f, FindItem::Var(s) if query.entity_vars & bit(*s) != 0))
+        .collect();
     let page: Vec<Vec<Value>> = rows[start..end.max(start)]
         .iter()
         .map(|row| {
-            row[..width].iter().zip(&pulled).map(|(cell, pull)| match (pull, cell.as_id()) {
-                (true, Some(id)) => idx.entity_value(id).cloned().unwrap_or(Value::Null),
-                _ => cell.to_json(),
-            }).collect()
+            row[..width]
+                .iter()
+                .zip(&pulled)
+                .map(|(cell, pull)| match (pull, cell.as_id()) {
+                    (true, Some(id)) => idx.entity_value(id).cloned().unwrap_or(Value::Null),
+                    _ => cell.to_json(),
+                })
+                .collect()
         })
         .collect();
     let next = offset.saturating_add(limit);
@@ -358,7 +393,8 @@ pub struct ExplainStep {
 
 impl Explain {
     pub fn to_text(&self) -> String {
-        let mut out = String::from("plan (estimate: bindings per incoming binding; actual: bindings made)\n");
+        let mut out =
+            String::from("plan (estimate: bindings per incoming binding; actual: bindings made)\n");
         let label = |s: &ExplainStep| format!("{}{}", "  ".repeat(s.depth + 1), s.step);
         let width = self.steps.iter().map(|s| label(s).chars().count()).max().unwrap_or(0);
         let how_width = self.steps.iter().map(|s| s.how.chars().count()).max().unwrap_or(0);
@@ -397,7 +433,10 @@ impl Explain {
         if let Some(map) = out.as_object_mut() {
             match &self.result {
                 Ok(r) => map.insert("total".to_owned(), json!(r.total)),
-                Err(e) => map.insert("error".to_owned(), json!({"code": e.code(), "message": e.to_string()})),
+                Err(e) => map.insert(
+                    "error".to_owned(),
+                    json!({"code": e.code(), "message": e.to_string()}),
+                ),
             };
         }
         out
@@ -433,14 +472,36 @@ fn describe(steps: &[Step], depth: usize, counts: &[u64], out: &mut Vec<ExplainS
                 actual: actual(id),
             }),
             Step::Not { id, steps } => {
-                out.push(ExplainStep { depth, step: "not".to_owned(), how: "keep when nothing below matches".to_owned(), estimate: None, actual: actual(id) });
+                out.push(ExplainStep {
+                    depth,
+                    step: "not".to_owned(),
+                    how: "keep when nothing below matches".to_owned(),
+                    estimate: None,
+                    actual: actual(id),
+                });
                 describe(steps, depth + 1, counts, out);
             }
             Step::Or { id, branches, out: binds, estimate } => {
-                let how = if *binds == 0 { "keep when a branch matches".to_owned() } else { format!("bind {} variable(s) from any branch", slots(*binds).len()) };
-                out.push(ExplainStep { depth, step: "or".to_owned(), how, estimate: Some(*estimate), actual: actual(id) });
+                let how = if *binds == 0 {
+                    "keep when a branch matches".to_owned()
+                } else {
+                    format!("bind {} variable(s) from any branch", slots(*binds).len())
+                };
+                out.push(ExplainStep {
+                    depth,
+                    step: "or".to_owned(),
+                    how,
+                    estimate: Some(*estimate),
+                    actual: actual(id),
+                });
                 for (i, branch) in branches.iter().enumerate() {
-                    out.push(ExplainStep { depth: depth + 1, step: format!("branch {}", i + 1), how: String::new(), estimate: None, actual: None });
+                    out.push(ExplainStep {
+                        depth: depth + 1,
+                        step: format!("branch {}", i + 1),
+                        how: String::new(),
+                        estimate: None,
+                        actual: None,
+                    });
                     describe(branch, depth + 2, counts, out);
                 }
             }

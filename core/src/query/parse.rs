@@ -178,7 +178,8 @@ impl Query {
 /// report the notation that read further.
 fn parse_text(text: &str) -> Result<Parse> {
     let looks_json = text.trim_start().starts_with('{');
-    let first = if looks_json { syntax::parse(text, Lang::Json) } else { syntax::parse(text, Lang::Dust) };
+    let first =
+        if looks_json { syntax::parse(text, Lang::Json) } else { syntax::parse(text, Lang::Dust) };
     if first.is_clean() {
         return Ok(first);
     }
@@ -256,7 +257,11 @@ impl Reader<'_> {
         match (&self.text, span) {
             (Some((text, index)), Some(span)) => {
                 let pos = index.position(text, span.start, Encoding::Utf32);
-                Error::InvalidArguments(format!("invalid query at {}:{}: {message}", pos.line + 1, pos.column + 1))
+                Error::InvalidArguments(format!(
+                    "invalid query at {}:{}: {message}",
+                    pos.line + 1,
+                    pos.column + 1
+                ))
             }
             _ => Error::InvalidArguments(format!("invalid query: {message}")),
         }
@@ -272,9 +277,20 @@ impl Reader<'_> {
         let mut fields: Vec<(&str, Option<Span>, At)> = Vec::new();
         for (key, span, value) in at.entries() {
             if !KEYS.contains(&key) {
-                let near = KEYS.iter().min_by_key(|k| crate::model::edit_distance(key, k)).copied().unwrap_or("find");
-                let hint = if crate::model::edit_distance(key, near) <= 2 { format!("did you mean '{near}'? ") } else { String::new() };
-                return Err(self.error(span, format!("unknown key '{key}'; {hint}a query has {}", KEYS.join(", "))));
+                let near = KEYS
+                    .iter()
+                    .min_by_key(|k| crate::model::edit_distance(key, k))
+                    .copied()
+                    .unwrap_or("find");
+                let hint = if crate::model::edit_distance(key, near) <= 2 {
+                    format!("did you mean '{near}'? ")
+                } else {
+                    String::new()
+                };
+                return Err(self.error(
+                    span,
+                    format!("unknown key '{key}'; {hint}a query has {}", KEYS.join(", ")),
+                ));
             }
             fields.push((key, span, value));
         }
@@ -282,19 +298,29 @@ impl Reader<'_> {
         let mut build = Build { vars: Vec::new(), clauses: 0 };
 
         let Some(where_at) = get("where") else {
-            return Err(self.error(at.span(), "the query has no 'where'; add patterns such as where [[?e type book]]"));
+            return Err(self.error(
+                at.span(),
+                "the query has no 'where'; add patterns such as where [[?e type book]]",
+            ));
         };
         let clauses = self.clauses(where_at, &mut build, 0, "where")?;
         if binds(&clauses) == 0 {
-            return Err(self.error(where_at.span(), "'where' binds no variable; add a pattern such as [?e type book] outside 'not'"));
+            return Err(self.error(
+                where_at.span(),
+                "'where' binds no variable; add a pattern such as [?e type book] outside 'not'",
+            ));
         }
         let bound = binds(&clauses);
         self.check_or_locals(&clauses, &clauses, &build)?;
 
         let Some(find_at) = get("find") else {
-            return Err(self.error(at.span(), "the query has no 'find'; add the variables to return, as in find [?e]"));
+            return Err(self.error(
+                at.span(),
+                "the query has no 'find'; add the variables to return, as in find [?e]",
+            ));
         };
-        let find_items: Vec<At> = if find_at.value.is_string() { vec![find_at] } else { find_at.items() };
+        let find_items: Vec<At> =
+            if find_at.value.is_string() { vec![find_at] } else { find_at.items() };
         if find_items.is_empty() {
             return Err(self.error(find_at.span(), "'find' lists the variables and aggregates to return, as in find [?b count(?r)]; it is empty"));
         }
@@ -311,19 +337,31 @@ impl Reader<'_> {
                 )));
             }
             if find.contains(&parsed) {
-                return Err(self.error(item.span(), format!("'{}' is in 'find' twice", item.value.as_str().unwrap_or_default())));
+                return Err(self.error(
+                    item.span(),
+                    format!("'{}' is in 'find' twice", item.value.as_str().unwrap_or_default()),
+                ));
             }
             find.push(parsed);
         }
 
         let mut filters = Vec::new();
         if let Some(filter_at) = get("filter") {
-            let items = if filter_at.value.is_string() { vec![filter_at] } else { filter_at.items() };
+            let items =
+                if filter_at.value.is_string() { vec![filter_at] } else { filter_at.items() };
             if !filter_at.value.is_string() && !filter_at.value.is_array() {
-                return Err(self.error(filter_at.span(), "'filter' is a list of expressions, as in filter ['?y >= 1960']"));
+                return Err(self.error(
+                    filter_at.span(),
+                    "'filter' is a list of expressions, as in filter ['?y >= 1960']",
+                ));
             }
             if items.len() > MAX_FILTERS {
-                return Err(self.error(filter_at.span(), format!("a query may have at most {MAX_FILTERS} filters; combine them with 'and'")));
+                return Err(self.error(
+                    filter_at.span(),
+                    format!(
+                        "a query may have at most {MAX_FILTERS} filters; combine them with 'and'"
+                    ),
+                ));
             }
             for item in items {
                 filters.push(self.filter(item, &build, bound)?);
@@ -356,7 +394,13 @@ impl Reader<'_> {
         for (name, slot) in [("limit", &mut query.limit), ("offset", &mut query.offset)] {
             if let Some(value) = get(name) {
                 *slot = Some(value.value.as_u64().ok_or_else(|| {
-                    self.error(value.span(), format!("'{name}' is a whole number of rows, 0 or more; found {}", value.value))
+                    self.error(
+                        value.span(),
+                        format!(
+                            "'{name}' is a whole number of rows, 0 or more; found {}",
+                            value.value
+                        ),
+                    )
                 })?);
             }
         }
@@ -384,19 +428,33 @@ impl Reader<'_> {
         Ok(build.vars.len() - 1)
     }
 
-    fn clauses(&self, at: At, build: &mut Build, nesting: usize, what: &str) -> Result<Vec<Clause>> {
+    fn clauses(
+        &self,
+        at: At,
+        build: &mut Build,
+        nesting: usize,
+        what: &str,
+    ) -> Result<Vec<Clause>> {
         if nesting > MAX_NESTING {
-            return Err(self.error(at.span(), format!("'not' and 'or' nest at most {MAX_NESTING} deep")));
+            return Err(
+                self.error(at.span(), format!("'not' and 'or' nest at most {MAX_NESTING} deep"))
+            );
         }
         if !at.value.is_array() {
-            return Err(self.error(at.span(), format!(
-                "'{what}' is a list of clauses, as in [[?b type book] [?b year ?y]]; found {}",
-                kind(at.value)
-            )));
+            return Err(self.error(
+                at.span(),
+                format!(
+                    "'{what}' is a list of clauses, as in [[?b type book] [?b year ?y]]; found {}",
+                    kind(at.value)
+                ),
+            ));
         }
         let items = at.items();
         if items.is_empty() {
-            return Err(self.error(at.span(), format!("'{what}' has no clauses; add a pattern such as [?e type book]")));
+            return Err(self.error(
+                at.span(),
+                format!("'{what}' has no clauses; add a pattern such as [?e type book]"),
+            ));
         }
         // A lone pattern written without the outer brackets: [?b type book].
         if items.iter().all(|i| !i.value.is_array() && !i.value.is_object()) {
@@ -409,7 +467,10 @@ impl Reader<'_> {
         for item in items {
             build.clauses += 1;
             if build.clauses > MAX_CLAUSES {
-                return Err(self.error(item.span(), format!("a query may have at most {MAX_CLAUSES} clauses")));
+                return Err(self.error(
+                    item.span(),
+                    format!("a query may have at most {MAX_CLAUSES} clauses"),
+                ));
             }
             out.push(self.clause(item, build, nesting)?);
         }
@@ -455,18 +516,24 @@ impl Reader<'_> {
         let items = at.items();
         let text = render(at.value);
         if items.len() != 3 {
-            return Err(self.error(at.span(), format!(
-                "a pattern has three elements [entity attribute value]; {text} has {}",
-                items.len()
-            )));
+            return Err(self.error(
+                at.span(),
+                format!(
+                    "a pattern has three elements [entity attribute value]; {text} has {}",
+                    items.len()
+                ),
+            ));
         }
         let e = match items[0].value {
             Value::String(s) => self.term(s, items[0].span(), build)?,
             other => {
-                return Err(self.error(items[0].span(), format!(
-                    "the entity of a pattern is a variable, _ or an id; found {} in {text}",
-                    kind(other)
-                )));
+                return Err(self.error(
+                    items[0].span(),
+                    format!(
+                        "the entity of a pattern is a variable, _ or an id; found {} in {text}",
+                        kind(other)
+                    ),
+                ));
             }
         };
         let attr = match items[1].value {
@@ -533,7 +600,13 @@ impl Reader<'_> {
 
     fn find_item(&self, at: At, build: &Build) -> Result<FindItem> {
         let text = at.value.as_str().ok_or_else(|| {
-            self.error(at.span(), format!("'find' lists variables and aggregates such as ?b or count(?b); found {}", kind(at.value)))
+            self.error(
+                at.span(),
+                format!(
+                    "'find' lists variables and aggregates such as ?b or count(?b); found {}",
+                    kind(at.value)
+                ),
+            )
         })?;
         let Some((agg, name)) = find_syntax(text) else {
             return Err(self.error(at.span(), format!(
@@ -542,13 +615,22 @@ impl Reader<'_> {
         };
         match build.vars.iter().position(|v| v == name) {
             Some(slot) => Ok(agg.map_or(FindItem::Var(slot), |agg| FindItem::Agg(agg, slot))),
-            None => Err(self.error(at.span(), format!("?{name} is not bound by 'where'; add a pattern that binds it"))),
+            None => Err(self.error(
+                at.span(),
+                format!("?{name} is not bound by 'where'; add a pattern that binds it"),
+            )),
         }
     }
 
     fn filter(&self, at: At, build: &Build, bound: VarSet) -> Result<Filter> {
         let Some(src) = at.value.as_str() else {
-            return Err(self.error(at.span(), format!("a filter is an expression in a string, as in '?y >= 1960'; found {}", kind(at.value))));
+            return Err(self.error(
+                at.span(),
+                format!(
+                    "a filter is an expression in a string, as in '?y >= 1960'; found {}",
+                    kind(at.value)
+                ),
+            ));
         };
         let mut used: VarSet = 0;
         let mut var = |name: &str| match build.vars.iter().position(|v| v == name) {
@@ -556,15 +638,21 @@ impl Reader<'_> {
                 used |= bit(slot);
                 Ok(slot)
             }
-            _ => Err(format!("?{name} is not bound by 'where'; a filter can only use variables that patterns bind")),
+            _ => Err(format!(
+                "?{name} is not bound by 'where'; a filter can only use variables that patterns bind"
+            )),
         };
         let expr = expr::parse(src, &mut Scope { var: &mut var, fields: false }).map_err(|e| {
-            self.error(at.span(), format!("in the filter '{src}', column {}: {}", e.column(src), e.message))
+            self.error(
+                at.span(),
+                format!("in the filter '{src}', column {}: {}", e.column(src), e.message),
+            )
         })?;
         Ok(Filter { expr, vars: used })
     }
 
-    fn order(&self, at: At, query: &Query, bound: VarSet) -> Result<(Vec<(usize, bool)>, Vec<usize>)> {
+    /// The order keys (row column, descending) and the variables they add to the row.
+    fn order(&self, at: At, query: &Query, bound: VarSet) -> Result<OrderKeys> {
         let usage = "'order' is a list of keys, each a column of find or [column asc|desc], as in order [[?y desc] ?t]";
         let mut items = match at.value {
             Value::String(_) => vec![at],
@@ -572,7 +660,10 @@ impl Reader<'_> {
             _ => return Err(self.error(at.span(), usage)),
         };
         // A single key with its direction, without the outer brackets: [?y desc].
-        if items.len() == 2 && matches!(items[1].value.as_str(), Some("asc" | "desc")) && items[0].value.is_string() {
+        if items.len() == 2
+            && matches!(items[1].value.as_str(), Some("asc" | "desc"))
+            && items[0].value.is_string()
+        {
             items = vec![at];
         }
         let columns = query.columns();
@@ -582,7 +673,11 @@ impl Reader<'_> {
         for item in items {
             let (key, desc) = match item.value {
                 Value::String(s) => (s.as_str(), false),
-                Value::Array(pair) => match (pair.first().and_then(Value::as_str), pair.get(1).and_then(Value::as_str), pair.len()) {
+                Value::Array(pair) => match (
+                    pair.first().and_then(Value::as_str),
+                    pair.get(1).and_then(Value::as_str),
+                    pair.len(),
+                ) {
                     (Some(k), Some("asc"), 2) => (k, false),
                     (Some(k), Some("desc"), 2) => (k, true),
                     (Some(k), None, 1) => (k, false),
@@ -601,11 +696,18 @@ impl Reader<'_> {
                         query.find.len() + hidden.len() - 1
                     }
                     _ => {
-                        let what = if aggregates { "a column of find (the query has aggregates)" } else { "a column of find or a variable bound by where" };
-                        return Err(self.error(item.span(), format!(
-                            "cannot order by '{key}': it is not {what}; the columns are {}",
-                            columns.join(" ")
-                        )));
+                        let what = if aggregates {
+                            "a column of find (the query has aggregates)"
+                        } else {
+                            "a column of find or a variable bound by where"
+                        };
+                        return Err(self.error(
+                            item.span(),
+                            format!(
+                                "cannot order by '{key}': it is not {what}; the columns are {}",
+                                columns.join(" ")
+                            ),
+                        ));
                     }
                 },
             };
@@ -617,6 +719,9 @@ impl Reader<'_> {
         Ok((out, hidden))
     }
 }
+
+/// Order keys as (column of the row, descending), and the hidden variables of the row.
+type OrderKeys = (Vec<(usize, bool)>, Vec<usize>);
 
 /// `?x` or `agg(?x)` with a known variable.
 fn parse_find_item(text: &str, build: &Build) -> Option<FindItem> {
@@ -680,9 +785,14 @@ pub(crate) fn render(value: &Value) -> String {
             let escaped = s.replace('\\', "\\\\").replace('\'', "\\'").replace('\n', "\\n");
             format!("'{escaped}'")
         }
-        Value::Array(items) => format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(" ")),
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(" "))
+        }
         Value::Object(map) => {
-            let members: Vec<String> = map.iter().map(|(k, v)| format!("{} {}", render(&Value::String(k.clone())), render(v))).collect();
+            let members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{} {}", render(&Value::String(k.clone())), render(v)))
+                .collect();
             format!("{{{}}}", members.join(" "))
         }
         other => other.to_string(),

@@ -22,15 +22,37 @@ pub(crate) struct Plan<'q> {
 }
 
 pub(crate) enum Step<'q> {
-    Match { id: usize, pattern: &'q Pattern, index: Arc<AttrIndex>, estimate: f64, how: String },
-    Filter { id: usize, filter: &'q Filter },
-    Not { id: usize, steps: Vec<Step<'q>> },
+    Match {
+        id: usize,
+        pattern: &'q Pattern,
+        index: Arc<AttrIndex>,
+        estimate: f64,
+        how: String,
+    },
+    Filter {
+        id: usize,
+        filter: &'q Filter,
+    },
+    Not {
+        id: usize,
+        steps: Vec<Step<'q>>,
+    },
     /// `out`: the variables the `or` binds at this point.
-    Or { id: usize, branches: Vec<Vec<Step<'q>>>, out: VarSet, estimate: f64 },
+    Or {
+        id: usize,
+        branches: Vec<Vec<Step<'q>>>,
+        out: VarSet,
+        estimate: f64,
+    },
 }
 
 /// Plan the top level of a query.
-pub(crate) fn plan<'q>(idx: &QueryIndex, clauses: &'q [Clause], filters: &'q [Filter], vars: &[String]) -> Plan<'q> {
+pub(crate) fn plan<'q>(
+    idx: &QueryIndex,
+    clauses: &'q [Clause],
+    filters: &'q [Filter],
+    vars: &[String],
+) -> Plan<'q> {
     let mut planner = Planner { idx, vars, ids: 0, attrs: HashMap::new() };
     let (steps, _) = planner.list(clauses, 0, filters);
     Plan { steps, ids: planner.ids }
@@ -67,7 +89,12 @@ impl<'q> Planner<'_, '_> {
 
     /// Plan `clauses` with `bound` already bound; returns the steps and the estimated number
     /// of bindings they yield per incoming binding.
-    fn list(&mut self, clauses: &'q [Clause], bound: VarSet, filters: &'q [Filter]) -> (Vec<Step<'q>>, f64) {
+    fn list(
+        &mut self,
+        clauses: &'q [Clause],
+        bound: VarSet,
+        filters: &'q [Filter],
+    ) -> (Vec<Step<'q>>, f64) {
         let reachable = bound | binds(clauses);
         let mut bound = bound;
         let mut rows = 1.0;
@@ -75,7 +102,15 @@ impl<'q> Planner<'_, '_> {
         let mut left: Vec<usize> = (0..clauses.len()).collect();
         let mut filters_left: Vec<&'q Filter> = filters.iter().collect();
         loop {
-            self.ready(clauses, &mut left, &mut filters_left, bound, reachable, &mut steps, &mut rows);
+            self.ready(
+                clauses,
+                &mut left,
+                &mut filters_left,
+                bound,
+                reachable,
+                &mut steps,
+                &mut rows,
+            );
             let mut candidates = Vec::new();
             for &at in &left {
                 match &clauses[at] {
@@ -121,7 +156,12 @@ impl<'q> Planner<'_, '_> {
                 clause @ Clause::Or(branches) => {
                     let id = self.id();
                     let branches = branches.iter().map(|b| self.list(b, bound, &[]).0).collect();
-                    Step::Or { id, branches, out: clause.binds() & !bound, estimate: chosen.estimate }
+                    Step::Or {
+                        id,
+                        branches,
+                        out: clause.binds() & !bound,
+                        estimate: chosen.estimate,
+                    }
                 }
                 // Never chosen: `not` clauses are placed by `ready`.
                 Clause::Not(_) => {
@@ -135,7 +175,15 @@ impl<'q> Planner<'_, '_> {
             left.retain(|&x| x != chosen.at);
         }
         // What is left waits for nothing any more (or waits in vain): run it at the end.
-        self.ready(clauses, &mut left, &mut filters_left, u64::MAX, reachable, &mut steps, &mut rows);
+        self.ready(
+            clauses,
+            &mut left,
+            &mut filters_left,
+            u64::MAX,
+            reachable,
+            &mut steps,
+            &mut rows,
+        );
         (steps, rows)
     }
 
@@ -204,7 +252,11 @@ impl<'q> Planner<'_, '_> {
         let same_var = matches!((&p.e, &p.v), (Term::Var(a), Term::Var(b)) if a == b);
         let (e_known, v_known) = (known(&p.e), known(&p.v) || (same_var && known(&p.e)));
         let name = &p.attr.name;
-        let index_name = if name == "type" { "the type index".to_owned() } else { format!("the index of {name}") };
+        let index_name = if name == "type" {
+            "the type index".to_owned()
+        } else {
+            format!("the index of {name}")
+        };
         let postings = |t: &Term| match t {
             Term::Const(c) => index.lookup(&Val::from_data(c)).len() as f64,
             _ => pairs / distinct,

@@ -305,7 +305,8 @@ impl Ord for Val<'_> {
                 kb.sort();
                 ka.cmp(&kb).then_with(|| {
                     for k in ka {
-                        let ord = Val::from_data(&a[k.as_str()]).cmp(&Val::from_data(&b[k.as_str()]));
+                        let ord =
+                            Val::from_data(&a[k.as_str()]).cmp(&Val::from_data(&b[k.as_str()]));
                         if ord != Ordering::Equal {
                             return ord;
                         }
@@ -361,7 +362,16 @@ mod tests {
 
     #[test]
     fn the_order_of_types_is_jqs() {
-        let values = [json!(null), json!(false), json!(true), json!(-1), json!(2.5), json!("a"), json!([]), json!({})];
+        let values = [
+            json!(null),
+            json!(false),
+            json!(true),
+            json!(-1),
+            json!(2.5),
+            json!("a"),
+            json!([]),
+            json!({}),
+        ];
         let vals: Vec<Val> = values.iter().map(Val::from_data).collect();
         for pair in vals.windows(2) {
             assert_eq!(pair[0].cmp(&pair[1]), Ordering::Less, "{pair:?}");
