@@ -378,3 +378,137 @@ fn malformed_frames_and_unknown_methods_do_not_stop_the_server() {
     assert_eq!(pulled["error"]["data"]["code"], "outside-store", "{pulled}");
     client.shutdown();
 }
+
+/// The zero-based line and UTF-16 column of the first `needle` in `text`, plus `delta` columns.
+fn find(text: &str, needle: &str, delta: usize) -> Value {
+    let at = text.find(needle).expect("the needle is in the text");
+    let line = text[..at].matches('\n').count();
+    let column = text[..at].rsplit('\n').next().unwrap().encode_utf16().count();
+    json!({"line": line, "character": column + delta})
+}
+
+#[test]
+fn hover_definition_and_references_follow_ids() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let text = dune(tmp.path());
+    let uri = client.open("books/dune.dust", &text);
+    client.published(&uri, 1);
+    let on_ref = find(&text, "@person/frank-herbert", 3);
+    let at = json!({"textDocument": {"uri": uri}, "position": on_ref});
+
+    let hover = client.request("textDocument/hover", at.clone());
+    assert_eq!(hover["contents"]["kind"], "markdown");
+    let markdown = hover["contents"]["value"].as_str().unwrap();
+    assert!(
+        markdown.starts_with("**person/frank-herbert** (person)\n\nFrank Herbert"),
+        "{markdown}"
+    );
+    assert_eq!(hover["range"]["start"], find(&text, "@person/frank-herbert", 0));
+
+    let definition = client.request("textDocument/definition", at.clone());
+    let person = std::fs::read_to_string(tmp.path().join("people/frank-herbert.dust")).unwrap();
+    let start = find(&person, "person/frank-herbert", 0);
+    assert_eq!(
+        definition,
+        json!([{"uri": client.uri("people/frank-herbert.dust"), "range": {"start": start, "end": {"line": start["line"], "character": start["character"].as_u64().unwrap() + 20}}}])
+    );
+
+    let mut params = at.clone();
+    params["context"] = json!({"includeDeclaration": false});
+    let references = client.request("textDocument/references", params);
+    let references = references.as_array().unwrap();
+    let expected = walk(tmp.path())
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(p).unwrap().matches("\"@person/frank-herbert\"").count()
+                + std::fs::read_to_string(p).unwrap().matches(" @person/frank-herbert").count()
+        })
+        .sum::<usize>();
+    assert!(expected >= 2);
+    assert_eq!(references.len(), expected, "{references:?}");
+    assert!(references.iter().any(|r| r["uri"] == uri));
+
+    // The `type` value leads to the schema.
+    let on_type = json!({"textDocument": {"uri": uri}, "position": find(&text, "book\n", 1)});
+    let definition = client.request("textDocument/definition", on_type.clone());
+    assert_eq!(definition[0]["uri"], client.uri("schemas/book.schema.json"));
+    let hover = client.request("textDocument/hover", on_type);
+    assert!(hover["contents"]["value"].as_str().unwrap().starts_with("**Book**"), "{hover}");
+
+    // Nothing under the cursor (a comment) is an empty answer, not an error.
+    let on_comment = json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 3}});
+    assert_eq!(client.request("textDocument/hover", on_comment.clone()), Value::Null);
+    assert_eq!(client.request("textDocument/definition", on_comment), Value::Null);
+
+    // A position past the end of a line is an error with a code.
+    let bad = json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 999}});
+    let response = client.call("textDocument/hover", bad);
+    assert_eq!(response["error"]["data"]["code"], "invalid-arguments", "{response}");
+    client.shutdown();
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "dust" || e == "json") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn symbols_of_a_document_and_of_the_workspace() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let uri = client.uri("books/dune.dust");
+    let symbols =
+        client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(symbols[0]["name"], "book/dune");
+    assert_eq!(symbols[0]["detail"], "book");
+    let children: Vec<&str> = symbols[0]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(&children[..4], ["id", "type", "title", "author"]);
+
+    let found = client.request("workspace/symbol", json!({"query": "dune mess"}));
+    assert_eq!(found[0]["name"], "book/dune-messiah", "{found}");
+    assert_eq!(found[0]["location"]["uri"], client.uri("books/dune-messiah.dust"));
+    let by_title = client.request("workspace/symbol", json!({"query": "Frank Herbert"}));
+    assert!(
+        by_title.as_array().unwrap().iter().any(|s| s["name"] == "person/frank-herbert"),
+        "{by_title}"
+    );
+    client.shutdown();
+}
+
+#[test]
+fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &["utf-32"]);
+    let uri = client.open("books/x.dust", "id   book/x\ntype 'book'\ntitle  'Ü'\n");
+    client.published(&uri, 1);
+    let params =
+        json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}});
+    let edits = client.request("textDocument/formatting", params.clone());
+    assert_eq!(
+        edits,
+        json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}}, "newText": "id     book/x\ntype   book\ntitle  Ü\n"}])
+    );
+    client.change(&uri, 2, json!([{"text": "id     book/x\ntype   book\ntitle  Ü\n"}]));
+    client.published(&uri, 2);
+    assert_eq!(client.request("textDocument/formatting", params.clone()), json!([]));
+    client.change(&uri, 3, json!([{"text": "id book/x\ntitle {\n"}]));
+    client.published(&uri, 3);
+    let response = client.call("textDocument/formatting", params);
+    assert_eq!(response["error"]["data"]["code"], "invalid-arguments", "{response}");
+    assert!(response["error"]["message"].as_str().unwrap().contains("syntax error"), "{response}");
+    client.shutdown();
+}

@@ -70,7 +70,7 @@ struct Buffer {
 
 /// What the handlers share with the blocking pool.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     inner: Mutex<Inner>,
     /// The generation whose diagnostics were published last; publishing is in generation
     /// order so that a slow, stale analysis never overwrites a newer one.
@@ -92,10 +92,10 @@ struct Inner {
 
 /// An immutable view for one request or one publication.
 #[derive(Clone)]
-struct Snapshot {
-    paths: Paths,
-    analysis: Analysis,
-    encoding: Encoding,
+pub(crate) struct Snapshot {
+    pub(crate) paths: Paths,
+    pub(crate) analysis: Analysis,
+    pub(crate) encoding: Encoding,
     generation: u64,
     buffers: BTreeMap<Url, Buffer>,
 }
@@ -152,6 +152,10 @@ impl State {
     fn new(client: ClientSocket, store: Option<PathBuf>) -> State {
         State { client, shared: Arc::new(Shared::default()), store }
     }
+
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
 }
 
 /// A JSON-RPC error whose data carries the SPEC §16 code.
@@ -164,7 +168,7 @@ fn internal(err: impl std::fmt::Display) -> ResponseError {
 }
 
 /// Run `f` on a snapshot on the blocking pool.
-async fn with_snapshot<T: Send + 'static>(
+pub(crate) async fn with_snapshot<T: Send + 'static>(
     shared: Arc<Shared>,
     f: impl FnOnce(&Snapshot) -> Result<T, ResponseError> + Send + 'static,
 ) -> Result<T, ResponseError> {
