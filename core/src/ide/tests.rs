@@ -20,11 +20,14 @@ struct Fixture {
     path: String,
     offset: u32,
     queries: Vec<String>,
+    /// Whether the snapshot shows completion (`//# complete`).
+    complete: bool,
 }
 
 fn fixture(text: &str) -> Fixture {
     let mut docs = Vec::new();
     let mut queries = Vec::new();
+    let mut complete = false;
     let mut cursor = None;
     let mut current: Option<(String, String)> = None;
     for line in text.split_inclusive('\n') {
@@ -33,6 +36,8 @@ fn fixture(text: &str) -> Fixture {
             current = Some((path.trim().to_owned(), String::new()));
         } else if let Some(query) = line.strip_prefix("//# symbols") {
             queries.push(query.trim().to_owned());
+        } else if line.trim_end() == "//# complete" {
+            complete = true;
         } else if let Some((path, body)) = current.as_mut() {
             if let Some(at) = line.find(CURSOR) {
                 assert!(cursor.is_none(), "one cursor per fixture");
@@ -47,7 +52,7 @@ fn fixture(text: &str) -> Fixture {
     let (path, offset) = cursor.expect("a $0 cursor");
     let ctx = Arc::new(StoreContext { root: PathBuf::from("/store"), config: Config::default() });
     let analysis = Analysis::new(ctx, docs.into_iter().map(|(p, b)| (p, b.into_bytes())).collect());
-    Fixture { analysis, path, offset: offset as u32, queries }
+    Fixture { analysis, path, offset: offset as u32, queries, complete }
 }
 
 fn show(analysis: &Analysis, file: &FileSpan) -> String {
@@ -95,6 +100,25 @@ fn show_symbols(
 fn run(fx: &Fixture) -> String {
     let a = &fx.analysis;
     let mut out = String::new();
+    if fx.complete {
+        out.push_str("completion:\n");
+        for c in completion(a, &fx.path, fx.offset) {
+            let replace = show(a, &FileSpan { path: fx.path.clone(), span: c.replace });
+            let replace = replace.split_once(' ').map_or("", |(_, rest)| rest).to_owned();
+            out.push_str(&format!(
+                "  {:?} {} [{}] insert {:?}{} replacing {replace}\n",
+                c.kind,
+                c.label,
+                c.detail.as_deref().unwrap_or(""),
+                c.insert,
+                if c.snippet { " (snippet)" } else { "" },
+            ));
+            if let Some(doc) = &c.documentation {
+                out.push_str(&format!("    | {doc}\n"));
+            }
+        }
+        return out;
+    }
     out.push_str("hover:\n");
     match hover(a, &fx.path, fx.offset) {
         Some(h) => {
@@ -175,6 +199,9 @@ fn every_offset_is_safe() {
             }
             assert!(definition(&fx.analysis, &fx.path, offset).iter().all(inside));
             assert!(references(&fx.analysis, &fx.path, offset, true).iter().all(inside));
+            assert!(
+                completion(&fx.analysis, &fx.path, offset).iter().all(|c| c.replace.end <= len)
+            );
         }
     }
 }
