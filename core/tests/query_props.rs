@@ -376,3 +376,154 @@ proptest! {
         run_case(&case)?;
     }
 }
+
+/// Expressions from the grammar, right or wrong in type: numbers, strings, lists, variables,
+/// entities and paths, operators and every function.
+fn expression() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        (-3i64..4).prop_map(|n| n.to_string()),
+        Just("2.5".to_owned()),
+        Just("'a'".to_owned()),
+        Just("null".to_owned()),
+        Just("true".to_owned()),
+        prop::sample::select(VARS).prop_map(str::to_owned),
+        (0usize..5).prop_map(|k| format!("@e/{k}")),
+        prop::sample::select(vec![
+            "@e/0.r", "@e/1.r.n", "@e/2.l.0", "@e/0.o.k", "?x.r.s", "n", "l"
+        ])
+        .prop_map(str::to_owned),
+    ];
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        let op = prop::sample::select(vec!["+", "-", "*", "/", "=", "!=", "<", ">=", "and", "or"]);
+        let func = prop::sample::select(vec![
+            "count",
+            "len",
+            "lower",
+            "upper",
+            "contains",
+            "starts_with",
+            "keys",
+            "sum",
+            "min",
+            "max",
+            "referrers",
+        ]);
+        prop_oneof![
+            (inner.clone(), op, inner.clone()).prop_map(|(a, op, b)| format!("({a} {op} {b})")),
+            inner.clone().prop_map(|a| format!("not {a}")),
+            inner.clone().prop_map(|a| format!("-{a}")),
+            (func, prop::collection::vec(inner.clone(), 0..3))
+                .prop_map(|(f, args)| format!("{f}({})", args.join(", "))),
+            prop::collection::vec(inner.clone(), 0..3)
+                .prop_map(|items| format!("[{}]", items.join(", "))),
+            inner.prop_map(|a| format!("({a}).r")),
+        ]
+    })
+}
+
+/// Queries close to valid ones: generated clauses, with the other keys drawn from valid and
+/// invalid values.
+fn query_value() -> impl Strategy<Value = Value> {
+    let find = prop_oneof![
+        6 => Just(json!(["?x"])),
+        3 => Just(json!(["?x", "count(?y)"])),
+        2 => Just(json!(["sum(?x)", "min(?y)", "max(?z)"])),
+        2 => Just(json!("?y")),
+        1 => Just(json!([])),
+        1 => Just(json!([1])),
+        1 => Just(json!(["?x", "?x"])),
+    ];
+    let order = prop_oneof![
+        6 => Just(json!(null)),
+        2 => Just(json!([["?x", "desc"]])),
+        2 => Just(json!(["?y", "?x"])),
+        1 => Just(json!(["?x", "up"])),
+        1 => Just(json!([["count(?y)", "desc"]])),
+    ];
+    let number = prop_oneof![
+        6 => Just(json!(null)),
+        6 => (0u64..5).prop_map(|n| json!(n)),
+        1 => Just(json!(-1)),
+        1 => Just(json!(1e30)),
+    ];
+    let filters =
+        prop_oneof![3 => Just(Vec::new()), 1 => prop::collection::vec(expression(), 1..3)];
+    (
+        find,
+        clauses_strategy(),
+        filters,
+        order,
+        number.clone(),
+        number,
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(find, clauses, filters, order, limit, offset, pull)| {
+            let mut q =
+                json!({"find": find, "where": clauses.iter().map(clause_json).collect::<Vec<_>>()});
+            if !filters.is_empty() {
+                q["filter"] = json!(filters);
+            }
+            for (key, value) in [("order", order), ("limit", limit), ("offset", offset)] {
+                if !value.is_null() {
+                    q[key] = value;
+                }
+            }
+            if let Some(pull) = pull {
+                q["pull"] = json!(pull);
+            }
+            q
+        })
+}
+
+fn check_any(analysis: &Analysis, query: &Value) -> Result<(), TestCaseError> {
+    let codes = ["invalid-arguments", "type-error", "not-found"];
+    match Query::from_json(query) {
+        Ok(q) => {
+            let options = QueryOptions { max_bindings: 10_000, ..QueryOptions::default() };
+            if let Err(e) = query::execute(analysis, &q, &options) {
+                prop_assert!(codes.contains(&e.code()), "{query}: {e}");
+            }
+            let _ = query::explain(analysis, &q, &options).to_text();
+        }
+        Err(e) => prop_assert_eq!(e.code(), "invalid-arguments", "{}: {}", query, e),
+    }
+    Ok(())
+}
+
+fn analysis_of(store: &[Value]) -> Analysis {
+    let docs = store
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (format!("d{i}.json"), serde_json::to_vec(e).unwrap()))
+        .collect();
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/random"), config: Config::default() });
+    Analysis::new(ctx, docs)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Whatever the query, reading, planning, running and explaining it gives a result or a
+    /// typed error, and never panics; also written as DUST text, cut short anywhere.
+    #[test]
+    fn any_query_gives_a_result_or_a_typed_error(query in query_value(), store in store_strategy(), cut in 0usize..400) {
+        let analysis = analysis_of(&store);
+        check_any(&analysis, &query)?;
+        let text = stardust_core::format::value_to_dust(&query).unwrap();
+        let cut = text.char_indices().map(|(i, _)| i).find(|i| *i >= cut).unwrap_or(text.len());
+        if let Err(e) = Query::parse(&text[..cut]).and_then(|q| query::execute(&analysis, &q, &QueryOptions::default())) {
+            prop_assert!(["invalid-arguments", "type-error", "not-found"].contains(&e.code()), "{}: {}", &text[..cut], e);
+        }
+    }
+
+    /// Whatever the expression, evaluating it gives a value or a typed error.
+    #[test]
+    fn any_expression_gives_a_value_or_a_typed_error(expr in expression(), store in store_strategy()) {
+        let analysis = analysis_of(&store);
+        for entity in [None, Some("e/0")] {
+            if let Err(e) = query::evaluate(&analysis, &expr, entity) {
+                prop_assert!(["invalid-arguments", "type-error", "not-found"].contains(&e.code()), "{expr}: {e}");
+            }
+        }
+    }
+}
