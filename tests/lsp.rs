@@ -512,3 +512,41 @@ fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
     assert!(response["error"]["message"].as_str().unwrap().contains("syntax error"), "{response}");
     client.shutdown();
 }
+
+#[test]
+fn completion_offers_properties_values_and_references() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let text = "id book/x\ntype book\nauthor @person/fr\nstatus \n";
+    let uri = client.open("books/x.dust", text);
+    client.published(&uri, 1);
+
+    let on_ref = json!({"textDocument": {"uri": uri}, "position": find(text, "@person/fr", 10)});
+    let items = client.request("textDocument/completion", on_ref);
+    let labels: Vec<&str> =
+        items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
+    assert!(labels.contains(&"@person/frank-herbert"), "{labels:?}");
+    assert!(labels.iter().all(|l| l.starts_with("@person/")), "only persons: {labels:?}");
+    let frank =
+        items.as_array().unwrap().iter().find(|i| i["label"] == "@person/frank-herbert").unwrap();
+    assert_eq!(frank["textEdit"]["range"]["start"], find(text, "@person/fr", 0));
+    assert_eq!(frank["textEdit"]["newText"], "@person/frank-herbert");
+
+    let on_status = json!({"textDocument": {"uri": uri}, "position": find(text, "status \n", 7)});
+    let items = client.request("textDocument/completion", on_status);
+    let labels: Vec<&str> =
+        items.as_array().unwrap().iter().map(|i| i["label"].as_str().unwrap()).collect();
+    assert!(labels.contains(&"published"), "{labels:?}");
+
+    let new_line = json!({"textDocument": {"uri": uri}, "position": {"line": 4, "character": 0}});
+    let items = client.request("textDocument/completion", new_line);
+    let title =
+        items.as_array().unwrap().iter().find(|i| i["label"] == "title").expect("title is offered");
+    assert_eq!(title["insertTextFormat"], 2);
+    assert!(title["textEdit"]["newText"].as_str().unwrap().starts_with("title "), "{title}");
+    assert!(
+        items.as_array().unwrap().iter().all(|i| i["label"] != "author"),
+        "author is already there"
+    );
+    client.shutdown();
+}

@@ -4,15 +4,16 @@
 use async_lsp::router::Router;
 use async_lsp::{ErrorCode, ResponseError};
 use lsp_types::request::{
-    DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest, References,
+    Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest, References,
     WorkspaceSymbolRequest,
 };
 use lsp_types::{
-    DocumentFormattingParams, DocumentSymbol, DocumentSymbolParams, DocumentSymbolResponse,
-    GotoDefinitionParams, GotoDefinitionResponse, Hover, HoverContents, HoverParams, Location,
-    MarkupContent, MarkupKind, OneOf, ReferenceParams, ServerCapabilities, SymbolInformation,
-    SymbolKind, TextDocumentPositionParams, TextEdit, WorkspaceSymbolParams,
-    WorkspaceSymbolResponse,
+    CompletionItem, CompletionItemKind, CompletionOptions, CompletionParams, CompletionResponse,
+    CompletionTextEdit, DocumentFormattingParams, DocumentSymbol, DocumentSymbolParams,
+    DocumentSymbolResponse, Documentation, GotoDefinitionParams, GotoDefinitionResponse, Hover,
+    HoverContents, HoverParams, InsertTextFormat, Location, MarkupContent, MarkupKind, OneOf,
+    ReferenceParams, ServerCapabilities, SymbolInformation, SymbolKind, TextDocumentPositionParams,
+    TextEdit, WorkspaceSymbolParams, WorkspaceSymbolResponse,
 };
 use stardust_core::analysis::Document;
 use stardust_core::ide::{self, FileSpan, Symbol};
@@ -33,6 +34,10 @@ pub(crate) fn capabilities() -> ServerCapabilities {
         document_symbol_provider: Some(OneOf::Left(true)),
         workspace_symbol_provider: Some(OneOf::Left(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["@".to_owned(), "\"".to_owned()]),
+            ..CompletionOptions::default()
+        }),
         ..ServerCapabilities::default()
     }
 }
@@ -53,6 +58,9 @@ pub(crate) fn register(router: &mut Router<State>) {
         })
         .request::<WorkspaceSymbolRequest, _>(|st, params| {
             with_snapshot(st.shared(), move |snap| workspace_symbols(snap, params))
+        })
+        .request::<Completion, _>(|st, params| {
+            with_snapshot(st.shared(), move |snap| completion(snap, params))
         })
         .request::<Formatting, _>(|st, params| {
             with_snapshot(st.shared(), move |snap| formatting(snap, params))
@@ -187,6 +195,39 @@ fn workspace_symbols(
         })
         .collect();
     Ok(Some(WorkspaceSymbolResponse::Flat(symbols)))
+}
+
+fn completion(
+    snap: &Snapshot,
+    params: CompletionParams,
+) -> Result<Option<CompletionResponse>, ResponseError> {
+    let (doc, offset) = at(snap, &params.text_document_position)?;
+    let items = ide::completion(&snap.analysis, &doc.path, offset)
+        .into_iter()
+        .map(|c| CompletionItem {
+            label: c.label,
+            kind: Some(match c.kind {
+                ide::CompletionKind::Property => CompletionItemKind::PROPERTY,
+                ide::CompletionKind::Value => CompletionItemKind::VALUE,
+                ide::CompletionKind::Reference => CompletionItemKind::REFERENCE,
+            }),
+            detail: c.detail,
+            documentation: c.documentation.map(|d| {
+                Documentation::MarkupContent(MarkupContent { kind: MarkupKind::Markdown, value: d })
+            }),
+            insert_text_format: Some(if c.snippet {
+                InsertTextFormat::SNIPPET
+            } else {
+                InsertTextFormat::PLAIN_TEXT
+            }),
+            text_edit: Some(CompletionTextEdit::Edit(TextEdit {
+                range: convert::doc_range(doc, c.replace, snap.encoding),
+                new_text: c.insert,
+            })),
+            ..CompletionItem::default()
+        })
+        .collect();
+    Ok(Some(CompletionResponse::Array(items)))
 }
 
 /// One edit replacing the whole document with its canonical text; none when it is canonical.
