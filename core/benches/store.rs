@@ -10,7 +10,7 @@
 //! $G DATA/s10k --docs 10000 --entities 100000
 //! $G DATA/s100k --docs 100000 --entities 100000
 //! cargo bench -p stardust-core --bench store -- --data DATA [--commits 1000]
-//!     [--feed-commits 10000] [--subscribers 100] [--only open|commit|feed]
+//!     [--feed-commits 10000] [--subscribers 100] [--only open|commit|feed] [--sizes s1k,s10k]
 //! ```
 //!
 //! Cold opens drop the page cache first (`sync; echo 3 > /proc/sys/vm/drop_caches`), which
@@ -32,6 +32,7 @@ struct Args {
     feed_commits: usize,
     subscribers: usize,
     only: Option<String>,
+    sizes: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -41,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         feed_commits: 10_000,
         subscribers: 100,
         only: None,
+        sizes: vec!["s1k".into(), "s10k".into(), "s100k".into()],
     };
     let mut data = None;
     let mut it = std::env::args().skip(1);
@@ -53,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
             "--feed-commits" => args.feed_commits = number(value("--feed-commits")?)?,
             "--subscribers" => args.subscribers = number(value("--subscribers")?)?,
             "--only" => args.only = Some(value("--only")?),
+            "--sizes" => args.sizes = value("--sizes")?.split(',').map(str::to_owned).collect(),
             // `cargo bench` passes `--bench` to every bench binary.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}")),
@@ -154,7 +157,7 @@ fn open_phase(args: &Args) {
     println!("\n## open (watcher on, as `OpenOptions::default()`)");
     println!("| store | docs | entities | first open | log after | reopen cold | reopen warm | cache |");
     println!("|---|---|---|---|---|---|---|---|");
-    for name in ["s1k", "s10k", "s100k"] {
+    for name in &args.sizes {
         let root = fresh_copy(args, name);
         let cold = drop_caches();
         let (store, first) = open(&root, true);
