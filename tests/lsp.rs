@@ -24,9 +24,17 @@ struct Client {
 
 impl Client {
     fn start(store: &Path) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .args(["lsp", "--store"])
-            .arg(store)
+        Client::start_in(store, Some(store), store)
+    }
+
+    /// Start in `cwd`, with `--store` when `flag` is given; `store` is where URIs point.
+    fn start_in(store: &Path, flag: Option<&Path>, cwd: &Path) -> Client {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
+        command.arg("lsp").current_dir(cwd);
+        if let Some(flag) = flag {
+            command.arg("--store").arg(flag);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -219,7 +227,7 @@ fn every_position_encoding_is_negotiated() {
     ] {
         let (client, result) = Client::initialized(tmp.path(), &offered);
         assert_eq!(result["capabilities"]["positionEncoding"], chosen, "offered {offered:?}");
-        assert_eq!(result["capabilities"]["textDocumentSync"], 2);
+        assert_eq!(result["capabilities"]["textDocumentSync"]["change"], 2);
         client.shutdown();
     }
 }
@@ -549,4 +557,58 @@ fn completion_offers_properties_values_and_references() {
         "author is already there"
     );
     client.shutdown();
+}
+
+#[test]
+fn documents_changed_on_disk_are_read_again() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let uri = client.open(
+        "books/x.dust",
+        "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\nauthor @person/new-one\n",
+    );
+    assert_eq!(codes(&client.published(&uri, 1)), ["dangling-ref"]);
+    std::fs::write(
+        tmp.path().join("people/new-one.dust"),
+        "id person/new-one\ntype person\nname 'New One'\n",
+    )
+    .unwrap();
+    let created = client.uri("people/new-one.dust");
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": created, "type": 1}]}),
+    );
+    assert_eq!(client.published(&uri, 1), Vec::<Value>::new());
+    // Closing a buffer that was never saved drops it: what references it dangles again.
+    let other = client.open("books/y.dust", "id book/y\ntype book\ntitle Y\nyear 2000\nstatus draft\nauthor @person/new-one\nseries @book/x\n");
+    let before = client.published(&other, 1);
+    assert!(!codes(&before).contains(&"dangling-ref".to_owned()), "{before:?}");
+    client.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
+    let after = client.published(&other, 1);
+    assert!(codes(&after).contains(&"dangling-ref".to_owned()), "{after:?}");
+    client.shutdown();
+}
+
+#[test]
+fn the_store_is_found_from_the_working_directory_or_the_client_root() {
+    let tmp = library();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root_uri = format!("file://{}", tmp.path().display());
+    for (cwd, root) in
+        [(tmp.path().join("books"), Value::Null), (elsewhere.path().to_owned(), json!(root_uri))]
+    {
+        let mut client = Client::start_in(tmp.path(), None, &cwd);
+        let init = json!({"processId": null, "rootUri": root, "capabilities": {}});
+        client.request("initialize", init);
+        client.notify("initialized", json!({}));
+        let uri = client.uri("books/dune.dust");
+        let pulled =
+            client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+        assert_eq!(pulled["items"], json!([]), "from {}", cwd.display());
+        client.shutdown();
+    }
+    let mut lost = Client::start_in(tmp.path(), None, elsewhere.path());
+    let response =
+        lost.call("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
+    assert_eq!(response["error"]["data"]["code"], "not-found", "{response}");
 }

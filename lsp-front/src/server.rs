@@ -1,6 +1,6 @@
 //! The server: state, text sync, diagnostics and the request handlers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -16,11 +16,12 @@ use lsp_types::notification::{self, Notification};
 use lsp_types::request;
 use lsp_types::{
     DiagnosticOptions, DiagnosticServerCapabilities, DidChangeTextDocumentParams,
-    DidCloseTextDocumentParams, DidOpenTextDocumentParams, DocumentDiagnosticParams,
-    DocumentDiagnosticReport, DocumentDiagnosticReportResult, FullDocumentDiagnosticReport,
-    InitializeParams, InitializeResult, PublishDiagnosticsParams,
-    RelatedFullDocumentDiagnosticReport, ServerCapabilities, ServerInfo,
-    TextDocumentContentChangeEvent, TextDocumentSyncCapability, TextDocumentSyncKind, Url,
+    DidChangeWatchedFilesParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    DidSaveTextDocumentParams, DocumentDiagnosticParams, DocumentDiagnosticReport,
+    DocumentDiagnosticReportResult, FullDocumentDiagnosticReport, InitializeParams,
+    InitializeResult, PublishDiagnosticsParams, RelatedFullDocumentDiagnosticReport,
+    ServerCapabilities, ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Url,
 };
 use serde_json::json;
 use stardust_core::analysis::Analysis;
@@ -88,6 +89,9 @@ struct Inner {
     generation: u64,
     /// The analysis of `base` with the buffers of `generation`.
     cache: Option<(u64, Analysis)>,
+    /// Documents that may have changed on disk (saved, closed, or reported by the client's
+    /// file watcher): `base` reads them again before the next analysis.
+    stale: BTreeSet<String>,
 }
 
 /// An immutable view for one request or one publication.
@@ -108,7 +112,8 @@ impl Shared {
     /// The analysis of the store with every open buffer, computed outside the lock.
     fn snapshot(&self) -> Result<Snapshot, ResponseError> {
         let (paths, base, encoding, generation, buffers, cached) = {
-            let inner = self.lock();
+            let mut inner = self.lock();
+            refresh_from_disk(&mut inner);
             let (Some(paths), Some(base)) = (inner.paths.clone(), inner.base.clone()) else {
                 return Err(error(
                     ErrorCode::SERVER_NOT_INITIALIZED,
@@ -156,6 +161,25 @@ impl State {
     pub(crate) fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
     }
+}
+
+/// Read the stale documents again into `base`. Runs on the blocking pool (from `snapshot`);
+/// the lock is held so that no change is applied against a half-updated base.
+fn refresh_from_disk(inner: &mut Inner) {
+    if inner.stale.is_empty() {
+        return;
+    }
+    let (Some(paths), Some(base)) = (&inner.paths, &inner.base) else { return };
+    let changes: Vec<(String, Option<Vec<u8>>)> = std::mem::take(&mut inner.stale)
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(paths.root.join(&path)).ok();
+            (path, bytes)
+        })
+        .collect();
+    tracing::debug!("reading {} documents again from disk", changes.len());
+    inner.base = Some(base.with_changes(changes));
+    inner.cache = None;
 }
 
 /// A JSON-RPC error whose data carries the SPEC §16 code.
@@ -240,8 +264,13 @@ fn initialize(
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),
-            text_document_sync: Some(TextDocumentSyncCapability::Kind(
-                TextDocumentSyncKind::INCREMENTAL,
+            text_document_sync: Some(TextDocumentSyncCapability::Options(
+                TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                    ..TextDocumentSyncOptions::default()
+                },
             )),
             diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {
                 identifier: Some("stardust".to_owned()),
@@ -270,6 +299,14 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
         notification::DidChangeTextDocument::METHOD => {
             parse::<DidChangeTextDocumentParams>(notif.params, method)
                 .map(|p| did_change(&st.shared, p))
+        }
+        notification::DidSaveTextDocument::METHOD => {
+            parse::<DidSaveTextDocumentParams>(notif.params, method)
+                .map(|p| mark_stale(&st.shared, [p.text_document.uri]))
+        }
+        notification::DidChangeWatchedFiles::METHOD => {
+            parse::<DidChangeWatchedFilesParams>(notif.params, method)
+                .map(|p| mark_stale(&st.shared, p.changes.into_iter().map(|c| c.uri)))
         }
         notification::DidCloseTextDocument::METHOD => {
             parse::<DidCloseTextDocumentParams>(notif.params, method)
@@ -358,12 +395,29 @@ fn apply_change(
     Some(out)
 }
 
+/// Note that documents may differ on disk from what `base` holds.
+fn mark_stale(shared: &Shared, uris: impl IntoIterator<Item = Url>) -> bool {
+    let mut inner = shared.lock();
+    let Some(paths) = inner.paths.clone() else { return false };
+    let before = inner.stale.len();
+    for uri in uris {
+        if let Some(path) = paths.relative(&uri).filter(|p| Lang::from_path(p).is_some()) {
+            inner.stale.insert(path);
+        }
+    }
+    if inner.stale.len() == before {
+        return false;
+    }
+    inner.generation += 1;
+    true
+}
+
 fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumentParams) -> bool {
     let uri = params.text_document.uri;
     let mut inner = shared.lock();
-    if inner.buffers.remove(&uri).is_none() {
-        return false;
-    }
+    let Some(buffer) = inner.buffers.remove(&uri) else { return false };
+    // The file may have been saved with the buffer's text or left as it was.
+    inner.stale.insert(buffer.path);
     inner.generation += 1;
     // A closed document's diagnostics are those of its file, which the workspace pull reports.
     let _ = client.clone().publish_diagnostics(PublishDiagnosticsParams {
