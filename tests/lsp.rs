@@ -261,12 +261,19 @@ fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
     let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
     assert_eq!(pulled["kind"], "full");
     assert_eq!(pulled["items"], json!([]));
+    let workspace = client.request("workspace/diagnostic", json!({"previousResultIds": []}));
+    assert_eq!(workspace["items"], json!([]), "the library is clean");
     client.change(&uri, 3, json!([{"text": "id book/dune\ntype book\ntitle Dune\n"}]));
     client.published(&uri, 3);
     let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
     let items = pulled["items"].as_array().unwrap();
     assert!(codes(items).iter().all(|c| c == "schema"), "{items:?}");
     assert!(!items.is_empty());
+    let workspace = client.request("workspace/diagnostic", json!({"previousResultIds": []}));
+    assert_eq!(workspace["items"].as_array().unwrap().len(), 1, "{workspace}");
+    assert_eq!(workspace["items"][0]["uri"], uri);
+    assert_eq!(workspace["items"][0]["version"], 3);
+    assert_eq!(&workspace["items"][0]["items"], &pulled["items"]);
     client.shutdown();
 }
 

@@ -22,6 +22,8 @@ use lsp_types::{
     InitializeResult, PublishDiagnosticsParams, RelatedFullDocumentDiagnosticReport,
     ServerCapabilities, ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability,
     TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Url,
+    WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult, WorkspaceDocumentDiagnosticReport,
+    WorkspaceFullDocumentDiagnosticReport,
 };
 use serde_json::json;
 use stardust_core::analysis::Analysis;
@@ -215,6 +217,9 @@ fn router(state: State) -> Router<State> {
         .request::<request::DocumentDiagnosticRequest, _>(|st, params| {
             with_snapshot(st.shared.clone(), move |snap| pull_diagnostics(snap, params))
         })
+        .request::<request::WorkspaceDiagnosticRequest, _>(|st, _| {
+            with_snapshot(st.shared.clone(), |snap| Ok(workspace_diagnostics(snap)))
+        })
         .unhandled_notification(on_notification);
     crate::features::register(&mut router);
     router
@@ -275,7 +280,7 @@ fn initialize(
             diagnostic_provider: Some(DiagnosticServerCapabilities::Options(DiagnosticOptions {
                 identifier: Some("stardust".to_owned()),
                 inter_file_dependencies: true,
-                workspace_diagnostics: false,
+                workspace_diagnostics: true,
                 work_done_progress_options: Default::default(),
             })),
             ..crate::features::capabilities()
@@ -481,6 +486,29 @@ fn pull_diagnostics(
             },
         },
     )))
+}
+
+/// Every document with diagnostics, open buffers as their current text.
+fn workspace_diagnostics(snap: &Snapshot) -> WorkspaceDiagnosticReportResult {
+    let versions: BTreeMap<&str, i64> =
+        snap.buffers.values().map(|b| (b.path.as_str(), i64::from(b.version))).collect();
+    let items = snap
+        .analysis
+        .all_diagnostics()
+        .into_iter()
+        .filter(|(_, diagnostics)| !diagnostics.is_empty())
+        .filter_map(|(path, _)| {
+            Some(WorkspaceDocumentDiagnosticReport::Full(WorkspaceFullDocumentDiagnosticReport {
+                uri: snap.paths.uri(&path)?,
+                version: versions.get(path.as_str()).copied(),
+                full_document_diagnostic_report: FullDocumentDiagnosticReport {
+                    result_id: None,
+                    items: document_diagnostics(snap, &path),
+                },
+            }))
+        })
+        .collect();
+    WorkspaceDiagnosticReportResult::Report(WorkspaceDiagnosticReport { items })
 }
 
 impl Snapshot {
