@@ -577,4 +577,40 @@ mod tests {
         };
         assert_eq!(apply_change(text, &whole, Encoding::Utf16).as_deref(), Some("new"));
     }
+
+    /// The protocol position of char index `i` of `text` in `encoding`, computed naively.
+    fn naive_position(text: &str, i: usize, encoding: Encoding) -> Position {
+        let before: String = text.chars().take(i).collect();
+        let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+        let line = &before[line_start..];
+        let column = match encoding {
+            Encoding::Utf8 => line.len(),
+            Encoding::Utf16 => line.encode_utf16().count(),
+            Encoding::Utf32 => line.chars().count(),
+        };
+        Position::new(before.matches('\n').count() as u32, column as u32)
+    }
+
+    proptest::proptest! {
+        /// An edit addressed in any encoding splices exactly the characters it names.
+        #[test]
+        fn edits_splice_the_named_characters(
+            text in "[a-zé😀\n ]{0,40}",
+            a in 0usize..50,
+            b in 0usize..50,
+            insert in "[x😀\n]{0,3}",
+            enc in 0usize..3,
+        ) {
+            let encoding = [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32][enc];
+            let n = text.chars().count();
+            let (start, end) = (a.min(b).min(n), a.max(b).min(n));
+            let range = Range {
+                start: naive_position(&text, start, encoding),
+                end: naive_position(&text, end, encoding),
+            };
+            let change = TextDocumentContentChangeEvent { range: Some(range), range_length: None, text: insert.clone() };
+            let expected: String = text.chars().take(start).chain(insert.chars()).chain(text.chars().skip(end)).collect();
+            proptest::prop_assert_eq!(apply_change(&text, &change, encoding), Some(expected));
+        }
+    }
 }
