@@ -374,6 +374,13 @@ mod tests {
     }
 
     #[test]
+    fn the_index_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<QueryIndex>();
+        shared::<AttrIndex>();
+    }
+
+    #[test]
     fn attributes_read_fields_paths_and_array_elements() {
         let e = json!({
             "id": "book/a",
