@@ -1,24 +1,10 @@
 //! End-to-end tests of `stardust check`: the real binary on the sample stores.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod util;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
-fn stardust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stardust"))
-        .args(args)
-        .current_dir(repo())
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the stardust binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("output is UTF-8")
-}
+use util::{stardust, text};
 
 #[test]
 fn the_sample_library_checks_clean() {
@@ -56,7 +42,11 @@ fn json_output_is_one_document_with_a_summary() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     let diagnostics = report["diagnostics"].as_array().unwrap();
     assert!(!diagnostics.is_empty());
-    assert_eq!(report["summary"]["errors"].as_u64().unwrap() as usize + report["summary"]["warnings"].as_u64().unwrap() as usize, diagnostics.len());
+    assert_eq!(
+        report["summary"]["errors"].as_u64().unwrap() as usize
+            + report["summary"]["warnings"].as_u64().unwrap() as usize,
+        diagnostics.len()
+    );
     let first = &diagnostics[0];
     for key in ["path", "range", "severity", "code", "message", "source", "related", "data"] {
         assert!(first.get(key).is_some(), "missing {key} in {first}");
@@ -68,7 +58,12 @@ fn json_output_is_one_document_with_a_summary() {
 fn usage_and_configuration_errors_exit_2() {
     let out = stardust(&["check", "no/such/store"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).starts_with("error[invalid-arguments]: there is no store at no/such/store"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .starts_with("error[invalid-arguments]: there is no store at no/such/store"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("stardust.toml"), "[store]\nignroe = []\n").unwrap();
@@ -89,7 +84,10 @@ fn warnings_alone_exit_0() {
     let out = stardust(&["check", dir.path().to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("a.dust:2:6: warning[unknown-type] no schema for type 'thing'"), "{stdout}");
+    assert!(
+        stdout.contains("a.dust:2:6: warning[unknown-type] no schema for type 'thing'"),
+        "{stdout}"
+    );
 }
 
 #[test]

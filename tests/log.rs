@@ -1,21 +1,12 @@
 //! End-to-end tests of `stardust log`, driving the real binary.
 
+mod util;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use stardust_core::store::{OpenOptions, Store};
-
-fn stardust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stardust"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the stardust binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("output is UTF-8")
-}
+use util::{stardust, text};
 
 fn log(store: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["log", store.to_str().unwrap()];

@@ -2,27 +2,12 @@
 //! library.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod util;
+
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn stardust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stardust"))
-        .args(args)
-        .current_dir(repo())
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the stardust binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("output is UTF-8")
-}
+use util::{repo, stardust, text};
 
 const FRANK: &str = "find [?b ?title] where [[?b type book] [?b title ?title] [?b year ?y] [?b author ?a] [?a name 'Frank Herbert']] filter ['?y >= 1960'] order [[?y desc]] limit 2";
 
