@@ -121,6 +121,30 @@ fn changes_make_a_new_snapshot_and_leave_the_old_one_alone() {
     assert!(deleted.document("b.dust").is_none());
 }
 
+/// Another document sees an entity only through its type, so a change revalidates the documents
+/// referring to an id when that id's type changes, and only then.
+#[test]
+fn referrers_are_revalidated_when_the_type_of_their_target_changes() {
+    let schemas = "//- schemas/a.schema.json\n{\"type\": \"object\", \"properties\": {\"r\": {\"x-stardust-ref\": \"b\"}}}\n//- schemas/b.schema.json\n{\"type\": \"object\"}\n//- schemas/c.schema.json\n{\"type\": \"object\"}\n";
+    let store = |target: &str| format!("{schemas}//- d0.dust\nid x/0\ntype a\nr @x/1\n//- d1.dust\n{target}");
+    let before = analyse(&store("id x/1\ntype b\n"));
+    assert!(before.diagnostics_of("d0.dust").is_empty(), "{:?}", before.diagnostics_of("d0.dust"));
+
+    let retyped_text = "id x/1\ntype c\n";
+    let retyped = before.with_changes(vec![("d1.dust".to_owned(), Some(retyped_text.into()))]);
+    let codes: Vec<String> = retyped.diagnostics_of("d0.dust").iter().map(|d| d.code.to_string()).collect();
+    assert_eq!(codes, ["ref-type"]);
+    assert_eq!(render(&retyped), render(&analyse(&store(retyped_text))));
+
+    let same_type_text = "id x/1\ntype b\nnote 'edited'\n";
+    let same_type = before.with_changes(vec![("d1.dust".to_owned(), Some(same_type_text.into()))]);
+    assert!(same_type.diagnostics_of("d0.dust").is_empty());
+    assert_eq!(render(&same_type), render(&analyse(&store(same_type_text))));
+
+    let back = retyped.with_changes(vec![("d1.dust".to_owned(), Some(b"id x/1\ntype b\n".to_vec()))]);
+    assert!(back.diagnostics_of("d0.dust").is_empty(), "{:?}", back.diagnostics_of("d0.dust"));
+}
+
 mod incremental {
     //! `with_changes` must agree with analysing the final documents from scratch.
 
