@@ -94,7 +94,10 @@ fn main() {
 fn machine() -> String {
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    format!("{cores} cores, load average {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    format!(
+        "{cores} cores, load average {}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    )
 }
 
 /// A fresh copy of the generated store `name`, without any `.stardust` folder.
@@ -166,14 +169,17 @@ fn ms(d: Duration) -> String {
 
 fn open_phase(args: &Args) {
     println!("\n## open (watcher on, as `OpenOptions::default()`)");
-    println!("| store | docs | entities | first open | log after | reopen cold | reopen warm | cache |");
+    println!(
+        "| store | docs | entities | first open | log after | reopen cold | reopen warm | cache |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     for name in &args.sizes {
         let root = fresh_copy(args, name);
         let cold = drop_caches();
         let (store, first) = open(&root, true);
         let snapshot = store.snapshot();
-        let (docs, entities) = (snapshot.analysis.document_count(), snapshot.analysis.entity_count());
+        let (docs, entities) =
+            (snapshot.analysis.document_count(), snapshot.analysis.entity_count());
         drop(snapshot);
         drop(store);
         let log = log_size(&root);
@@ -260,7 +266,9 @@ fn commit_phase(args: &Args) {
     let dir = root.join(Path::new(&path).parent().unwrap());
     // Warm up both paths (and the page cache for the document's folder).
     for i in 0..10 {
-        store.commit(Origin::Sdk("bench".into()), vec![Change::put(&path, revision(&original, i))]).unwrap();
+        store
+            .commit(Origin::Sdk("bench".into()), vec![Change::put(&path, revision(&original, i))])
+            .unwrap();
         bare_write(&dir, &revision(&original, i));
     }
     let (mut commits, mut bare) = (Vec::new(), Vec::new());
@@ -287,11 +295,13 @@ fn commit_phase(args: &Args) {
         drop(analysis::Document::new(path.clone(), revision(&original, i)));
         parse.push(started.elapsed());
         let started = Instant::now();
-        let after = snapshot.analysis.with_changes(vec![(path.clone(), Some(revision(&original, i)))]);
+        let after =
+            snapshot.analysis.with_changes(vec![(path.clone(), Some(revision(&original, i)))]);
         analyse.push(started.elapsed());
         let started = Instant::now();
         let refuse = &snapshot.analysis.config().refuse;
-        let problems = analysis::new_problems(&snapshot.analysis, &after, std::slice::from_ref(&path), refuse);
+        let problems =
+            analysis::new_problems(&snapshot.analysis, &after, std::slice::from_ref(&path), refuse);
         check.push(started.elapsed());
         assert!(problems.is_empty(), "{problems:?}");
         drop(after);
@@ -343,7 +353,14 @@ fn rss_kb(field: &str) -> u64 {
 }
 
 /// Commits per second over `n` commits, with `subscribers` subscribed (one never reads).
-fn feed_run(store: &Store, path: &str, original: &[u8], start: usize, n: usize, subscribers: usize) -> String {
+fn feed_run(
+    store: &Store,
+    path: &str,
+    original: &[u8],
+    start: usize,
+    n: usize,
+    subscribers: usize,
+) -> String {
     // Reset the peak RSS to the current RSS, so the peak is this run's.
     let _ = fs::write("/proc/self/clear_refs", "5");
     let stop = Arc::new(AtomicBool::new(false));
@@ -400,7 +417,9 @@ fn feed_phase(args: &Args) {
         "\n## feed: {n} one-document commits into s10k, without and with {} subscribers (one never reads; watcher off)",
         args.subscribers
     );
-    println!("| subscribers | commits | time | commits/s | notices read | idle subscriber | RSS before | peak RSS |");
+    println!(
+        "| subscribers | commits | time | commits/s | notices read | idle subscriber | RSS before | peak RSS |"
+    );
     println!("|---|---|---|---|---|---|---|---|");
     // Without, with (and without again with `--feed-rounds 3`: the load on a shared machine drifts).
     println!("{}", feed_run(&store, &path, &original, 0, n, 0));
