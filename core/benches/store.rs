@@ -10,7 +10,7 @@
 //! $G DATA/s10k --docs 10000 --entities 100000
 //! $G DATA/s100k --docs 100000 --entities 100000
 //! cargo bench -p stardust-core --bench store -- --data DATA [--commits 1000]
-//!     [--feed-commits 10000] [--subscribers 100] [--only open|commit|feed] [--sizes s1k,s10k]
+//!     [--feed-commits 10000] [--subscribers 100] [--only open|commit|feed] [--sizes s1k,s10k] [--no-watch]
 //! ```
 //!
 //! Cold opens drop the page cache first (`sync; echo 3 > /proc/sys/vm/drop_caches`), which
@@ -34,6 +34,8 @@ struct Args {
     only: Option<String>,
     sizes: Vec<String>,
     feed_rounds: usize,
+    /// Whether the open phase starts the watcher, as `OpenOptions::default()` does.
+    open_watch: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -44,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
         subscribers: 100,
         only: None,
         feed_rounds: 2,
+        open_watch: true,
         sizes: vec!["s1k".into(), "s10k".into(), "s100k".into()],
     };
     let mut data = None;
@@ -58,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
             "--subscribers" => args.subscribers = number(value("--subscribers")?)?,
             "--feed-rounds" => args.feed_rounds = number(value("--feed-rounds")?)?,
             "--only" => args.only = Some(value("--only")?),
+            "--no-watch" => args.open_watch = false,
             "--sizes" => args.sizes = value("--sizes")?.split(',').map(str::to_owned).collect(),
             // `cargo bench` passes `--bench` to every bench binary.
             "--bench" => {}
@@ -168,7 +172,9 @@ fn ms(d: Duration) -> String {
 }
 
 fn open_phase(args: &Args) {
-    println!("\n## open (watcher on, as `OpenOptions::default()`)");
+    let watch = args.open_watch;
+    let how = if watch { "watcher on, as `OpenOptions::default()`" } else { "watcher off" };
+    println!("\n## open ({how})");
     println!(
         "| store | docs | entities | first open | log after | reopen cold | reopen warm | cache |"
     );
@@ -176,7 +182,7 @@ fn open_phase(args: &Args) {
     for name in &args.sizes {
         let root = fresh_copy(args, name);
         let cold = drop_caches();
-        let (store, first) = open(&root, true);
+        let (store, first) = open(&root, watch);
         let snapshot = store.snapshot();
         let (docs, entities) =
             (snapshot.analysis.document_count(), snapshot.analysis.entity_count());
@@ -184,9 +190,9 @@ fn open_phase(args: &Args) {
         drop(store);
         let log = log_size(&root);
         drop_caches();
-        let (store, reopen_cold) = open(&root, true);
+        let (store, reopen_cold) = open(&root, watch);
         drop(store);
-        let (store, reopen_warm) = open(&root, true);
+        let (store, reopen_warm) = open(&root, watch);
         drop(store);
         println!(
             "| {name} | {docs} | {entities} | {} | {:.1} MB | {} | {} | {} |",
