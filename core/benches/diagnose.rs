@@ -85,19 +85,30 @@ fn bench(c: &mut Criterion) {
         let json_text = serde_json::to_vec_pretty(&data).unwrap();
         let dust_text = stardust_core::format::value_to_dust(&data).unwrap().into_bytes();
         let mut group = c.benchmark_group(format!("diagnose-{label}"));
-        group.sample_size(10).measurement_time(Duration::from_secs(if bytes > 10_000_000 { 40 } else { 10 }));
+        group.sample_size(10).measurement_time(Duration::from_secs(if bytes > 10_000_000 {
+            40
+        } else {
+            10
+        }));
         group.throughput(Throughput::Bytes(json_text.len() as u64));
 
         group.bench_function("floor: serde_json + jsonschema", |b| {
             b.iter(|| {
                 let value: Value = serde_json::from_slice(black_box(&json_text)).unwrap();
                 let validator = jsonschema::options().build(&schema()).unwrap();
-                let errors: usize =
-                    value.as_array().unwrap().iter().map(|e| validator.iter_errors(e).count()).sum();
+                let errors: usize = value
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| validator.iter_errors(e).count())
+                    .sum();
                 black_box(errors)
             })
         });
-        for (name, text, path) in [("stardust json", &json_text, "books.json"), ("stardust dust", &dust_text, "books.dust")] {
+        for (name, text, path) in [
+            ("stardust json", &json_text, "books.json"),
+            ("stardust dust", &dust_text, "books.dust"),
+        ] {
             group.bench_function(name, |b| {
                 b.iter(|| {
                     let analysis = Analysis::new(

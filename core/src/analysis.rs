@@ -188,8 +188,12 @@ fn entity_problems(entity: &Entity) -> Vec<Diagnostic> {
         Some(id) => {
             if let Some(problem) = model::id_problem(id) {
                 out.push(
-                    Diagnostic::new(DiagnosticCode::InvalidId, entity.id_span, format!("invalid id '{id}': {problem}"))
-                        .with_data(json!({"id": id})),
+                    Diagnostic::new(
+                        DiagnosticCode::InvalidId,
+                        entity.id_span,
+                        format!("invalid id '{id}': {problem}"),
+                    )
+                    .with_data(json!({"id": id})),
                 );
             }
         }
@@ -314,7 +318,9 @@ impl Analysis {
     pub fn new(ctx: Arc<StoreContext>, docs: Vec<(String, Vec<u8>)>) -> Analysis {
         let docs: Docs = docs
             .into_par_iter()
-            .map(|(path, bytes)| (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes))))
+            .map(|(path, bytes)| {
+                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes)))
+            })
             .collect::<Vec<_>>()
             .into_iter()
             .collect();
@@ -344,7 +350,8 @@ impl Analysis {
             }
             match doc {
                 Some(doc) => {
-                    schema_change |= doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
+                    schema_change |=
+                        doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
                     index(&mut ids, &mut referrers, doc, &mut touched_ids);
                     docs.insert(path.as_str().into(), doc.clone());
                 }
@@ -645,12 +652,7 @@ impl Analysis {
 }
 
 /// Add a document's entities and references to the indexes, noting the ids involved.
-fn index(
-    ids: &mut Ids,
-    referrers: &mut Referrers,
-    doc: &Document,
-    touched: &mut HashSet<String>,
-) {
+fn index(ids: &mut Ids, referrers: &mut Referrers, doc: &Document, touched: &mut HashSet<String>) {
     let path: Arc<str> = doc.path.as_str().into();
     for (index, entity) in doc.entities.iter().enumerate() {
         let Some(id) = &entity.id else { continue };
@@ -706,7 +708,8 @@ fn same_schemas(a: &Analysis, b: &Analysis) -> bool {
     a.schemas.len() == b.schemas.len()
         && a.schemas.keys().all(|p| {
             b.schemas.contains_key(p)
-                && a.docs.get(p.as_str()).map(|d| &d.version) == b.docs.get(p.as_str()).map(|d| &d.version)
+                && a.docs.get(p.as_str()).map(|d| &d.version)
+                    == b.docs.get(p.as_str()).map(|d| &d.version)
         })
 }
 
@@ -758,7 +761,9 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
     paths.dedup();
     let source: SchemaSource = {
         let docs = docs.clone();
-        Arc::new(move |path: &str| docs.get(path).filter(|d| d.parse.root.is_some()).map(|d| d.parse.value.clone()))
+        Arc::new(move |path: &str| {
+            docs.get(path).filter(|d| d.parse.root.is_some()).map(|d| d.parse.value.clone())
+        })
     };
     paths
         .into_par_iter()
@@ -797,7 +802,10 @@ fn validate_document(
         };
         let span = refs_span(root, &doc.parse.value, message).unwrap_or(span);
         if doc.parse.errors.is_empty() {
-            out.push(Diagnostic::new(DiagnosticCode::Schema, span, message.clone()).with_data(data.clone()));
+            out.push(
+                Diagnostic::new(DiagnosticCode::Schema, span, message.clone())
+                    .with_data(data.clone()),
+            );
         }
     }
 
@@ -854,19 +862,23 @@ fn validate_document(
             Some(Compiled::Ok(validator)) => {
                 let name = path.rsplit('/').next().unwrap_or(&path);
                 let name = name.trim_end_matches(".json").trim_end_matches(".schema");
-                let subject = Subject { name, schema: docs.get(path.as_str()).map(|d| &d.parse.value) };
-                let anchor = if doc.parse.implicit_object || !matches!(root.kind, NodeKind::Object(_)) {
-                    span
-                } else {
-                    Span::new(root.span.start, root.span.start + 1)
-                };
+                let subject =
+                    Subject { name, schema: docs.get(path.as_str()).map(|d| &d.parse.value) };
+                let anchor =
+                    if doc.parse.implicit_object || !matches!(root.kind, NodeKind::Object(_)) {
+                        span
+                    } else {
+                        Span::new(root.span.start, root.span.start + 1)
+                    };
                 out.extend(schema::validate(validator, root, &doc.parse.value, anchor, &subject));
             }
             Some(Compiled::Invalid { .. }) => {}
             None => out.push(Diagnostic::new(
                 DiagnosticCode::Schema,
                 span,
-                format!("the schema '{path}' is not a document of the store; create it or fix the path"),
+                format!(
+                    "the schema '{path}' is not a document of the store; create it or fix the path"
+                ),
             )),
         }
     }

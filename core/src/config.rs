@@ -69,10 +69,9 @@ impl Config {
         match std::fs::read_to_string(&path) {
             Ok(text) => Config::parse(&text, &path),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(err) => Err(Error::ConfigInvalid {
-                path,
-                message: format!("cannot read it: {err}"),
-            }),
+            Err(err) => {
+                Err(Error::ConfigInvalid { path, message: format!("cannot read it: {err}") })
+            }
         }
     }
 
@@ -106,10 +105,14 @@ impl Config {
         for (i, entry) in raw.schema.into_iter().enumerate() {
             let matcher = Glob::new(&entry.glob)
                 .map_err(|err| {
-                    invalid(format!("schema[{i}].glob: '{}' is not a valid glob: {err}", entry.glob))
+                    invalid(format!(
+                        "schema[{i}].glob: '{}' is not a valid glob: {err}",
+                        entry.glob
+                    ))
                 })?
                 .compile_matcher();
-            check_relative(&entry.path).map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
+            check_relative(&entry.path)
+                .map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
             schema_globs.push(SchemaGlob { glob: entry.glob, matcher, path: entry.path });
         }
 
@@ -335,8 +338,14 @@ max_pending = 50
         .unwrap();
         assert!(config.ignore_set.is_match("node_modules/a/b.json"));
         assert!(config.schema_globs[0].matcher.is_match("config/app.json"));
-        assert_eq!(config.type_config("person"), TypeConfig { dir: "people".into(), format: Lang::Json });
-        assert_eq!(config.type_config("book"), TypeConfig { dir: "book".into(), format: Lang::Dust });
+        assert_eq!(
+            config.type_config("person"),
+            TypeConfig { dir: "people".into(), format: Lang::Json }
+        );
+        assert_eq!(
+            config.type_config("book"),
+            TypeConfig { dir: "book".into(), format: Lang::Dust }
+        );
         assert_eq!(config.refuse.len(), 5);
         assert_eq!(config.mcp_mutation, MutationPosture::Gated);
         assert_eq!(config.max_pending, 50);
@@ -375,31 +384,45 @@ max_pending = 50
         );
         check_err(
             "[mcp]\nmutation = \"gated\"\n",
-            expect![[r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is required when mcp.mutation = "gated"; list the MCP client names allowed to confirm"#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is required when mcp.mutation = "gated"; list the MCP client names allowed to confirm"#
+            ]],
         );
         check_err(
             "[mcp]\nmutation_allowlist = [\"x\"]\n",
-            expect![[r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is set but mcp.mutation is "off"; set mcp.mutation = "gated" or remove the allowlist"#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: mcp.mutation_allowlist is set but mcp.mutation is "off"; set mcp.mutation = "gated" or remove the allowlist"#
+            ]],
         );
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
-            expect![[r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type""#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type""#
+            ]],
         );
         check_err(
             "[types.book]\nformat = \"yaml\"\n",
-            expect![[r#"invalid configuration in stardust.toml: types.book.format: expected "json" or "dust", found "yaml""#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: types.book.format: expected "json" or "dust", found "yaml""#
+            ]],
         );
         check_err(
             "[store]\nschemas = \"../elsewhere\"\n",
-            expect![[r#"invalid configuration in stardust.toml: store.schemas: '../elsewhere' must not leave the store ('..' is not allowed)"#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: store.schemas: '../elsewhere' must not leave the store ('..' is not allowed)"#
+            ]],
         );
         check_err(
             "[store]\nignore = [\"a[\"]\n",
-            expect![[r#"invalid configuration in stardust.toml: store.ignore: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: store.ignore: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#
+            ]],
         );
         check_err(
             "[notifications]\nmax_pending = 0\n",
-            expect![[r#"invalid configuration in stardust.toml: notifications.max_pending must be at least 1"#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: notifications.max_pending must be at least 1"#
+            ]],
         );
     }
 }

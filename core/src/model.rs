@@ -14,7 +14,10 @@ pub fn id_problem(id: &str) -> Option<String> {
         return Some("an id must not be empty".to_owned());
     }
     if id.chars().count() > MAX_ID_LEN {
-        return Some(format!("an id is at most {MAX_ID_LEN} characters, this one has {}", id.chars().count()));
+        return Some(format!(
+            "an id is at most {MAX_ID_LEN} characters, this one has {}",
+            id.chars().count()
+        ));
     }
     if let Some(bad) = id.chars().find(|c| !is_id_char(*c)) {
         return Some(format!(

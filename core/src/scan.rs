@@ -29,7 +29,10 @@ pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>>
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) if err.depth() == 0 => {
-                return Err(Error::io(format!("cannot read the store {}", root.display()), err.into()));
+                return Err(Error::io(
+                    format!("cannot read the store {}", root.display()),
+                    err.into(),
+                ));
             }
             Err(err) => {
                 tracing::warn!("skipping an unreadable part of the store: {err}");
@@ -83,8 +86,10 @@ mod tests {
         std::os::unix::fs::symlink("/etc", root.join("outside")).unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(root.join("books/dune.dust"), root.join("link.dust")).unwrap();
-        let config = Config::parse("[store]\nignore = [\"node_modules/**\"]", Path::new("x")).unwrap();
-        let found: Vec<String> = documents(root, &config).unwrap().into_iter().map(|(rel, _)| rel).collect();
+        let config =
+            Config::parse("[store]\nignore = [\"node_modules/**\"]", Path::new("x")).unwrap();
+        let found: Vec<String> =
+            documents(root, &config).unwrap().into_iter().map(|(rel, _)| rel).collect();
         assert_eq!(found, ["books/dune.dust", "deep/a/b/c.json", "people/frank.json"]);
     }
 }

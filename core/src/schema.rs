@@ -36,7 +36,11 @@ pub type SchemaSource = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
 pub enum Compiled {
     Ok(Arc<Validator>),
     /// The schema is invalid; `pointer` locates the problem inside the schema document when known.
-    Invalid { message: String, pointer: Vec<String>, data: Value },
+    Invalid {
+        message: String,
+        pointer: Vec<String>,
+        data: Value,
+    },
 }
 
 impl std::fmt::Debug for Compiled {
@@ -215,7 +219,15 @@ pub fn validate(
             Some((n, _, m)) => (n, m),
             None => (node, None),
         };
-        out.extend(diagnose(&err, target, member, value_at(value, &pointer), anchor, &place, subject));
+        out.extend(diagnose(
+            &err,
+            target,
+            member,
+            value_at(value, &pointer),
+            anchor,
+            &place,
+            subject,
+        ));
     }
     out
 }
@@ -225,7 +237,9 @@ fn value_at<'a>(value: &'a Value, pointer: &[String]) -> &'a Value {
     for token in pointer {
         v = match v {
             Value::Object(map) => map.get(token.as_str()).unwrap_or(&Value::Null),
-            Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)).unwrap_or(&Value::Null),
+            Value::Array(items) => {
+                token.parse::<usize>().ok().and_then(|i| items.get(i)).unwrap_or(&Value::Null)
+            }
             _ => &Value::Null,
         };
     }

@@ -28,7 +28,9 @@ pub fn analyse(fixture: &str) -> Analysis {
     let config = files
         .iter()
         .find(|(p, _)| p == "stardust.toml")
-        .map(|(_, t)| Config::parse(t, Path::new("stardust.toml")).expect("fixture config is valid"))
+        .map(|(_, t)| {
+            Config::parse(t, Path::new("stardust.toml")).expect("fixture config is valid")
+        })
         .unwrap_or_default();
     let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config });
     let docs = files
@@ -62,8 +64,14 @@ pub fn render(analysis: &Analysis) -> String {
             writeln!(out, "    at: {:?}", &doc.text[d.span.range()]).unwrap();
             for r in &d.related {
                 let other = analysis.document(&r.path).unwrap();
-                writeln!(out, "    related: {} {:?} {}", r.path, &other.text[r.span.range()], r.message)
-                    .unwrap();
+                writeln!(
+                    out,
+                    "    related: {} {:?} {}",
+                    r.path,
+                    &other.text[r.span.range()],
+                    r.message
+                )
+                .unwrap();
             }
             if !d.data.is_null() {
                 writeln!(out, "    data: {}", d.data).unwrap();
@@ -113,7 +121,8 @@ fn changes_make_a_new_snapshot_and_leave_the_old_one_alone() {
         "//- a.dust\nid a/one\ntype a\nfriend @a/two\n//- schemas/a.schema.json\n{\"type\": \"object\"}\n",
     );
     assert_eq!(before.diagnostics_of("a.dust").len(), 1, "the reference dangles");
-    let after = before.with_changes(vec![("b.dust".to_owned(), Some(b"id a/two\ntype a\n".to_vec()))]);
+    let after =
+        before.with_changes(vec![("b.dust".to_owned(), Some(b"id a/two\ntype a\n".to_vec()))]);
     assert!(after.diagnostics_of("a.dust").is_empty(), "{:?}", after.diagnostics_of("a.dust"));
     assert_eq!(before.diagnostics_of("a.dust").len(), 1, "snapshots are immutable");
     let deleted = after.with_changes(vec![("b.dust".to_owned(), None)]);
@@ -126,13 +135,16 @@ fn changes_make_a_new_snapshot_and_leave_the_old_one_alone() {
 #[test]
 fn referrers_are_revalidated_when_the_type_of_their_target_changes() {
     let schemas = "//- schemas/a.schema.json\n{\"type\": \"object\", \"properties\": {\"r\": {\"x-stardust-ref\": \"b\"}}}\n//- schemas/b.schema.json\n{\"type\": \"object\"}\n//- schemas/c.schema.json\n{\"type\": \"object\"}\n";
-    let store = |target: &str| format!("{schemas}//- d0.dust\nid x/0\ntype a\nr @x/1\n//- d1.dust\n{target}");
+    let store = |target: &str| {
+        format!("{schemas}//- d0.dust\nid x/0\ntype a\nr @x/1\n//- d1.dust\n{target}")
+    };
     let before = analyse(&store("id x/1\ntype b\n"));
     assert!(before.diagnostics_of("d0.dust").is_empty(), "{:?}", before.diagnostics_of("d0.dust"));
 
     let retyped_text = "id x/1\ntype c\n";
     let retyped = before.with_changes(vec![("d1.dust".to_owned(), Some(retyped_text.into()))]);
-    let codes: Vec<String> = retyped.diagnostics_of("d0.dust").iter().map(|d| d.code.to_string()).collect();
+    let codes: Vec<String> =
+        retyped.diagnostics_of("d0.dust").iter().map(|d| d.code.to_string()).collect();
     assert_eq!(codes, ["ref-type"]);
     assert_eq!(render(&retyped), render(&analyse(&store(retyped_text))));
 
@@ -141,7 +153,8 @@ fn referrers_are_revalidated_when_the_type_of_their_target_changes() {
     assert!(same_type.diagnostics_of("d0.dust").is_empty());
     assert_eq!(render(&same_type), render(&analyse(&store(same_type_text))));
 
-    let back = retyped.with_changes(vec![("d1.dust".to_owned(), Some(b"id x/1\ntype b\n".to_vec()))]);
+    let back =
+        retyped.with_changes(vec![("d1.dust".to_owned(), Some(b"id x/1\ntype b\n".to_vec()))]);
     assert!(back.diagnostics_of("d0.dust").is_empty(), "{:?}", back.diagnostics_of("d0.dust"));
 }
 
@@ -157,11 +170,15 @@ mod incremental {
     fn doc() -> impl Strategy<Value = Option<String>> {
         let id = prop_oneof![Just("x/1"), Just("x/2"), Just("x/3"), Just("bad id")];
         let ty = prop_oneof![Just("a"), Just("b"), Just("c")];
-        let target = prop_oneof![Just("@x/1"), Just("@x/2"), Just("@x/3"), Just("@x/9"), Just("plain")];
+        let target =
+            prop_oneof![Just("@x/1"), Just("@x/2"), Just("@x/3"), Just("@x/9"), Just("plain")];
         let n = prop_oneof![Just("1"), Just("'one'")];
-        prop::option::weighted(0.8, (id, ty, target, n).prop_map(|(id, ty, target, n)| {
-            format!("id '{id}'\ntype {ty}\nr {target}\nn {n}\n")
-        }))
+        prop::option::weighted(
+            0.8,
+            (id, ty, target, n).prop_map(|(id, ty, target, n)| {
+                format!("id '{id}'\ntype {ty}\nr {target}\nn {n}\n")
+            }),
+        )
     }
 
     fn store(docs: &[Option<String>]) -> String {
