@@ -1,35 +1,16 @@
 //! The commit path of the store: save authority, versions, all-or-nothing writes, I/O
 //! failures, paths that must not be written, the lock.
 
+mod common;
+
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::{open, options, person, read, write};
 use stardust_core::store::{
     Change, ChangeKind, FailPoint, OpenOptions, Origin, Store, StoreError, Version, verify_log,
 };
-
-fn options() -> OpenOptions {
-    OpenOptions { watch: false, ..OpenOptions::default() }
-}
-
-fn open(root: &Path) -> Store {
-    Store::open(root, options()).unwrap()
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn read(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
-}
-
-fn person(id: &str, name: &str) -> String {
-    format!("{{\"id\": \"{id}\", \"type\": \"person\", \"name\": \"{name}\"}}\n")
-}
 
 const PERSON_SCHEMA: &str = r#"{
   "type": "object",

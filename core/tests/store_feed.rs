@@ -1,21 +1,14 @@
 //! The change feed of a store: notices after commits, coalescing, overflow, and resuming from
 //! a seq.
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
+use common::{open, person};
 use stardust_core::store::{
-    Change, ChangeKind, ChangesSince, DocumentNotice, EntityNotice, Notice, OpenOptions, Origin,
-    Store, Version,
+    Change, ChangeKind, ChangesSince, DocumentNotice, EntityNotice, Notice, Origin, Version,
 };
-
-fn open(root: &Path) -> Store {
-    Store::open(root, OpenOptions { watch: false, ..OpenOptions::default() }).unwrap()
-}
-
-fn person(id: &str, name: &str) -> String {
-    format!("{{\"id\": \"{id}\", \"type\": \"person\", \"name\": \"{name}\"}}\n")
-}
 
 fn lsp() -> Origin {
     Origin::Lsp("editor".into())

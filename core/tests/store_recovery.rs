@@ -1,36 +1,17 @@
 //! Opening a store: the first history, edits made while closed, interrupted commits, and a
 //! damaged log.
 
+mod common;
+
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::{open, options, person, read, write};
 use stardust_core::store::{
     Change, ChangeKind, FailPoint, OpenOptions, Origin, Store, StoreError, read_log, verify_log,
 };
-
-fn options() -> OpenOptions {
-    OpenOptions { watch: false, ..OpenOptions::default() }
-}
-
-fn open(root: &Path) -> Store {
-    Store::open(root, options()).unwrap()
-}
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn read(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
-}
-
-fn person(id: &str, name: &str) -> String {
-    format!("{{\"id\": \"{id}\", \"type\": \"person\", \"name\": \"{name}\"}}\n")
-}
 
 fn library() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
