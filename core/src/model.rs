@@ -161,6 +161,18 @@ fn collect_refs(node: &Node, value: &Value, entity: usize, out: &mut Vec<Referen
     }
 }
 
+/// A value's kind as messages name it: "a string", "an array", "null".
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Levenshtein distance over characters, for "did you mean" suggestions.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();

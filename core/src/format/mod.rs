@@ -76,7 +76,7 @@ pub fn format(text: &str, lang: Lang) -> Result<String, FormatError> {
         Lang::Json => Ok(value_to_json(&parse.value)),
         Lang::Dust => match from_parse::document(text, &parse) {
             Some(document) => Ok(document.render()),
-            None => Err(FormatError::TopLevelScalar(kind_name(&parse.value))),
+            None => Err(FormatError::TopLevelScalar(crate::model::value_kind(&parse.value))),
         },
     }
 }
@@ -107,7 +107,7 @@ pub fn value_to_dust(value: &Value) -> Result<String, FormatError> {
             trailing: None,
             footer: Vec::new(),
         },
-        scalar => return Err(FormatError::TopLevelScalar(kind_name(scalar))),
+        scalar => return Err(FormatError::TopLevelScalar(crate::model::value_kind(scalar))),
     };
     Ok(document.render())
 }
@@ -120,18 +120,18 @@ pub fn value_to_json(value: &Value) -> String {
     text
 }
 
+/// A key as canonical DUST writes it: bare when it reads back as the same key, else quoted.
+pub fn dust_key(key: &str) -> String {
+    scalar::key(key)
+}
+
+/// A string value as canonical DUST writes it: bare when it reads back as the same string,
+/// else quoted.
+pub fn dust_string(s: &str) -> String {
+    scalar::scalar(&Value::String(s.to_owned())).expect("a string is a scalar")
+}
+
 fn clean_parse(text: &str, lang: Lang) -> Result<syntax::Parse, FormatError> {
     let parse = syntax::parse(text, lang);
     if parse.is_clean() { Ok(parse) } else { Err(FormatError::Syntax(parse.errors)) }
-}
-
-fn kind_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

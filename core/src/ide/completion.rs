@@ -7,7 +7,7 @@ use super::cursor::locate;
 use super::{entity_title, resolve, schema_at};
 use crate::analysis::{Analysis, Document};
 use crate::model;
-use crate::syntax::{Lang, NodeKind, parse_dust};
+use crate::syntax::{Lang, NodeKind};
 use crate::text::Span;
 
 /// At most this many ids are offered for a reference; the client filters as the user types.
@@ -180,7 +180,7 @@ fn properties(
             let ty = prop.get("type").and_then(Value::as_str);
             let key = match doc.lang {
                 Lang::Json => serde_json::to_string(name).unwrap_or_default(),
-                Lang::Dust => dust_string(name, true),
+                Lang::Dust => crate::format::dust_key(name),
             };
             let (insert, snippet) = if keep_value {
                 (key, false)
@@ -225,7 +225,7 @@ fn values(lang: Lang, root: &Value, schema: &Value, replace: Span) -> Vec<Comple
         .filter(|v| !v.is_object() && !v.is_array())
         .map(|v| {
             let text = match (&v, lang) {
-                (Value::String(s), Lang::Dust) => dust_string(s, false),
+                (Value::String(s), Lang::Dust) => crate::format::dust_string(s),
                 _ => v.to_string(),
             };
             CompletionItem {
@@ -290,37 +290,6 @@ fn references(
     out
 }
 
-/// A string in DUST: bare when it reads back as the same string (checked with the parser),
-/// else single-quoted.
-fn dust_string(s: &str, key: bool) -> String {
-    let parsed = if key { parse_dust(&format!("{s} 1")) } else { parse_dust(&format!("[{s}]")) };
-    let reads_back = parsed.errors.is_empty()
-        && !s.is_empty()
-        && if key {
-            parsed.value.as_object().is_some_and(|m| m.len() == 1 && m.contains_key(s))
-        } else {
-            parsed.value.get(0).and_then(Value::as_str) == Some(s)
-                && parsed.value.as_array().is_some_and(|a| a.len() == 1)
-        };
-    if reads_back {
-        return s.to_owned();
-    }
-    let mut out = String::from("'");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
 /// Escape the characters that mean something in an LSP snippet.
 fn escape_snippet(s: &str) -> String {
     s.replace('\\', "\\\\").replace('$', "\\$").replace('}', "\\}")
@@ -332,14 +301,14 @@ mod tests {
 
     #[test]
     fn dust_strings_are_bare_only_when_they_read_back() {
-        assert_eq!(dust_string("book/dune", false), "book/dune");
-        assert_eq!(dust_string("1965", false), "'1965'");
-        assert_eq!(dust_string("true", false), "'true'");
-        assert_eq!(dust_string("a b", false), "'a b'");
-        assert_eq!(dust_string("it's", false), "'it\\'s'");
-        assert_eq!(dust_string("", false), "''");
-        assert_eq!(dust_string("1965", true), "1965");
-        assert_eq!(dust_string("my key", true), "'my key'");
+        assert_eq!(crate::format::dust_string("book/dune"), "book/dune");
+        assert_eq!(crate::format::dust_string("1965"), "'1965'");
+        assert_eq!(crate::format::dust_string("true"), "'true'");
+        assert_eq!(crate::format::dust_string("a b"), "'a b'");
+        assert_eq!(crate::format::dust_string("it's"), "'it\\'s'");
+        assert_eq!(crate::format::dust_string(""), "''");
+        assert_eq!(crate::format::dust_key("1965"), "1965");
+        assert_eq!(crate::format::dust_key("my key"), "'my key'");
         assert_eq!(escape_snippet("a$b}"), "a\\$b\\}");
     }
 }

@@ -271,7 +271,7 @@ impl Reader<'_> {
         if !at.value.is_object() {
             return Err(self.error(at.span(), format!(
                 "a query is an object with find and where (and filter, order, limit, offset, pull), not {}",
-                kind(at.value)
+                crate::model::value_kind(at.value)
             )));
         }
         let mut fields: Vec<(&str, Option<Span>, At)> = Vec::new();
@@ -445,7 +445,7 @@ impl Reader<'_> {
                 at.span(),
                 format!(
                     "'{what}' is a list of clauses, as in [[?b type book] [?b year ?y]]; found {}",
-                    kind(at.value)
+                    crate::model::value_kind(at.value)
                 ),
             ));
         }
@@ -507,7 +507,7 @@ impl Reader<'_> {
             }
             other => Err(self.error(at.span(), format!(
                 "a clause is a pattern [entity attribute value], {{not [...]}} or {{or [[...] [...]]}}; found {}",
-                kind(other)
+                crate::model::value_kind(other)
             ))),
         }
     }
@@ -531,7 +531,7 @@ impl Reader<'_> {
                     items[0].span(),
                     format!(
                         "the entity of a pattern is a variable, _ or an id; found {} in {text}",
-                        kind(other)
+                        crate::model::value_kind(other)
                     ),
                 ));
             }
@@ -551,7 +551,7 @@ impl Reader<'_> {
             other => {
                 return Err(self.error(items[1].span(), format!(
                     "the attribute of a pattern is a field name or a dotted path; found {} in {text}",
-                    kind(other)
+                    crate::model::value_kind(other)
                 )));
             }
         };
@@ -604,7 +604,7 @@ impl Reader<'_> {
                 at.span(),
                 format!(
                     "'find' lists variables and aggregates such as ?b or count(?b); found {}",
-                    kind(at.value)
+                    crate::model::value_kind(at.value)
                 ),
             )
         })?;
@@ -628,7 +628,7 @@ impl Reader<'_> {
                 at.span(),
                 format!(
                     "a filter is an expression in a string, as in '?y >= 1960'; found {}",
-                    kind(at.value)
+                    crate::model::value_kind(at.value)
                 ),
             ));
         };
@@ -764,17 +764,6 @@ fn vars_outside(top: &[Clause], skip: &Clause) -> VarSet {
         };
     }
     set
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A value of the query in DUST, on one line: `[?a name 'Frank Herbert']`.
