@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod config;
 pub mod diagnostics;
+pub mod edit;
 pub mod error;
 pub mod format;
 pub mod ide;

@@ -218,7 +218,7 @@ fn write_inline(tree: &Tree, out: &mut String) {
 
 /// Write a value that starts at `column` on a line indented by `indent`: inline when it fits
 /// and holds no comment, else as a block whose closing bracket is at `indent`.
-fn write_value(tree: &Tree, indent: usize, column: usize, out: &mut String) {
+pub(crate) fn write_value(tree: &Tree, indent: usize, column: usize, out: &mut String) {
     match tree {
         Tree::Container(container)
             if inline_width(tree, MAX_WIDTH.saturating_sub(column)).is_none() =>

@@ -120,6 +120,46 @@ pub fn value_to_json(value: &Value) -> String {
     text
 }
 
+/// A value written as canonical DUST at `column` of a line indented by `indent`: inline when it
+/// fits in the line, else as a block whose closing bracket is at `indent`. Used by minimal
+/// edits, which write one value into an existing document.
+pub fn dust_value(value: &Value, indent: usize, column: usize) -> String {
+    let mut out = String::new();
+    layout::write_value(&from_value::tree(value), indent, column, &mut out);
+    out
+}
+
+/// A value written as JSON on one line, with a space after each `:` and `,`.
+pub fn json_inline(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(json_inline).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), json_inline(v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
+/// A value written as pretty JSON whose first line continues a line indented by `indent`
+/// (inner lines indented by `unit` more per level).
+pub fn json_block(value: &Value, indent: &str, unit: &str) -> String {
+    use serde::Serialize;
+    let mut buf = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, formatter);
+    // Serialising a `Value` into memory cannot fail.
+    let _ = value.serialize(&mut ser);
+    let text = String::from_utf8(buf).unwrap_or_default();
+    text.replace('\n', &format!("\n{indent}"))
+}
+
 /// A key as canonical DUST writes it: bare when it reads back as the same key, else quoted.
 pub fn dust_key(key: &str) -> String {
     scalar::key(key)
