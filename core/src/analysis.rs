@@ -515,6 +515,15 @@ impl Analysis {
         self.ids.get(id).map_or(&[], Vec::as_slice)
     }
 
+    /// The documents holding a reference to `id`, each once, in path order.
+    pub fn referrers(&self, id: &str) -> Vec<&str> {
+        let mut paths: Vec<&str> =
+            self.referrers.get(id).into_iter().flatten().map(|p| &**p).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        paths
+    }
+
     /// The type of entity `id`.
     pub fn type_of(&self, id: &str) -> Option<&str> {
         self.types.get(id).map(String::as_str)

@@ -11,6 +11,7 @@ pub mod error;
 pub mod format;
 pub mod ide;
 pub mod model;
+pub mod patch;
 pub mod query;
 pub mod scan;
 pub mod schema;

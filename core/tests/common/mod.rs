@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod fixture;
+
 use std::path::Path;
 
 use stardust_core::store::{OpenOptions, Store};

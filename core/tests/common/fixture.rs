@@ -1,0 +1,83 @@
+//! Small stores written as one text: `//- path` sections, and a renderer of every diagnostic.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use stardust_core::analysis::{Analysis, StoreContext};
+use stardust_core::config::Config;
+use stardust_core::text::Encoding;
+
+/// Split a fixture into (path, content) files.
+pub fn files(fixture: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in fixture.split_inclusive('\n') {
+        if let Some(path) = line.strip_prefix("//- ") {
+            out.push((path.trim().to_owned(), String::new()));
+        } else if let Some((_, text)) = out.last_mut() {
+            text.push_str(line);
+        }
+    }
+    out
+}
+
+pub fn analyse(fixture: &str) -> Analysis {
+    let files = files(fixture);
+    let config = files
+        .iter()
+        .find(|(p, _)| p == "stardust.toml")
+        .map(|(_, t)| {
+            Config::parse(t, Path::new("stardust.toml")).expect("fixture config is valid")
+        })
+        .unwrap_or_default();
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config });
+    let docs = files
+        .into_iter()
+        .filter(|(p, _)| p != "stardust.toml")
+        .map(|(p, t)| (p, t.into_bytes()))
+        .collect();
+    Analysis::new(ctx, docs)
+}
+
+/// Every diagnostic of the store, one block each.
+pub fn render(analysis: &Analysis) -> String {
+    let mut out = String::new();
+    for (path, diags) in analysis.all_diagnostics() {
+        let doc = analysis.document(&path).unwrap();
+        for d in diags {
+            let start = doc.line_index.position(&doc.text, d.span.start, Encoding::Utf32);
+            let end = doc.line_index.position(&doc.text, d.span.end, Encoding::Utf32);
+            writeln!(
+                out,
+                "{path}:{}:{}-{}:{} {}[{}] {}",
+                start.line + 1,
+                start.column + 1,
+                end.line + 1,
+                end.column + 1,
+                d.severity.as_str(),
+                d.code,
+                d.message
+            )
+            .unwrap();
+            writeln!(out, "    at: {:?}", &doc.text[d.span.range()]).unwrap();
+            for r in &d.related {
+                let other = analysis.document(&r.path).unwrap();
+                writeln!(
+                    out,
+                    "    related: {} {:?} {}",
+                    r.path,
+                    &other.text[r.span.range()],
+                    r.message
+                )
+                .unwrap();
+            }
+            if !d.data.is_null() {
+                writeln!(out, "    data: {}", d.data).unwrap();
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no diagnostics\n");
+    }
+    out
+}
