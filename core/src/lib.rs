@@ -15,6 +15,7 @@ pub mod patch;
 pub mod query;
 pub mod scan;
 pub mod schema;
+pub mod service;
 mod shared_map;
 pub mod store;
 pub mod syntax;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 use stardust_core::analysis::{Analysis, Document};
-use stardust_core::diagnostics::{Diagnostic, Severity};
+use stardust_core::diagnostics::{self, Severity};
 use stardust_core::text::{Encoding, Span};
 
 use crate::OutputFormat;
@@ -61,7 +61,7 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
                 .iter()
                 .flat_map(|(path, diags)| {
                     let doc = analysis.document(path).expect("diagnosed documents exist");
-                    diags.iter().map(move |d| to_json(analysis, doc, d))
+                    diags.iter().map(move |d| diagnostics::to_json(analysis, doc, d))
                 })
                 .collect();
             let report = json!({
@@ -86,33 +86,6 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
 fn line_col(doc: &Document, span: Span) -> (u32, u32) {
     let pos = doc.line_index.position(&doc.text, span.start, Encoding::Utf32);
     (pos.line + 1, pos.column + 1)
-}
-
-fn range_json(doc: &Document, span: Span) -> serde_json::Value {
-    let (line, column) = line_col(doc, span);
-    let end = doc.line_index.position(&doc.text, span.end, Encoding::Utf32);
-    json!({"line": line, "column": column, "endLine": end.line + 1, "endColumn": end.column + 1})
-}
-
-fn to_json(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> serde_json::Value {
-    let related: Vec<_> = d
-        .related
-        .iter()
-        .filter_map(|r| {
-            let other = analysis.document(&r.path)?;
-            Some(json!({"path": r.path, "range": range_json(other, r.span), "message": r.message}))
-        })
-        .collect();
-    json!({
-        "path": doc.path,
-        "range": range_json(doc, d.span),
-        "severity": d.severity,
-        "code": d.code,
-        "message": d.message,
-        "source": "stardust",
-        "related": related,
-        "data": d.data,
-    })
 }
 
 fn plural(n: usize, word: &str) -> String {

@@ -45,9 +45,17 @@ pub fn apply(text: &str, edits: &[TextEdit]) -> String {
 /// The text of a document in `lang` that holds `new`, edited minimally from `text` (whose
 /// parse is `parse`). A text without a value is written canonically.
 pub fn rewrite(text: &str, parse: &Parse, lang: Lang, new: &Value) -> String {
-    let Some(root) = &parse.root else { return canonical(new, lang) };
+    apply(text, &edits(text, parse, lang, new))
+}
+
+/// The edits [`rewrite`] applies, non-overlapping, for fronts that send edits (an LSP
+/// `WorkspaceEdit`) rather than whole texts.
+pub fn edits(text: &str, parse: &Parse, lang: Lang, new: &Value) -> Vec<TextEdit> {
+    let whole =
+        || vec![TextEdit { span: Span::new(0, text.len() as u32), text: canonical(new, lang) }];
+    let Some(root) = &parse.root else { return whole() };
     if parse.implicit_object && !new.is_object() {
-        return canonical(new, lang);
+        return whole();
     }
     let mut differ = Differ { text, lang, edits: Vec::new() };
     if parse.implicit_object {
@@ -55,7 +63,8 @@ pub fn rewrite(text: &str, parse: &Parse, lang: Lang, new: &Value) -> String {
     } else {
         differ.value(root, &parse.value, new);
     }
-    apply(text, &differ.edits)
+    differ.edits.sort_by_key(|e| (e.span.start, e.span.end));
+    differ.edits
 }
 
 /// A value written as a whole new document.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::txn::{ChangeKind, Transaction, Version};
 
 /// A document that changed, as a notification names it.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
 pub struct DocumentNotice {
     pub path: String,
     pub change: ChangeKind,
@@ -22,7 +22,7 @@ pub struct DocumentNotice {
 }
 
 /// An entity that changed.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
 pub struct EntityNotice {
     pub id: String,
     pub change: ChangeKind,

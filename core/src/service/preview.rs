@@ -1,0 +1,242 @@
+//! Previews (SPEC §7): what a mutation would do, held until it is confirmed, discarded or expires.
+//!
+//! A preview records the version of every document it was computed from. Confirming it
+//! commits exactly its planned texts, each expecting that version, so any change in between is
+//! `preview-stale` and nothing is written. The first confirm attempt consumes it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::{CommandError, CommandResult};
+use crate::analysis::{Analysis, new_problems};
+use crate::diagnostics::{self, Diagnostic};
+use crate::patch::Plan;
+use crate::store::{Change, Origin, Store, StoreError, Version, rfc3339};
+
+/// How long a preview can be confirmed.
+pub const PREVIEW_LIFETIME: Duration = Duration::from_secs(10 * 60);
+
+/// The most previews one session may hold; the oldest is dropped past it.
+const MAX_PER_SESSION: usize = 64;
+
+pub(super) struct Preview {
+    pub id: String,
+    pub command: String,
+    session: u64,
+    expires: Instant,
+    /// Store-relative path, version it was computed from, planned text.
+    documents: Vec<(String, Option<Version>, Option<String>)>,
+    json: Value,
+    resolved: BTreeMap<String, String>,
+}
+
+impl Preview {
+    pub fn to_json(&self) -> Value {
+        self.json.clone()
+    }
+
+    /// Commit the planned texts, each expecting the version it was computed from.
+    pub fn commit(self, store: &Store, origin: Origin) -> CommandResult {
+        if Instant::now() >= self.expires {
+            return Err(CommandError::PreviewExpired(self.id));
+        }
+        let snapshot = store.snapshot();
+        for (path, before, _) in &self.documents {
+            if snapshot.version(path) != *before {
+                return Err(CommandError::PreviewStale { path: path.clone() });
+            }
+        }
+        let changes: Vec<Change> = self
+            .documents
+            .into_iter()
+            .map(|(path, before, after)| match (before, after) {
+                (None, Some(text)) => Change::create(path, text),
+                (Some(v), Some(text)) => Change::put(path, text).expecting(v),
+                (Some(v), None) => Change::delete(path).expecting(v),
+                (None, None) => Change::delete(path),
+            })
+            .collect();
+        match store.commit(origin, changes) {
+            Ok(committed) => Ok(json!({"seq": committed.seq, "resolved": self.resolved})),
+            Err(StoreError::Conflict { path, .. }) => Err(CommandError::PreviewStale { path }),
+            Err(err) => Err(err.into()),
+        }
+    }
+}
+
+/// Every open preview, by id.
+#[derive(Default)]
+pub(super) struct Previews {
+    by_id: HashMap<String, Preview>,
+}
+
+impl Previews {
+    pub fn insert(&mut self, session: u64, mut preview: Preview) {
+        let now = Instant::now();
+        self.by_id.retain(|_, p| p.expires > now);
+        let mut mine: Vec<(Instant, String)> = self
+            .by_id
+            .values()
+            .filter(|p| p.session == session)
+            .map(|p| (p.expires, p.id.clone()))
+            .collect();
+        if mine.len() >= MAX_PER_SESSION {
+            mine.sort();
+            for (_, id) in &mine[..=mine.len() - MAX_PER_SESSION] {
+                self.by_id.remove(id);
+            }
+        }
+        preview.session = session;
+        self.by_id.insert(preview.id.clone(), preview);
+    }
+
+    /// Remove and return preview `id` if `session` made it. Another session's preview is left
+    /// alone and reported as not found, so ids cannot be probed or consumed across sessions.
+    pub fn take(&mut self, id: &str, session: u64) -> Option<Preview> {
+        match self.by_id.get(id) {
+            Some(p) if p.session == session => self.by_id.remove(id),
+            _ => None,
+        }
+    }
+
+    pub fn drop_session(&mut self, session: u64) {
+        self.by_id.retain(|_, p| p.session != session);
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+}
+
+/// Build the preview of `plan`, computed on `analysis` (the snapshot at `seq`).
+pub(super) fn build(
+    analysis: &Analysis,
+    seq: u64,
+    command: &str,
+    plan: Plan,
+    lifetime: Duration,
+) -> Preview {
+    let changes: Vec<(String, Option<Vec<u8>>)> = plan
+        .documents
+        .iter()
+        .map(|d| (d.path.clone(), d.after.as_ref().map(|t| t.clone().into_bytes())))
+        .collect();
+    let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
+    let after = analysis.with_changes(changes);
+    let (new, resolved_diags) = delta(analysis, &after, &paths);
+    let refused = new_problems(analysis, &after, &paths, &analysis.config().refuse);
+    let reasons: Vec<String> = refused
+        .iter()
+        .map(|(path, d)| format!("{path}: {}[{}] {}", d.severity.as_str(), d.code, d.message))
+        .collect();
+    let mut documents_json = Vec::new();
+    let mut documents = Vec::new();
+    for doc in plan.documents {
+        let before_text = doc.before.as_ref().map_or("", |d| &d.text);
+        let after_text = doc.after.as_deref().unwrap_or("");
+        let before = doc.before.as_ref().map(|d| Version::of(d.text.as_bytes()));
+        let after_version = doc.after.as_ref().map(|t| Version::of(t.as_bytes()));
+        let change = match (&doc.before, &doc.after) {
+            (None, _) => "created",
+            (Some(_), None) => "deleted",
+            (Some(_), Some(_)) => "changed",
+        };
+        let diff = similar::TextDiff::from_lines(before_text, after_text)
+            .unified_diff()
+            .context_radius(3)
+            .header(
+                &if doc.before.is_some() { format!("a/{}", doc.path) } else { "/dev/null".into() },
+                &if doc.after.is_some() { format!("b/{}", doc.path) } else { "/dev/null".into() },
+            )
+            .to_string();
+        documents_json.push(json!({
+            "path": doc.path,
+            "change": change,
+            "before": before.map(|v| v.to_string()),
+            "after": after_version.map(|v| v.to_string()),
+            "diff": diff,
+        }));
+        documents.push((doc.path, before, doc.after));
+    }
+    let id = new_id();
+    let expires_at = SystemTime::now() + lifetime;
+    let json = json!({
+        "previewId": id,
+        "expiresAt": rfc3339(expires_at),
+        "seq": seq,
+        "command": command,
+        "documents": documents_json,
+        "entities": {"created": plan.created, "changed": plan.changed, "deleted": plan.deleted},
+        "resolved": plan.resolved,
+        "diagnostics": {"new": new, "resolved": resolved_diags},
+        "committable": refused.is_empty(),
+        "reasons": reasons,
+    });
+    Preview {
+        id,
+        command: command.to_owned(),
+        session: 0,
+        expires: Instant::now() + lifetime,
+        documents,
+        json,
+        resolved: plan.resolved,
+    }
+}
+
+/// The diagnostics the change adds and removes, over the documents it affects. Ranges move
+/// with edits, so diagnostics are matched by document, code and message.
+fn delta(before: &Analysis, after: &Analysis, changed: &[String]) -> (Vec<Value>, Vec<Value>) {
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    for path in after.affected_by(before, changed) {
+        let old = before.diagnostics_of(&path);
+        let new = after.diagnostics_of(&path);
+        let key = |d: &Diagnostic| (d.code, d.message.clone());
+        let mut counts: HashMap<_, i64> = HashMap::new();
+        for d in &old {
+            *counts.entry(key(d)).or_default() += 1;
+        }
+        let mut unmatched_new = Vec::new();
+        for d in &new {
+            match counts.get_mut(&key(d)) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => unmatched_new.push(d),
+            }
+        }
+        if let Some(doc) = after.document(&path) {
+            added.extend(unmatched_new.iter().map(|d| diagnostics::to_json(after, doc, d)));
+        }
+        let mut counts: HashMap<_, i64> = HashMap::new();
+        for d in &new {
+            *counts.entry(key(d)).or_default() += 1;
+        }
+        if let Some(doc) = before.document(&path) {
+            for d in &old {
+                match counts.get_mut(&key(d)) {
+                    Some(n) if *n > 0 => *n -= 1,
+                    _ => removed.push(diagnostics::to_json(before, doc, d)),
+                }
+            }
+        }
+    }
+    (added, removed)
+}
+
+/// 128 random bits from the operating system, in hex: an id nobody can guess.
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness (never seen on Linux): SipHash under std's random per-process keys.
+        use std::hash::{BuildHasher, Hasher};
+        let state = std::collections::hash_map::RandomState::new();
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            let mut h = state.build_hasher();
+            h.write_u128(now.as_nanos());
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

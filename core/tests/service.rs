@@ -1,0 +1,475 @@
+//! The command registry and previews on a real store, without a transport: every command of
+//! SPEC §7 and every way a preview can fail.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{open, read, write};
+use expect_test::expect;
+use serde_json::{Value, json};
+use stardust_core::service::{CommandError, Front, Service, Session, registry};
+use stardust_core::store::{Change, Origin};
+
+const BOOK_SCHEMA: &str = r#"{"type": "object", "required": ["id", "type", "title"],
+ "properties": {"title": {"type": "string"}, "year": {"type": "integer"},
+  "author": {"type": "string", "x-stardust-ref": "person"}}}"#;
+
+fn store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "schemas/book.schema.json", BOOK_SCHEMA);
+    write(root, "schemas/person.schema.json", r#"{"type": "object", "required": ["name"]}"#);
+    write(
+        root,
+        "books/dune.dust",
+        "; the first one\nid      book/dune\ntype    book\ntitle   Dune   ; as printed\nyear    1965\nauthor  @person/frank-herbert\n",
+    );
+    write(root, "books/emma.dust", "id    book/emma\ntype  book\ntitle Emma\nyear  1815\n");
+    write(root, "people/frank.json", &common::person("person/frank-herbert", "Frank Herbert"));
+    dir
+}
+
+fn service(root: &Path) -> (Service, Session) {
+    let service = Service::new(open(root));
+    let session = service.open_session(Front::Lsp, "test-editor");
+    (service, session)
+}
+
+fn run(service: &Service, session: &Session, name: &str, args: Value) -> Value {
+    service.execute(session, name, args).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn fail(service: &Service, session: &Session, name: &str, args: Value) -> CommandError {
+    match service.execute(session, name, args) {
+        Ok(v) => panic!("{name} should fail, answered {v}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn describe_lists_every_command_of_the_spec_with_schemas() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let described = run(&service, &session, "stardust.commands.describe", json!({}));
+    let names: Vec<&str> = described["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    expect![[r#"
+        [
+            "stardust.commands.describe",
+            "stardust.status",
+            "stardust.expression.evaluate",
+            "stardust.query.execute",
+            "stardust.entity.get",
+            "stardust.entity.validate",
+            "stardust.entity.create",
+            "stardust.mutation.execute",
+            "stardust.patch.apply",
+            "stardust.entity.rename",
+            "stardust.backup.define",
+            "stardust.preview.confirm",
+            "stardust.preview.discard",
+            "stardust.changes.since",
+        ]
+    "#]]
+    .assert_debug_eq(&names);
+    assert_eq!(names.len(), registry().len());
+    let create = &described["commands"][6];
+    assert_eq!(create["effect"], "mutation");
+    assert_eq!(create["confirmation"], "required");
+    assert_eq!(create["arguments"]["required"], json!(["entities"]));
+    assert_eq!(described["commands"][3]["effect"], "read");
+    assert_eq!(described["commands"][3]["confirmation"], "none");
+}
+
+#[test]
+fn arguments_are_validated_before_the_handler_naming_the_field() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let cases = [
+        ("stardust.query.execute", json!({"document": "find [?b]", "limit": -1}), "`/limit`"),
+        ("stardust.entity.get", json!({"id": "book/dune", "extra": 1}), "'extra' was unexpected"),
+        ("stardust.entity.rename", json!({"id": "book/dune"}), "\"newId\" is a required property"),
+        ("stardust.nope", json!({}), "unknown command stardust.nope"),
+    ];
+    for (name, args, why) in cases {
+        let err = fail(&service, &session, name, args);
+        assert_eq!(err.code(), "invalid-arguments", "{name}");
+        assert!(err.to_string().contains(why), "{name}: {err}");
+    }
+}
+
+#[test]
+fn reads_answer_from_the_current_snapshot() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let rows = run(
+        &service,
+        &session,
+        "stardust.query.execute",
+        json!({"document": "find [?b ?t] where [[?b type book] [?b title ?t]]", "limit": 1}),
+    );
+    assert_eq!(
+        rows,
+        json!({"columns": ["?b", "?t"], "rows": [["book/dune", "Dune"]], "total": 2, "nextOffset": 1})
+    );
+    let value = run(
+        &service,
+        &session,
+        "stardust.expression.evaluate",
+        json!({"expression": "@book/dune.author.name"}),
+    );
+    assert_eq!(value, json!({"value": "Frank Herbert"}));
+    let got = run(&service, &session, "stardust.entity.get", json!({"id": "book/dune"}));
+    assert_eq!(got["path"], "books/dune.dust");
+    assert_eq!(got["value"]["year"], 1965);
+    assert_eq!(got["range"], json!({"line": 2, "column": 1, "endLine": 6, "endColumn": 30}));
+    assert_eq!(got["version"].as_str().unwrap().len(), 64);
+    let err = fail(&service, &session, "stardust.entity.get", json!({"id": "book/dun"}));
+    assert_eq!(err.code(), "not-found");
+    assert!(err.to_string().contains("did you mean 'book/dune'"), "{err}");
+}
+
+#[test]
+fn validate_diagnoses_without_committing() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let ok = run(
+        &service,
+        &session,
+        "stardust.entity.validate",
+        json!({"entity": "id book/x type book title X author @person/frank-herbert"}),
+    );
+    assert_eq!(ok, json!({"valid": true, "diagnostics": []}));
+    let bad = run(
+        &service,
+        &session,
+        "stardust.entity.validate",
+        json!({"entity": {"id": "book/dune", "type": "book", "title": 3, "author": "@person/nobody"}}),
+    );
+    assert_eq!(bad["valid"], false);
+    let codes: Vec<&str> = bad["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["schema", "dangling-ref"]);
+    assert_eq!(
+        read(dir.path(), "books/dune.dust").unwrap().lines().nth(3),
+        Some("title   Dune   ; as printed")
+    );
+    assert!(!dir.path().join("book").exists());
+}
+
+#[test]
+fn a_patch_previews_then_commits_exactly_what_it_showed() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let before = read(root, "books/dune.dust").unwrap();
+    let preview = run(
+        &service,
+        &session,
+        "stardust.patch.apply",
+        json!({"document":
+        "ops [{create {id ?messiah type book title 'Dune Messiah' author @person/frank-herbert}}
+              {set {id book/dune year 1966 sequel @?messiah}}]"}),
+    );
+    assert_eq!(read(root, "books/dune.dust").unwrap(), before, "a preview writes nothing");
+    assert!(!root.join("book/dune-messiah.dust").exists());
+    assert_eq!(preview["resolved"], json!({"?messiah": "book/dune-messiah"}));
+    assert_eq!(preview["committable"], true);
+    assert_eq!(
+        preview["entities"],
+        json!({"created": ["book/dune-messiah"], "changed": ["book/dune"], "deleted": []})
+    );
+    assert_eq!(preview["previewId"].as_str().unwrap().len(), 32);
+    let docs = preview["documents"].as_array().unwrap();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["path"], "book/dune-messiah.dust");
+    assert_eq!(docs[0]["change"], "created");
+    assert_eq!(docs[0]["before"], Value::Null);
+    expect![[r#"
+        --- a/books/dune.dust
+        +++ b/books/dune.dust
+        @@ -2,5 +2,6 @@
+         id      book/dune
+         type    book
+         title   Dune   ; as printed
+        -year    1965
+        +year    1966
+         author  @person/frank-herbert
+        +sequel  @book/dune-messiah
+    "#]]
+    .assert_eq(docs[1]["diff"].as_str().unwrap());
+
+    let id = preview["previewId"].clone();
+    let confirmed = run(&service, &session, "stardust.preview.confirm", json!({"previewId": id}));
+    assert_eq!(confirmed["resolved"], json!({"?messiah": "book/dune-messiah"}));
+    let seq = confirmed["seq"].as_u64().unwrap();
+    assert!(seq >= 2);
+    let dune = read(root, "books/dune.dust").unwrap();
+    assert!(dune.contains("title   Dune   ; as printed\nyear    1966\n"), "{dune}");
+    assert_eq!(
+        docs[1]["after"].as_str().unwrap(),
+        stardust_core::analysis::version_of(dune.as_bytes())
+    );
+    assert!(read(root, "book/dune-messiah.dust").unwrap().contains("title   'Dune Messiah'"));
+    let txn = service.store().transactions(seq - 1, 10).unwrap();
+    assert_eq!(txn[0].origin, Origin::Lsp("test-editor".into()));
+
+    // Single use: the second attempt finds nothing.
+    let again = fail(&service, &session, "stardust.preview.confirm", json!({"previewId": id}));
+    assert_eq!(again.code(), "preview-not-found");
+    let status = run(&service, &session, "stardust.status", json!({}));
+    assert_eq!(status["seq"], seq);
+    assert_eq!(
+        status["sessions"],
+        json!([{"id": session.id, "front": "lsp", "client": "test-editor"}])
+    );
+    let decision = &status["decisions"][0];
+    assert_eq!(decision["allowed"], true);
+    assert_eq!(decision["reason"], format!("committed as seq {seq}"));
+}
+
+#[test]
+fn a_refused_preview_says_why_and_confirm_writes_nothing() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.create",
+        json!({"entities": [{"id": "?x", "type": "book", "title": 12}]}),
+    );
+    assert_eq!(preview["committable"], false);
+    assert_eq!(preview["diagnostics"]["new"][0]["code"], "schema");
+    assert!(preview["reasons"][0].as_str().unwrap().starts_with("book/"), "{}", preview["reasons"]);
+    let err = fail(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(err.code(), "refused");
+    let details = err.details(&service.store().snapshot().analysis);
+    assert_eq!(details["problems"][0]["code"], "schema");
+    assert!(!root.join("book").exists(), "nothing written");
+    // Consumed even though it failed.
+    let again = fail(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(again.code(), "preview-not-found");
+}
+
+#[test]
+fn a_preview_is_stale_after_its_document_changes() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/emma-1815"}),
+    );
+    service
+        .store()
+        .commit(
+            Origin::Mount,
+            vec![Change::put("books/emma.dust", "id    book/emma\ntype  book\ntitle 'Emma.'\n")],
+        )
+        .unwrap();
+    let err = fail(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(err.code(), "preview-stale");
+    assert!(err.to_string().starts_with("books/emma.dust changed since the preview"), "{err}");
+    assert_eq!(
+        read(root, "books/emma.dust").unwrap(),
+        "id    book/emma\ntype  book\ntitle 'Emma.'\n"
+    );
+}
+
+#[test]
+fn a_preview_expires() {
+    let dir = store();
+    let service = Service::new(open(dir.path())).with_preview_lifetime(Duration::ZERO);
+    let session = service.open_session(Front::Mcp, "agent");
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/e"}),
+    );
+    let err = fail(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(err.code(), "preview-expired");
+    assert!(read(dir.path(), "books/emma.dust").unwrap().contains("book/emma\n"));
+}
+
+#[test]
+fn a_preview_belongs_to_its_session() {
+    let dir = store();
+    let (service, mine) = service(dir.path());
+    let other = service.open_session(Front::Mcp, "agent");
+    let preview = run(
+        &service,
+        &mine,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/e"}),
+    );
+    let id = json!({"previewId": preview["previewId"]});
+    assert_eq!(
+        fail(&service, &other, "stardust.preview.confirm", id.clone()).code(),
+        "preview-not-found"
+    );
+    assert_eq!(
+        run(&service, &other, "stardust.preview.discard", id.clone()),
+        json!({"discarded": false})
+    );
+    // The other session's attempt did not consume it.
+    assert_eq!(
+        run(&service, &mine, "stardust.preview.discard", id.clone()),
+        json!({"discarded": true})
+    );
+    assert_eq!(fail(&service, &mine, "stardust.preview.confirm", id).code(), "preview-not-found");
+    assert_eq!(
+        fail(&service, &mine, "stardust.preview.confirm", json!({"previewId": "0"})).code(),
+        "preview-not-found"
+    );
+}
+
+#[test]
+fn rename_rewrites_every_reference_across_notations() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "person/frank-herbert", "newId": "person/herbert"}),
+    );
+    assert_eq!(preview["entities"]["changed"], json!(["book/dune"]));
+    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    assert!(read(root, "books/dune.dust").unwrap().contains("author  @person/herbert\n"));
+    assert!(read(root, "people/frank.json").unwrap().contains("\"id\": \"person/herbert\""));
+    let err = fail(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/dune", "newId": "book/emma"}),
+    );
+    assert_eq!(err.code(), "invalid-arguments");
+}
+
+#[test]
+fn mutation_execute_sets_and_unsets_on_what_the_query_finds() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let preview = run(
+        &service,
+        &session,
+        "stardust.mutation.execute",
+        json!({
+            "document": {"find": ["?b"], "where": [["?b", "type", "book"], ["?b", "year", "?y"]], "filter": ["?y < 1900"]},
+            "set": {"classic": true},
+            "unset": ["year", "subtitle"],
+        }),
+    );
+    assert_eq!(preview["entities"]["changed"], json!(["book/emma"]));
+    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    assert_eq!(
+        read(root, "books/emma.dust").unwrap(),
+        "id    book/emma\ntype  book\ntitle Emma\nclassic true\n"
+    );
+    let err = fail(
+        &service,
+        &session,
+        "stardust.mutation.execute",
+        json!({"document": "find [?b] where [[?b type book]]"}),
+    );
+    assert!(err.to_string().contains("give `set`"), "{err}");
+}
+
+#[test]
+fn backup_define_previews_a_backup_entity() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let preview = run(
+        &service,
+        &session,
+        "stardust.backup.define",
+        json!({"id": "backup/nightly", "target": "/var/backups/x"}),
+    );
+    assert_eq!(preview["entities"]["created"], json!(["backup/nightly"]));
+    expect![[r#"
+        --- /dev/null
+        +++ b/backup/nightly.dust
+        @@ -0,0 +1,5 @@
+        +id       backup/nightly
+        +type     backup
+        +include  [**]
+        +target   /var/backups/x
+        +keep     7
+    "#]]
+    .assert_eq(preview["documents"][0]["diff"].as_str().unwrap());
+}
+
+#[test]
+fn changes_since_answers_from_the_log() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let head = service.store().snapshot().seq;
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/e"}),
+    );
+    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let changes = run(&service, &session, "stardust.changes.since", json!({"seq": head}));
+    assert_eq!(changes["seq"], head + 1);
+    assert_eq!(
+        changes["entities"],
+        json!([{"id": "book/e", "change": "created"}, {"id": "book/emma", "change": "deleted"}])
+    );
+    assert_eq!(changes["documents"][0]["path"], "books/emma.dust");
+}
+
+#[test]
+fn closing_a_session_drops_its_previews() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/e"}),
+    );
+    let other = service.open_session(Front::Cli, "");
+    assert_eq!(run(&service, &other, "stardust.status", json!({}))["previews"], 1);
+    service.close_session(&session);
+    let status = run(&service, &other, "stardust.status", json!({}));
+    assert_eq!(status["previews"], 0);
+    assert_eq!(status["sessions"], json!([{"id": other.id, "front": "cli", "client": "unknown"}]));
+}
