@@ -78,6 +78,19 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Preview a patch (what it would change, resolved ids, new and resolved diagnostics);
+    /// with `--yes`, commit it. Exit 1 when the save authority refuses it.
+    Apply {
+        /// The store directory.
+        store: PathBuf,
+        /// The patch (`ops [...]`, DUST or JSON); `-` reads standard input.
+        patch: PathBuf,
+        /// Commit at once instead of only previewing.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
     /// Serve the Language Server Protocol on standard input and output.
     Lsp {
         /// The store directory; by default the nearest folder at or above the working
@@ -129,6 +142,9 @@ fn main() -> ExitCode {
         }
         Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
+        Command::Apply { store, patch, yes, format } => {
+            cmd::apply::run(&store, &patch, yes, format)
+        }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
     };
     match result {

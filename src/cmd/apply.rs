@@ -1,0 +1,100 @@
+//! `stardust apply STORE PATCH-FILE`: preview a patch (SPEC §9) and, with `--yes`, commit it
+//! through the store's save authority, as an SDK client named `cli` would.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+use stardust_core::service::{Front, Service};
+use stardust_core::store::{OpenOptions, Store};
+
+use crate::OutputFormat;
+
+pub(crate) fn run(
+    store: &Path,
+    patch: &Path,
+    yes: bool,
+    format: OutputFormat,
+) -> anyhow::Result<ExitCode> {
+    let text = if patch.as_os_str() == "-" {
+        super::query::read_argument("-")?
+    } else {
+        std::fs::read_to_string(patch).map_err(|e| {
+            stardust_core::Error::InvalidArguments(format!(
+                "cannot read the patch {}: {e}; give the path of a patch file or - for standard input",
+                patch.display()
+            ))
+        })?
+    };
+    // A one-shot command: edits made behind the store's back are taken in when it opens.
+    let service =
+        Service::new(Store::open(store, OpenOptions { watch: false, ..OpenOptions::default() })?);
+    let session = service.open_session(Front::Cli, "cli");
+    let preview = service.execute(&session, "stardust.patch.apply", json!({ "document": text }))?;
+    let mut out = std::io::stdout().lock();
+    if !yes {
+        match format {
+            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&preview)?)?,
+            OutputFormat::Text => write!(out, "{}", preview_text(&preview))?,
+        }
+        return Ok(if preview["committable"] == true {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let confirmed = service.execute(
+        &session,
+        "stardust.preview.confirm",
+        json!({ "previewId": preview["previewId"] }),
+    )?;
+    match format {
+        OutputFormat::Json => writeln!(out, "{confirmed}")?,
+        OutputFormat::Text => {
+            writeln!(out, "committed as seq {}", confirmed["seq"])?;
+            for (name, id) in confirmed["resolved"].as_object().into_iter().flatten() {
+                writeln!(out, "{name} -> {}", id.as_str().unwrap_or_default())?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The preview for people: each document's diff, the resolved names, the diagnostics delta,
+/// and whether it can be committed.
+fn preview_text(preview: &Value) -> String {
+    let mut out = String::new();
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    for doc in list(&preview["documents"]) {
+        out.push_str(doc["diff"].as_str().unwrap_or_default());
+    }
+    if preview["documents"].as_array().is_none_or(Vec::is_empty) {
+        out.push_str("the patch changes nothing\n");
+    }
+    for (name, id) in preview["resolved"].as_object().into_iter().flatten() {
+        out.push_str(&format!("resolved {name} -> {}\n", id.as_str().unwrap_or_default()));
+    }
+    for (label, key) in [("new", "new"), ("resolved", "resolved")] {
+        for d in list(&preview["diagnostics"][key]) {
+            out.push_str(&format!(
+                "{label}: {}:{}:{}: {}[{}] {}\n",
+                d["path"].as_str().unwrap_or_default(),
+                d["range"]["line"],
+                d["range"]["column"],
+                d["severity"].as_str().unwrap_or_default(),
+                d["code"].as_str().unwrap_or_default(),
+                d["message"].as_str().unwrap_or_default(),
+            ));
+        }
+    }
+    if preview["committable"] == true {
+        out.push_str("nothing written; run again with --yes to commit\n");
+    } else {
+        out.push_str("nothing written; the save authority would refuse this patch:\n");
+        for reason in list(&preview["reasons"]) {
+            out.push_str(&format!("  {}\n", reason.as_str().unwrap_or_default()));
+        }
+    }
+    out
+}
