@@ -472,6 +472,16 @@ impl Analysis {
             }
         }
         for id in &ids {
+            // What other documents say about an id (dangling-ref, ref-type, duplicate-id)
+            // depends only on where it is defined and its type: unchanged, they are unaffected.
+            fn places<'a>(a: &'a Analysis, id: &str) -> Vec<&'a str> {
+                let mut paths: Vec<&str> = a.entity(id).iter().map(|l| &*l.path).collect();
+                paths.sort_unstable();
+                paths
+            }
+            if places(before, id) == places(self, id) && before.type_of(id) == self.type_of(id) {
+                continue;
+            }
             for snapshot in [before, self] {
                 out.extend(snapshot.entity(id).iter().map(|loc| loc.path.to_string()));
                 out.extend(snapshot.referrers.get(id).into_iter().flatten().map(|p| p.to_string()));

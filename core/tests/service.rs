@@ -473,3 +473,34 @@ fn closing_a_session_drops_its_previews() {
     assert_eq!(status["previews"], 0);
     assert_eq!(status["sessions"], json!([{"id": other.id, "front": "cli", "client": "unknown"}]));
 }
+
+#[test]
+fn a_preview_survives_commits_to_other_documents() {
+    let dir = store();
+    let root = dir.path();
+    let (service, session) = service(root);
+    let preview = run(
+        &service,
+        &session,
+        "stardust.entity.rename",
+        json!({"id": "book/emma", "newId": "book/e"}),
+    );
+    // Committed after the preview: the confirm cannot reuse the preview's analysis and
+    // diagnoses again, against the newer snapshot.
+    service
+        .store()
+        .commit(
+            Origin::Mount,
+            vec![Change::create("books/new.dust", "id book/new\ntype book\ntitle New\n")],
+        )
+        .unwrap();
+    let confirmed = run(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(confirmed["seq"], service.store().snapshot().seq);
+    assert!(read(root, "books/emma.dust").unwrap().starts_with("id    book/e\n"));
+    assert_eq!(service.store().snapshot().analysis.entity("book/new").len(), 1);
+}

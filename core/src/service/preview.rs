@@ -10,10 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 
 use super::{CommandError, CommandResult};
-use crate::analysis::{Analysis, new_problems};
+use crate::analysis::Analysis;
 use crate::diagnostics::{self, Diagnostic};
 use crate::patch::Plan;
-use crate::store::{Change, Origin, Store, StoreError, Version, rfc3339};
+use crate::store::{Change, Origin, Prepared, Store, StoreError, Version, rfc3339};
 
 /// How long a preview can be confirmed.
 pub const PREVIEW_LIFETIME: Duration = Duration::from_secs(10 * 60);
@@ -30,6 +30,8 @@ pub(super) struct Preview {
     documents: Vec<(String, Option<Version>, Option<String>)>,
     json: Value,
     resolved: BTreeMap<String, String>,
+    /// The analysis made for the preview, reused by the commit if nothing changed since.
+    prepared: Prepared,
 }
 
 impl Preview {
@@ -58,7 +60,7 @@ impl Preview {
                 (None, None) => Change::delete(path),
             })
             .collect();
-        match store.commit(origin, changes) {
+        match store.commit_prepared(origin, changes, Some(self.prepared)) {
             Ok(committed) => Ok(json!({"seq": committed.seq, "resolved": self.resolved})),
             Err(StoreError::Conflict { path, .. }) => Err(CommandError::PreviewStale { path }),
             Err(err) => Err(err.into()),
@@ -125,14 +127,23 @@ pub(super) fn build(
         .collect();
     let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
     let after = analysis.with_changes(changes);
-    let (new, resolved_diags) = delta(analysis, &after, &paths);
-    let refused = new_problems(analysis, &after, &paths, &analysis.config().refuse);
-    let reasons: Vec<String> = refused
+    let (added, removed) = delta(analysis, &after, &paths);
+    // The save authority's rule (`analysis::new_problems`): new diagnostics it refuses.
+    let refuse = &analysis.config().refuse;
+    let reasons: Vec<String> = added
         .iter()
+        .filter(|(_, d)| refuse.contains(&d.code))
         .map(|(path, d)| format!("{path}: {}[{}] {}", d.severity.as_str(), d.code, d.message))
         .collect();
+    let to_json = |a: &Analysis, list: &[(String, Diagnostic)]| -> Vec<Value> {
+        list.iter()
+            .filter_map(|(path, d)| Some(diagnostics::to_json(a, a.document(path)?, d)))
+            .collect()
+    };
+    let (new, resolved_diags) = (to_json(&after, &added), to_json(analysis, &removed));
     let mut documents_json = Vec::new();
     let mut documents = Vec::new();
+    let mut prepared = Vec::new();
     for doc in plan.documents {
         let before_text = doc.before.as_ref().map_or("", |d| &d.text);
         let after_text = doc.after.as_deref().unwrap_or("");
@@ -158,6 +169,7 @@ pub(super) fn build(
             "after": after_version.map(|v| v.to_string()),
             "diff": diff,
         }));
+        prepared.push((doc.path.clone(), after_version));
         documents.push((doc.path, before, doc.after));
     }
     let id = new_id();
@@ -171,7 +183,7 @@ pub(super) fn build(
         "entities": {"created": plan.created, "changed": plan.changed, "deleted": plan.deleted},
         "resolved": plan.resolved,
         "diagnostics": {"new": new, "resolved": resolved_diags},
-        "committable": refused.is_empty(),
+        "committable": reasons.is_empty(),
         "reasons": reasons,
     });
     Preview {
@@ -182,45 +194,42 @@ pub(super) fn build(
         documents,
         json,
         resolved: plan.resolved,
+        prepared: Prepared { seq, changes: prepared, after },
     }
 }
 
 /// The diagnostics the change adds and removes, over the documents it affects. Ranges move
-/// with edits, so diagnostics are matched by document, code and message.
-fn delta(before: &Analysis, after: &Analysis, changed: &[String]) -> (Vec<Value>, Vec<Value>) {
+/// with edits, so diagnostics are matched by document, code and message (as the save
+/// authority matches them).
+type Found = Vec<(String, Diagnostic)>;
+
+fn delta(before: &Analysis, after: &Analysis, changed: &[String]) -> (Found, Found) {
     let (mut added, mut removed) = (Vec::new(), Vec::new());
     for path in after.affected_by(before, changed) {
         let old = before.diagnostics_of(&path);
         let new = after.diagnostics_of(&path);
-        let key = |d: &Diagnostic| (d.code, d.message.clone());
-        let mut counts: HashMap<_, i64> = HashMap::new();
-        for d in &old {
-            *counts.entry(key(d)).or_default() += 1;
-        }
-        let mut unmatched_new = Vec::new();
-        for d in &new {
-            match counts.get_mut(&key(d)) {
-                Some(n) if *n > 0 => *n -= 1,
-                _ => unmatched_new.push(d),
-            }
-        }
-        if let Some(doc) = after.document(&path) {
-            added.extend(unmatched_new.iter().map(|d| diagnostics::to_json(after, doc, d)));
-        }
-        let mut counts: HashMap<_, i64> = HashMap::new();
-        for d in &new {
-            *counts.entry(key(d)).or_default() += 1;
-        }
-        if let Some(doc) = before.document(&path) {
-            for d in &old {
-                match counts.get_mut(&key(d)) {
-                    Some(n) if *n > 0 => *n -= 1,
-                    _ => removed.push(diagnostics::to_json(before, doc, d)),
-                }
-            }
-        }
+        added.extend(unmatched(&new, &old).map(|d| (path.clone(), d.clone())));
+        removed.extend(unmatched(&old, &new).map(|d| (path.clone(), d.clone())));
     }
     (added, removed)
+}
+
+/// The diagnostics of `these` left over after matching each of `those` once.
+fn unmatched<'a>(
+    these: &'a [Diagnostic],
+    those: &'a [Diagnostic],
+) -> impl Iterator<Item = &'a Diagnostic> {
+    let mut counts: HashMap<(crate::diagnostics::DiagnosticCode, &str), usize> = HashMap::new();
+    for d in those {
+        *counts.entry((d.code, d.message.as_str())).or_default() += 1;
+    }
+    these.iter().filter(move |d| match counts.get_mut(&(d.code, d.message.as_str())) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            false
+        }
+        _ => true,
+    })
 }
 
 /// 128 random bits from the operating system, in hex: an id nobody can guess.

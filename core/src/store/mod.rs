@@ -139,6 +139,28 @@ impl Change {
     }
 }
 
+/// An analysis of a change set made on the snapshot at `seq`, for [`Store::commit_prepared`].
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub seq: u64,
+    /// Each changed path with the version of its new content (`None`: deleted), in any order.
+    pub changes: Vec<(String, Option<Version>)>,
+    /// The snapshot's analysis with the changes applied.
+    pub after: Analysis,
+}
+
+impl Prepared {
+    fn matches(&self, effective: &[(String, Option<Vec<u8>>)]) -> bool {
+        let mut mine: Vec<&(String, Option<Version>)> = self.changes.iter().collect();
+        mine.sort_by(|a, b| a.0.cmp(&b.0));
+        mine.len() == effective.len()
+            && mine
+                .iter()
+                .zip(effective)
+                .all(|(m, (path, bytes))| m.0 == *path && m.1 == bytes.as_deref().map(Version::of))
+    }
+}
+
 /// The outcome of a successful commit.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Committed {
@@ -241,6 +263,18 @@ impl Store {
 
     /// Apply `changes` as one transaction, all or nothing.
     pub fn commit(&self, origin: Origin, changes: Vec<Change>) -> StoreResult<Committed> {
+        self.commit_prepared(origin, changes, None)
+    }
+
+    /// [`Store::commit`], reusing the analysis a caller already made of exactly these changes
+    /// on the current snapshot (a preview's). It is used only if nothing was committed since
+    /// and the changes are the same; the save authority's rule runs either way.
+    pub fn commit_prepared(
+        &self,
+        origin: Origin,
+        changes: Vec<Change>,
+        prepared: Option<Prepared>,
+    ) -> StoreResult<Committed> {
         if origin == Origin::External {
             return Err(StoreError::InvalidArguments(
                 "the origin 'external' is reserved for edits Stardust finds on disk; name the \
@@ -248,7 +282,7 @@ impl Store {
                     .to_owned(),
             ));
         }
-        self.inner.commit(origin, changes)
+        self.inner.commit(origin, changes, prepared)
     }
 
     /// Compare every document on disk with the current snapshot and record the differences as
@@ -638,7 +672,12 @@ impl Inner {
         self.feed.publish(txn);
     }
 
-    fn commit(&self, origin: Origin, mut changes: Vec<Change>) -> StoreResult<Committed> {
+    fn commit(
+        &self,
+        origin: Origin,
+        mut changes: Vec<Change>,
+        prepared: Option<Prepared>,
+    ) -> StoreResult<Committed> {
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         if let Some(pair) = changes.windows(2).find(|w| w[0].path == w[1].path) {
             return Err(StoreError::InvalidArguments(format!(
@@ -715,7 +754,10 @@ impl Inner {
         }
 
         let before = &snapshot.analysis;
-        let after = before.with_changes(effective.clone());
+        let after = match prepared {
+            Some(p) if p.seq == snapshot.seq && p.matches(&effective) => p.after,
+            _ => before.with_changes(effective.clone()),
+        };
         let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
         let problems = analysis::new_problems(before, &after, &paths, &self.ctx.config.refuse);
         if !problems.is_empty() {
@@ -759,20 +801,15 @@ impl Inner {
         // after a crash (which also removes their temporary files), and a failure here is
         // undone by hand. Temporary files are only written after the commit point so that a
         // crash never leaves one that no record names.
-        let mut staged = Vec::new();
-        let mut content = contents.iter();
+        let to_stage: Vec<(&str, &[u8])> = txn
+            .documents
+            .iter()
+            .filter(|d| d.after.is_some())
+            .map(|d| d.path.as_str())
+            .zip(contents.iter().copied())
+            .collect();
         let mut done: Vec<&str> = Vec::new();
-        let mut failure = None;
-        for doc in txn.documents.iter().filter(|d| d.after.is_some()) {
-            let bytes = content.next().expect("one content per document with an after version");
-            match self.disk.stage(&doc.path, bytes) {
-                Ok(s) => staged.push(s),
-                Err(e) => {
-                    failure = Some((doc.path.as_str(), e));
-                    break;
-                }
-            }
-        }
+        let (staged, mut failure) = self.stage_all(&to_stage);
         if failure.is_none() {
             let mut next = staged.iter();
             for doc in &txn.documents {
@@ -809,6 +846,51 @@ impl Inner {
             }
         }
         Ok(offset)
+    }
+
+    /// Write and sync the temporary file of every document. The syncs wait on the disk, not
+    /// the CPU, so several documents are staged at once: a 100-document commit then costs a
+    /// few sync latencies instead of a hundred. On failure, what was staged is discarded.
+    fn stage_all<'a>(
+        &self,
+        docs: &[(&'a str, &[u8])],
+    ) -> (Vec<fsio::Staged>, Option<(&'a str, std::io::Error)>) {
+        const WRITERS: usize = 16;
+        let chunk = docs.len().div_ceil(WRITERS).max(1);
+        let results: Vec<(&'a str, std::io::Result<fsio::Staged>)> = if docs.len() <= 1 {
+            docs.iter().map(|(path, bytes)| (*path, self.disk.stage(path, bytes))).collect()
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = docs
+                    .chunks(chunk)
+                    .map(|part| {
+                        scope.spawn(move || {
+                            part.iter()
+                                .map(|(path, bytes)| (*path, self.disk.stage(path, bytes)))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+            })
+        };
+        let mut staged = Vec::with_capacity(results.len());
+        let mut failure = None;
+        for (path, result) in results {
+            match result {
+                Ok(s) => staged.push(s),
+                Err(e) if failure.is_none() => failure = Some((path, e)),
+                Err(_) => {}
+            }
+        }
+        if failure.is_none() && staged.len() != docs.len() {
+            failure = Some((docs[0].0, std::io::Error::other("a writer thread panicked")));
+        }
+        if failure.is_some() {
+            staged.iter().for_each(fsio::Staged::discard);
+            staged.clear();
+        }
+        (staged, failure)
     }
 
     /// Put back the documents of a failed commit and cut its record from the log.
