@@ -5,8 +5,10 @@
 //! Every feature works on a partial tree, so it answers while a document is half-typed, and
 //! none fails: "nothing under the cursor" is an empty answer.
 
+mod address;
 mod completion;
 mod cursor;
+mod describe;
 mod symbols;
 
 #[cfg(test)]
@@ -18,8 +20,10 @@ use crate::analysis::{Analysis, Document};
 use crate::model;
 use crate::text::Span;
 
+pub use address::{entity_at, entity_place, location_json, position_offset, store_path};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
+pub use describe::describe_type;
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
 
 /// A range in one document of the store.

@@ -8,6 +8,7 @@
 //! other path. Reads work on the current immutable snapshot.
 
 mod contracts;
+mod gate;
 mod preview;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -25,6 +26,7 @@ use crate::query::{self, Query, QueryOptions};
 use crate::store::{ChangesSince, Origin, Store, StoreError, rfc3339};
 
 pub use contracts::{Confirmation, Contract, Effect, contract, describe, registry};
+pub use gate::{GateDecision, mutation_gate};
 pub use preview::PREVIEW_LIFETIME;
 use preview::Previews;
 
