@@ -98,6 +98,17 @@ enum Command {
         #[arg(long)]
         store: Option<PathBuf>,
     },
+    /// Serve the Model Context Protocol on standard input and output, for coding agents.
+    Mcp {
+        /// The store directory; by default the nearest folder at or above the working
+        /// directory with `stardust.toml` or `.stardust/`.
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Let every client confirm previews (list and allow `preview_confirm`), whatever
+        /// `[mcp] mutation` says.
+        #[arg(long)]
+        allow_mutation: bool,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -146,6 +157,7 @@ fn main() -> ExitCode {
             cmd::apply::run(&store, &patch, yes, format)
         }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
+        Command::Mcp { store, allow_mutation } => cmd::mcp::run(store.as_deref(), allow_mutation),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ pub(crate) mod eval;
 pub(crate) mod fmt;
 pub(crate) mod log;
 pub(crate) mod lsp;
+pub(crate) mod mcp;
 pub(crate) mod query;
 
 use std::process::ExitCode;

@@ -1,0 +1,36 @@
+//! Stardust's MCP front: the core's command registry and editor features as Model Context
+//! Protocol tools and resources, for coding agents. No rule lives here (SPEC §13): the front
+//! converts tool calls into `Service::execute` and the core's editor features, and answers
+//! back as structured content with bounded pages and SPEC §16 error codes.
+//!
+//! Shape: `rmcp`'s server over stdio, with hand-written `list_tools`/`call_tool` because the
+//! tool list is generated from the registry. Each call runs on the blocking pool against the
+//! current snapshot, so the connection keeps reading while a query runs.
+#![deny(clippy::print_stdout)]
+
+mod nav;
+mod page;
+mod server;
+mod tools;
+
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use stardust_core::service::Service;
+
+pub use server::{McpServer, Options};
+pub use tools::{CONFIRM_TOOL, command_of, tool_name};
+
+/// Serve MCP on standard input and output until the client closes the input.
+pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let running = McpServer::new(service, options)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
+        running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
+        Ok(())
+    })
+}

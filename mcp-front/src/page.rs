@@ -1,0 +1,112 @@
+//! Bounded pages: every list an agent gets is a slice (`limit` default 100, at most 500,
+//! `offset`) with `total` and `nextOffset`, and every page fits in 64 KiB. A page that would
+//! not fit is shrunk, never cut silently: `nextOffset` then points at the first item left out
+//! and `pageShrunk` says why.
+
+use serde_json::{Map, Value, json};
+use stardust_core::Error;
+
+pub const DEFAULT_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = 500;
+/// The most bytes of JSON one page may take.
+pub const MAX_PAGE_BYTES: usize = 64 * 1024;
+
+/// The `limit` and `offset` of a tool's arguments, with the defaults and bounds above.
+pub fn window(args: &Map<String, Value>) -> Result<(u64, u64), Error> {
+    let number = |key: &str, default: u64| match args.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            Error::InvalidArguments(format!("`{key}` must be a non-negative integer, not {v}"))
+        }),
+    };
+    let limit = number("limit", DEFAULT_LIMIT)?;
+    if limit > MAX_LIMIT {
+        return Err(Error::InvalidArguments(format!(
+            "`limit` is at most {MAX_LIMIT}; page through with `offset` and `nextOffset`"
+        )));
+    }
+    Ok((limit, number("offset", 0)?))
+}
+
+/// The page of `items` that `args` asks for, as `{<key>: [...], total, nextOffset}`.
+pub fn page(key: &str, items: Vec<Value>, args: &Map<String, Value>) -> Result<Value, Error> {
+    let (limit, offset) = window(args)?;
+    let total = items.len();
+    let start = usize::try_from(offset).unwrap_or(usize::MAX).min(total);
+    let end = start.saturating_add(usize::try_from(limit).unwrap_or(usize::MAX)).min(total);
+    let mut slice: Vec<Value> = items.into_iter().skip(start).take(end - start).collect();
+    let mut shrunk = false;
+    // Item sizes are measured once; the page keeps the longest prefix that fits (at least
+    // one item, so that paging always moves on).
+    let sizes: Vec<usize> =
+        slice.iter().map(|v| serde_json::to_vec(v).map_or(0, |b| b.len()) + 1).collect();
+    let mut used = 128 + key.len();
+    let mut keep = 0;
+    for size in &sizes {
+        if keep > 0 && used + size > MAX_PAGE_BYTES {
+            shrunk = true;
+            break;
+        }
+        used += size;
+        keep += 1;
+    }
+    slice.truncate(keep);
+    let next = start + slice.len();
+    let mut out = Map::new();
+    out.insert(key.to_owned(), Value::Array(slice));
+    out.insert("total".into(), json!(total));
+    out.insert("nextOffset".into(), if next < total { json!(next) } else { Value::Null });
+    if shrunk {
+        out.insert("pageShrunk".into(), json!(true));
+    }
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn pages_have_defaults_bounds_and_next_offsets() {
+        let items: Vec<Value> = (0..250).map(|i| json!(i)).collect();
+        let first = page("items", items.clone(), &args(json!({}))).unwrap();
+        assert_eq!(first["items"].as_array().unwrap().len(), 100);
+        assert_eq!((first["total"].clone(), first["nextOffset"].clone()), (json!(250), json!(100)));
+        let last =
+            page("items", items.clone(), &args(json!({"offset": 200, "limit": 500}))).unwrap();
+        assert_eq!(last["items"][0], 200);
+        assert_eq!(last["nextOffset"], Value::Null);
+        let past = page("items", items.clone(), &args(json!({"offset": 999}))).unwrap();
+        assert_eq!(past["items"], json!([]));
+        let err = page("items", items, &args(json!({"limit": 501}))).unwrap_err();
+        assert_eq!(err.code(), "invalid-arguments");
+    }
+
+    #[test]
+    fn a_page_over_64_kib_is_shrunk_and_says_so() {
+        let big = "x".repeat(1000);
+        let items: Vec<Value> = (0..500).map(|i| json!({"i": i, "text": big})).collect();
+        let first = page("items", items.clone(), &args(json!({"limit": 500}))).unwrap();
+        let bytes = serde_json::to_vec(&first).unwrap().len();
+        assert!(bytes <= MAX_PAGE_BYTES, "{bytes}");
+        let kept = first["items"].as_array().unwrap().len();
+        assert!(kept > 50 && kept < 500, "{kept}");
+        assert_eq!(first["nextOffset"], json!(kept));
+        assert_eq!(first["pageShrunk"], true);
+        // Following nextOffset visits every item exactly once.
+        let mut seen = kept;
+        let mut next = first["nextOffset"].clone();
+        while let Some(offset) = next.as_u64() {
+            let p = page("items", items.clone(), &args(json!({"limit": 500, "offset": offset})))
+                .unwrap();
+            assert_eq!(p["items"][0]["i"], json!(offset));
+            seen += p["items"].as_array().unwrap().len();
+            next = p["nextOffset"].clone();
+        }
+        assert_eq!(seen, 500);
+    }
+}

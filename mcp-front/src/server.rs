@@ -1,0 +1,465 @@
+//! The MCP server: one connection's session, the mutation gate, tool dispatch, resources and
+//! their update notifications.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+use stardust_core::service::{CommandError, Front, GateDecision, Service, Session, mutation_gate};
+use stardust_core::store::Notice;
+
+use crate::tools::{self, CONFIRM_TOOL};
+use crate::{nav, page};
+
+/// How a server was started.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// `stardust mcp --allow-mutation`: every client may confirm previews.
+    pub allow_mutation: bool,
+}
+
+/// Answers up to this size also carry their JSON in the text content, for hosts that show
+/// the model only text; larger ones carry a summary there and the data in structured content.
+const INLINE_JSON_BYTES: usize = 4 * 1024;
+
+/// Resources listed per `resources/list` page.
+const RESOURCE_PAGE: usize = 500;
+
+const DOCUMENTS: &str = "stardust://documents/";
+const ENTITIES: &str = "stardust://entities/";
+
+/// One MCP connection to a store's [`Service`].
+pub struct McpServer {
+    conn: Arc<Conn>,
+}
+
+struct Conn {
+    service: Arc<Service>,
+    options: Options,
+    /// Set at `initialize`, from the client's name.
+    state: OnceLock<(Session, GateDecision)>,
+    subscriptions: Arc<Mutex<BTreeSet<String>>>,
+    feed_started: AtomicBool,
+    closed: Arc<AtomicBool>,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Relaxed);
+        if let Some((session, _)) = self.state.get() {
+            self.service.close_session(session);
+        }
+    }
+}
+
+impl McpServer {
+    pub fn new(service: Arc<Service>, options: Options) -> McpServer {
+        McpServer {
+            conn: Arc::new(Conn {
+                service,
+                options,
+                state: OnceLock::new(),
+                subscriptions: Arc::default(),
+                feed_started: AtomicBool::new(false),
+                closed: Arc::default(),
+            }),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Conn {
+    /// This connection's session and gate decision, made once: at `initialize` with the
+    /// client's name, or (for a client that skipped it) with no name, which keeps a gated
+    /// posture closed.
+    fn state(&self, client: Option<&str>) -> &(Session, GateDecision) {
+        self.state.get_or_init(|| {
+            let session = self.service.open_session(Front::Mcp, client.unwrap_or(""));
+            let config = self.service.store().snapshot().analysis.config().clone();
+            let gate = mutation_gate(&config, self.options.allow_mutation, client);
+            let subject = format!(
+                "{CONFIRM_TOOL} for mcp client '{}' (session {})",
+                session.client, session.id
+            );
+            self.service.record_decision("gate", gate.allowed, &subject, &gate.reason);
+            tracing::info!(
+                client = session.client,
+                allowed = gate.allowed,
+                "mcp session {}: {}",
+                session.id,
+                gate.reason
+            );
+            (session, gate)
+        })
+    }
+
+    fn call(&self, name: &str, mut args: Map<String, Value>) -> CallToolResult {
+        let (session, gate) = self.state(None).clone();
+        let snapshot = self.service.store().snapshot();
+        let outcome = if let Some(contract) = tools::command_of(name) {
+            if name == CONFIRM_TOOL {
+                let subject = format!(
+                    "{CONFIRM_TOOL} by mcp client '{}' (session {})",
+                    session.client, session.id
+                );
+                self.service.record_decision("gate", gate.allowed, &subject, &gate.reason);
+                if !gate.allowed {
+                    return error_result("mutation-disabled", &gate.reason, json!({}));
+                }
+            }
+            if contract.arguments.pointer("/properties/limit").is_some() {
+                match page::window(&args) {
+                    Ok((limit, _)) => {
+                        args.insert("limit".into(), json!(limit));
+                    }
+                    Err(err) => return error_result(err.code(), &err.to_string(), json!({})),
+                }
+            }
+            self.execute(&session, contract.name, args)
+        } else {
+            nav::run(name, &snapshot.analysis, self.service.store().root(), &args)
+                .map_err(CommandError::from)
+        };
+        match outcome {
+            Ok(value) => ok_result(name, value),
+            Err(err) => {
+                let details = err.details(&self.service.store().snapshot().analysis);
+                error_result(err.code(), &err.to_string(), details)
+            }
+        }
+    }
+
+    /// Run a registry command; a page of rows over 64 KiB is asked again with fewer rows.
+    fn execute(
+        &self,
+        session: &Session,
+        command: &str,
+        mut args: Map<String, Value>,
+    ) -> Result<Value, CommandError> {
+        let mut shrunk = false;
+        loop {
+            let mut value = self.service.execute(session, command, Value::Object(args.clone()))?;
+            let size = serde_json::to_vec(&value).map_or(0, |b| b.len());
+            let rows = value.get("rows").and_then(Value::as_array).map_or(0, Vec::len);
+            if size <= page::MAX_PAGE_BYTES || rows <= 1 {
+                if shrunk {
+                    value["pageShrunk"] = json!(true);
+                }
+                return Ok(value);
+            }
+            // Rows are roughly alike: aim under the cap with a margin, and always shrink.
+            let fit = rows * page::MAX_PAGE_BYTES * 9 / 10 / size;
+            args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
+            shrunk = true;
+        }
+    }
+}
+
+fn ok_result(tool: &str, value: Value) -> CallToolResult {
+    let mut text = summary(tool, &value);
+    let inline = serde_json::to_string(&value).unwrap_or_default();
+    if inline.len() <= INLINE_JSON_BYTES {
+        text.push('\n');
+        text.push_str(&inline);
+    }
+    let mut result = CallToolResult::structured(value);
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+/// A tool failure: `isError` with `structuredContent.error = {code, message, ...details}`.
+fn error_result(code: &str, message: &str, details: Value) -> CallToolResult {
+    let mut error = json!({"code": code, "message": message});
+    if let (Some(error), Value::Object(details)) = (error.as_object_mut(), details) {
+        error.extend(details);
+    }
+    let mut result = CallToolResult::structured_error(json!({ "error": error }));
+    result.content = vec![ContentBlock::text(format!("error[{code}]: {message}"))];
+    result
+}
+
+/// One line saying what an answer holds.
+fn summary(tool: &str, value: &Value) -> String {
+    if let Some(id) = value.get("previewId").and_then(Value::as_str) {
+        let documents = value["documents"].as_array().map_or(0, Vec::len);
+        let committable = value["committable"].as_bool().unwrap_or(false);
+        return if committable {
+            format!(
+                "{tool}: preview {id} changes {documents} documents; commit it with {CONFIRM_TOOL}"
+            )
+        } else {
+            format!(
+                "{tool}: preview {id} changes {documents} documents and could not be committed (see reasons)"
+            )
+        };
+    }
+    let list = ["rows", "diagnostics", "references", "locations", "symbols"]
+        .iter()
+        .find_map(|key| value.get(*key).and_then(Value::as_array));
+    if let (Some(total), Some(list)) = (value.get("total"), list) {
+        let next = match value.get("nextOffset").and_then(Value::as_u64) {
+            Some(next) => format!("; more from offset {next}"),
+            None => String::new(),
+        };
+        let shrunk =
+            if value.get("pageShrunk").is_some() { " (page shrunk to fit 64 KiB)" } else { "" };
+        return format!("{tool}: {} of {total}{next}{shrunk}", list.len());
+    }
+    if let Some(seq) = value.get("seq").filter(|_| tool == CONFIRM_TOOL) {
+        return format!("{tool}: committed as seq {seq}");
+    }
+    format!("{tool}: ok")
+}
+
+fn protocol_error(code: &str, message: String) -> McpError {
+    McpError::invalid_params(message, Some(json!({ "code": code })))
+}
+
+impl Conn {
+    fn resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, McpError> {
+        let offset = match cursor {
+            None => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                protocol_error(
+                    "invalid-arguments",
+                    format!("the cursor '{c}' is not one this server gave"),
+                )
+            })?,
+        };
+        let snapshot = self.service.store().snapshot();
+        let analysis = &snapshot.analysis;
+        let documents = analysis.documents().map(|doc| {
+            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            Resource::new(format!("{DOCUMENTS}{}", doc.path), doc.path.clone()).with_mime_type(mime)
+        });
+        let entities = analysis.documents().flat_map(|doc| {
+            doc.entities.iter().filter_map(|e| {
+                let id = e.id.as_ref()?;
+                let mut r = Resource::new(format!("{ENTITIES}{id}"), id.clone())
+                    .with_mime_type("application/json");
+                if let Some(ty) = &e.ty {
+                    r = r.with_description(format!("entity of type {ty} in {}", doc.path));
+                }
+                Some(r)
+            })
+        });
+        let mut all: Vec<Resource> =
+            documents.chain(entities).skip(offset).take(RESOURCE_PAGE + 1).collect();
+        let more = all.len() > RESOURCE_PAGE;
+        all.truncate(RESOURCE_PAGE);
+        let mut result = ListResourcesResult::with_all_items(all);
+        if more {
+            result.next_cursor = Some((offset + RESOURCE_PAGE).to_string());
+        }
+        Ok(result)
+    }
+
+    fn read(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        let not_found =
+            |what: String| McpError::resource_not_found(what, Some(json!({"code": "not-found"})));
+        let snapshot = self.service.store().snapshot();
+        if let Some(path) = uri.strip_prefix(DOCUMENTS) {
+            let doc = snapshot.analysis.document(path).ok_or_else(|| {
+                not_found(format!(
+                    "{path} is not a document of the store; resources/list names them"
+                ))
+            })?;
+            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            let contents = ResourceContents::text(doc.text.to_string(), uri).with_mime_type(mime);
+            return Ok(ReadResourceResult::new(vec![contents]));
+        }
+        if let Some(id) = uri.strip_prefix(ENTITIES) {
+            let session = self.state(None).0.clone();
+            let value = self
+                .service
+                .execute(&session, "stardust.entity.get", json!({ "id": id }))
+                .map_err(|e| not_found(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+            let contents = ResourceContents::text(text, uri).with_mime_type("application/json");
+            return Ok(ReadResourceResult::new(vec![contents]));
+        }
+        Err(not_found(format!(
+            "no resource {uri}; resources are {DOCUMENTS}<path> and {ENTITIES}<id>"
+        )))
+    }
+
+    /// Forward the store's change feed to this client as `notifications/resources/updated`
+    /// for the URIs it subscribed to. One thread per connection, started at the first
+    /// subscription; it ends with the connection.
+    fn start_feed(&self, peer: Peer<RoleServer>) {
+        if self.feed_started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let feed = self.service.store().subscribe();
+        let subscriptions = self.subscriptions.clone();
+        let closed = self.closed.clone();
+        let runtime = tokio::runtime::Handle::current();
+        let spawned = std::thread::Builder::new().name("mcp-feed".into()).spawn(move || {
+            while !closed.load(Ordering::Relaxed) {
+                let Some(notice) = feed.next_timeout(Duration::from_millis(200)) else {
+                    continue;
+                };
+                let wanted = lock(&subscriptions).clone();
+                let changed: Vec<String> = match notice {
+                    Notice::Changes { documents, entities, .. } => documents
+                        .iter()
+                        .map(|d| format!("{DOCUMENTS}{}", d.path))
+                        .chain(entities.iter().map(|e| format!("{ENTITIES}{}", e.id)))
+                        .filter(|uri| wanted.contains(uri))
+                        .collect(),
+                    // Too much changed to list: everything subscribed may have.
+                    Notice::Overflow { .. } => wanted.into_iter().collect(),
+                };
+                for uri in changed {
+                    let peer = peer.clone();
+                    runtime.spawn(async move {
+                        let param = ResourceUpdatedNotificationParam::new(uri);
+                        if let Err(err) = peer.notify_resource_updated(param).await {
+                            tracing::debug!("could not send a resource update: {err}");
+                        }
+                    });
+                }
+            }
+        });
+        if let Err(err) = spawned {
+            tracing::warn!("no resource update notifications: cannot start a thread: {err}");
+        }
+    }
+}
+
+#[allow(deprecated)] // resources/subscribe is what every protocol version up to 2025-11-25 uses.
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("stardust", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Stardust serves one store of JSON and DUST documents. Read with query_execute, \
+                 entity_get, diagnostics, hover, references and describe_type; mutation tools \
+                 only preview, and preview_confirm (listed only when mutation is allowed) \
+                 commits a preview. Positions are 1-based, columns in characters; entities are \
+                 addressed by id.",
+            )
+    }
+
+    /// Sessions begin with `initialize`, whose `clientInfo.name` the mutation gate needs.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        self.conn.state(Some(&request.client_info.name));
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let allowed = self.conn.state(None).1.allowed;
+        // The list depends on the client's name: never shared between clients.
+        Ok(ListToolsResult::with_all_items(tools::list(allowed))
+            .with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let known =
+            tools::command_of(&name).is_some() || nav::tools().iter().any(|t| t.name == name);
+        if !known {
+            return Err(protocol_error(
+                "invalid-arguments",
+                format!("unknown tool {name}; tools/list names every tool"),
+            ));
+        }
+        let args = request.arguments.unwrap_or_default();
+        let conn = self.conn.clone();
+        let result =
+            tokio::task::spawn_blocking(move || conn.call(&name, args)).await.unwrap_or_else(
+                |err| error_result("internal", &format!("the tool failed: {err}"), json!({})),
+            );
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let conn = self.conn.clone();
+        let cursor = request.and_then(|r| r.cursor);
+        tokio::task::spawn_blocking(move || conn.resources(cursor.as_deref()))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || conn.read(&request.uri))
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?
+            .map(ReadResourceResponse::from)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !request.uri.starts_with(DOCUMENTS) && !request.uri.starts_with(ENTITIES) {
+            return Err(protocol_error(
+                "invalid-arguments",
+                format!(
+                    "cannot subscribe to {}; resources are {DOCUMENTS}<path> and {ENTITIES}<id>",
+                    request.uri
+                ),
+            ));
+        }
+        lock(&self.conn.subscriptions).insert(request.uri);
+        self.conn.start_feed(context.peer.clone());
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        lock(&self.conn.subscriptions).remove(&request.uri);
+        Ok(())
+    }
+}
