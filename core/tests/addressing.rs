@@ -8,9 +8,7 @@ use common::write;
 use expect_test::expect;
 use serde_json::json;
 use stardust_core::analysis::Analysis;
-use stardust_core::ide::{
-    describe_type, entity_place, location_json, position_offset, store_path,
-};
+use stardust_core::ide::{describe_type, entity_place, location_json, position_offset, store_path};
 
 const BOOK_SCHEMA: &str = r##"{
   "title": "Book", "description": "A published book.",
@@ -38,7 +36,11 @@ fn store() -> tempfile::TempDir {
         "books/dune.dust",
         "id     book/dune\ntype   book\ntitle  \"Düne\"\nauthor @person/frank\nseries {name Dune number 1}\n",
     );
-    write(root, "people/frank.json", r#"[{"id": "person/frank", "type": "person", "name": "Frank"}]"#);
+    write(
+        root,
+        "people/frank.json",
+        r#"[{"id": "person/frank", "type": "person", "name": "Frank"}]"#,
+    );
     dir
 }
 

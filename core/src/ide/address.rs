@@ -60,9 +60,7 @@ pub fn position_offset(doc: &Document, line: u64, column: u64) -> Result<u32, Er
     let line = u32::try_from(line.checked_sub(1).ok_or_else(invalid)?).map_err(|_| invalid())?;
     let column =
         u32::try_from(column.checked_sub(1).ok_or_else(invalid)?).map_err(|_| invalid())?;
-    doc.line_index
-        .offset(&doc.text, Position { line, column }, Encoding::Utf32)
-        .ok_or_else(invalid)
+    doc.line_index.offset(&doc.text, Position { line, column }, Encoding::Utf32).ok_or_else(invalid)
 }
 
 /// The document and span of the value at JSON Pointer `pointer` inside entity `id`; the empty

@@ -20,7 +20,10 @@ pub fn describe_type(analysis: &Analysis, ty: &str) -> Result<Value, Error> {
         Error::NotFound(if known.is_empty() {
             format!("the store has no schema for the type '{ty}' (and no schema at all)")
         } else {
-            format!("the store has no schema for the type '{ty}'; known types: {}", known.join(", "))
+            format!(
+                "the store has no schema for the type '{ty}'; known types: {}",
+                known.join(", ")
+            )
         })
     };
     let (path, _) = analysis.type_schema(ty).ok_or_else(not_found)?;

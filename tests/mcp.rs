@@ -1,0 +1,548 @@
+//! End-to-end tests of `stardust mcp`: the real binary over stdio, spoken to with
+//! newline-delimited JSON-RPC, on copies of the sample library. Every line the server writes
+//! to stdout must be a JSON-RPC message.
+
+mod util;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client speaking to one server process.
+struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Result<Value, String>>,
+    /// Notifications received while waiting for a response.
+    notifications: Vec<Value>,
+    next_id: i64,
+}
+
+impl Mcp {
+    fn start(store: &Path, flags: &[&str]) -> Mcp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .arg("mcp")
+            .arg("--store")
+            .arg(store)
+            .args(flags)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the stardust binary starts");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let message = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .filter(|v| v["jsonrpc"] == "2.0")
+                    .ok_or_else(|| format!("stdout carried a line that is not JSON-RPC: {line}"));
+                if tx.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        Mcp { child, stdin, incoming: rx, notifications: Vec::new(), next_id: 1 }
+    }
+
+    /// Start and initialize as client `name`.
+    fn open(store: &Path, flags: &[&str], name: &str) -> Mcp {
+        let mut mcp = Mcp::start(store, flags);
+        let init = mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": name, "version": "1.0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "stardust", "{init}");
+        mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn next(&mut self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.incoming.recv_timeout(left) {
+            Ok(Ok(message)) => Some(message),
+            Ok(Err(bad)) => panic!("{bad}"),
+            Err(_) => None,
+        }
+    }
+
+    /// Send a request and wait for its response (the whole JSON-RPC message).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let message = self.next(deadline).unwrap_or_else(|| panic!("no answer to {method}"));
+            if message["id"] == id {
+                return message;
+            }
+            self.notifications.push(message);
+        }
+    }
+
+    /// Call a tool; the `result` of the response.
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        response.get("result").cloned().unwrap_or_else(|| panic!("{tool}: {response}"))
+    }
+
+    /// Call a tool that must succeed; its structured content.
+    fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args);
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+        result["structuredContent"].clone()
+    }
+
+    /// Call a tool that must fail; its `structuredContent.error`.
+    fn fail(&mut self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args);
+        assert_eq!(result["isError"], true, "{tool} should fail: {result}");
+        let error = result["structuredContent"]["error"].clone();
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.starts_with(&format!("error[{}]", error["code"].as_str().unwrap())), "{text}");
+        error
+    }
+
+    fn tool_names(&mut self) -> Vec<String> {
+        let listed = self.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Wait for a notification `method`; notifications already received count.
+    fn notification(&mut self, method: &str, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        while let Some(message) = self.next(deadline) {
+            self.notifications.push(message);
+        }
+        self.notifications.iter().filter(|n| n["method"] == method).cloned().collect()
+    }
+
+    /// Close stdin and wait for the process to exit; its success.
+    fn close(mut self) -> bool {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(Instant::now() < deadline, "the server did not exit after stdin closed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn library() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&util::repo().join("examples/library"), tmp.path());
+    tmp
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn gated(store: &Path, allowlist: &[&str]) {
+    let config = std::fs::read_to_string(store.join("stardust.toml")).unwrap();
+    let list: Vec<String> = allowlist.iter().map(|n| format!("{n:?}")).collect();
+    let config = format!(
+        "{config}\n[mcp]\nmutation = \"gated\"\nmutation_allowlist = [{}]\n",
+        list.join(", ")
+    );
+    std::fs::write(store.join("stardust.toml"), config).unwrap();
+}
+
+#[test]
+fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
+    let tmp = library();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let listed = mcp.request("tools/list", json!({}));
+    assert_eq!(listed["result"]["cacheScope"], "private", "per-client lists are not public");
+    let tools = listed["result"]["tools"].as_array().unwrap().clone();
+    let described = mcp.ok("commands_describe", json!({}));
+    let commands = described["commands"].as_array().unwrap();
+    // Every command but preview_confirm, with the contract's schemas, then the navigation tools.
+    let mut expected: Vec<String> = commands
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().trim_start_matches("stardust.").replace('.', "_"))
+        .filter(|n| n != "preview_confirm")
+        .collect();
+    expected.extend(
+        ["diagnostics", "hover", "definition", "references", "document_symbols"]
+            .iter()
+            .chain(&["workspace_symbols", "describe_type"])
+            .map(|s| s.to_string()),
+    );
+    let names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(names, expected);
+    let create = tools.iter().find(|t| t["name"] == "entity_create").unwrap();
+    let contract = commands.iter().find(|c| c["name"] == "stardust.entity.create").unwrap();
+    assert_eq!(create["inputSchema"], contract["arguments"]);
+    assert_eq!(create["outputSchema"], contract["result"]);
+    let query = tools.iter().find(|t| t["name"] == "query_execute").unwrap();
+    assert_eq!(query["inputSchema"]["properties"]["limit"]["maximum"], 500);
+    assert_eq!(query["annotations"]["readOnlyHint"], true);
+    // The refusal is a tool error, and it is recorded with the session's decision.
+    let error = mcp.fail("preview_confirm", json!({"previewId": "anything"}));
+    assert_eq!(error["code"], "mutation-disabled");
+    assert!(error["message"].as_str().unwrap().contains("--allow-mutation"), "{error}");
+    let status = mcp.ok("status", json!({}));
+    let decisions = status["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 2, "{status}");
+    assert!(decisions.iter().all(|d| d["kind"] == "gate" && d["allowed"] == false));
+    assert!(decisions[1]["subject"].as_str().unwrap().contains("'test-agent'"), "{status}");
+    assert_eq!(status["sessions"], json!([{"id": 1, "front": "mcp", "client": "test-agent"}]));
+    assert!(mcp.close(), "the server exits cleanly when the client closes stdin");
+}
+
+#[test]
+fn a_preview_is_confirmed_once_and_subscribers_are_notified() {
+    let tmp = library();
+    let before = std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap();
+    let mut mcp = Mcp::open(tmp.path(), &["--allow-mutation"], "test-agent");
+    assert!(mcp.tool_names().contains(&"preview_confirm".to_owned()));
+    for uri in ["stardust://entities/book/dune", "stardust://documents/books/dune.dust"] {
+        let subscribed = mcp.request("resources/subscribe", json!({"uri": uri}));
+        assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    }
+    let preview = mcp.ok(
+        "mutation_execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 413}}),
+    );
+    assert_eq!(preview["committable"], true, "{preview}");
+    assert_eq!(preview["documents"][0]["path"], "books/dune.dust");
+    assert!(preview["documents"][0]["diff"].as_str().unwrap().contains("+pages      413"));
+    let unchanged = std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap();
+    assert_eq!(unchanged, before, "a mutation tool only previews");
+    let id = preview["previewId"].clone();
+    let committed = mcp.call("preview_confirm", json!({"previewId": id}));
+    assert_eq!(committed["isError"], false, "{committed}");
+    assert!(committed["structuredContent"]["seq"].as_u64().unwrap() >= 2);
+    assert!(
+        committed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("preview_confirm: committed as seq")
+    );
+    let after = std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap();
+    assert!(after.contains("pages      413"), "{after}");
+    let updated = mcp.notification("notifications/resources/updated", Duration::from_secs(2));
+    let mut uris: Vec<&str> =
+        updated.iter().map(|n| n["params"]["uri"].as_str().unwrap()).collect();
+    uris.sort();
+    assert_eq!(uris, ["stardust://documents/books/dune.dust", "stardust://entities/book/dune"]);
+    // Single use: the second attempt finds no preview.
+    let again = mcp.fail("preview_confirm", json!({"previewId": id}));
+    assert_eq!(again["code"], "preview-not-found");
+    // A refused commit names the problems.
+    let bad = mcp.ok("entity_create", json!({"entities": ["id ?x type book title X"]}));
+    assert_eq!(bad["committable"], false, "{bad}");
+    let refused = mcp.fail("preview_confirm", json!({"previewId": bad["previewId"]}));
+    assert_eq!(refused["code"], "refused", "{refused}");
+    assert!(!refused["problems"].as_array().unwrap().is_empty(), "{refused}");
+    let status = mcp.ok("status", json!({}));
+    let kinds: Vec<(&str, bool)> = status["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["kind"].as_str().unwrap(), d["allowed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("gate", true),
+            ("gate", true),
+            ("save", true),
+            ("gate", true),
+            ("gate", true),
+            ("save", false)
+        ]
+    );
+}
+
+#[test]
+fn the_gated_posture_follows_the_client_name_and_fails_closed() {
+    let tmp = library();
+    gated(tmp.path(), &["claude-code"]);
+    let cases = [("claude-code", true), ("codex", false), ("", false)];
+    for (name, allowed) in cases {
+        let mut mcp = Mcp::open(tmp.path(), &[], name);
+        assert_eq!(mcp.tool_names().contains(&"preview_confirm".to_owned()), allowed, "{name:?}");
+        let status = mcp.ok("status", json!({}));
+        let decision = &status["decisions"][0];
+        assert_eq!(decision["allowed"], allowed, "{name:?}: {decision}");
+        if name.is_empty() {
+            assert!(
+                decision["reason"].as_str().unwrap().contains("no clientInfo.name"),
+                "{decision}"
+            );
+        }
+        if !allowed {
+            let error = mcp.fail("preview_confirm", json!({"previewId": "p"}));
+            assert_eq!(error["code"], "mutation-disabled");
+        }
+        assert!(mcp.close());
+    }
+    // A gated posture without an allowlist refuses to start.
+    let broken = library();
+    let config = std::fs::read_to_string(broken.path().join("stardust.toml")).unwrap();
+    std::fs::write(
+        broken.path().join("stardust.toml"),
+        format!("{config}\n[mcp]\nmutation = \"gated\"\n"),
+    )
+    .unwrap();
+    let out = util::stardust(&["mcp", "--store", broken.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        util::text(&out.stderr).contains("error[config-invalid]"),
+        "{}",
+        util::text(&out.stderr)
+    );
+}
+
+#[test]
+fn pages_are_bounded_and_never_silently_cut() {
+    let tmp = library();
+    // 300 people with long names: a full page of them is far over 64 KiB.
+    let long = "n".repeat(900);
+    let mut people = String::from("[");
+    for i in 0..300 {
+        if i > 0 {
+            people.push(',');
+        }
+        people.push_str(&format!(
+            r#"{{"id": "person/p{i:03}", "type": "person", "name": "{long}"}}"#
+        ));
+    }
+    people.push(']');
+    std::fs::write(tmp.path().join("people/many.json"), people).unwrap();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let query = "find [?p ?n] where [[?p type person] [?p name ?n]]";
+    let too_many = mcp.fail("query_execute", json!({"document": query, "limit": 501}));
+    assert_eq!(too_many["code"], "invalid-arguments");
+    assert!(too_many["message"].as_str().unwrap().contains("at most 500"), "{too_many}");
+    let mut seen = Vec::new();
+    let mut offset = 0;
+    let mut shrunk = false;
+    let total = loop {
+        let result =
+            mcp.call("query_execute", json!({"document": query, "limit": 500, "offset": offset}));
+        let bytes = serde_json::to_vec(&result["structuredContent"]).unwrap().len();
+        assert!(bytes <= 64 * 1024, "a page of {bytes} bytes");
+        let page = &result["structuredContent"];
+        shrunk |= page["pageShrunk"] == true;
+        seen.extend(page["rows"].as_array().unwrap().iter().map(|r| r[0].clone()));
+        match page["nextOffset"].as_u64() {
+            Some(next) => offset = next,
+            None => break page["total"].as_u64().unwrap(),
+        }
+    };
+    assert!(shrunk);
+    assert_eq!(seen.len() as u64, total);
+    assert!(total > 300);
+    let mut unique = seen.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "no row twice");
+    // The default page is 100 items; navigation lists page the same way.
+    let ids = mcp.ok("query_execute", json!({"document": "find [?p] where [[?p type person]]"}));
+    assert_eq!(ids["rows"].as_array().unwrap().len(), 100);
+    assert_eq!(ids["nextOffset"], 100);
+    assert_eq!(ids.get("pageShrunk"), None);
+    let symbols = mcp.ok("workspace_symbols", json!({"query": "person/p"}));
+    let kept = symbols["symbols"].as_array().unwrap().len();
+    assert!(kept < 100 && symbols["pageShrunk"] == true, "{kept}");
+    assert_eq!(symbols["nextOffset"], kept);
+    assert!(symbols["total"].as_u64().unwrap() >= 300);
+    let last =
+        mcp.ok("workspace_symbols", json!({"query": "person/p", "offset": 300, "limit": 500}));
+    assert_eq!(last["nextOffset"], Value::Null);
+    let symbols = mcp.ok("document_symbols", json!({"path": "people/many.json", "limit": 500}));
+    let kept = symbols["symbols"].as_array().unwrap().len();
+    assert!(kept < 300 && symbols["pageShrunk"] == true, "{kept}");
+    assert_eq!(symbols["nextOffset"], kept);
+}
+
+#[test]
+fn navigation_by_position_and_by_entity() {
+    let tmp = library();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    // Line 6 of books/dune.dust is `author     @person/frank-herbert`.
+    let hover =
+        mcp.ok("hover", json!({"path": "books/dune.dust", "position": {"line": 6, "column": 14}}));
+    assert!(hover["hover"]["markdown"].as_str().unwrap().contains("Frank Herbert"), "{hover}");
+    assert_eq!(hover["hover"]["entity"], "book/dune");
+    let absolute = tmp.path().canonicalize().unwrap().join("books/dune.dust");
+    let same = mcp.ok(
+        "hover",
+        json!({"path": absolute.to_str().unwrap(), "position": {"line": 6, "column": 14}}),
+    );
+    assert_eq!(same, hover);
+    let definition = mcp.ok("definition", json!({"entity": "book/dune", "pointer": "/author"}));
+    let target = &definition["locations"][0];
+    assert_eq!(target["path"], "people/frank-herbert.dust");
+    assert_eq!(target["entity"], "person/frank-herbert");
+    assert_eq!(
+        target["range"]["line"].as_u64().unwrap(),
+        1 + std::fs::read_to_string(tmp.path().join("people/frank-herbert.dust"))
+            .unwrap()
+            .lines()
+            .position(|l| l.starts_with("id "))
+            .unwrap() as u64
+    );
+    let references = mcp
+        .ok("references", json!({"entity": "person/frank-herbert", "includeDeclaration": false}));
+    let referrers: Vec<&str> = references["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["entity"].as_str().unwrap())
+        .collect();
+    assert!(referrers.contains(&"book/dune"), "{references}");
+    assert_eq!(references["total"].as_u64().unwrap() as usize, referrers.len());
+    let outline = mcp.ok("document_symbols", json!({"path": "books/dune.dust"}));
+    assert_eq!(outline["symbols"][0]["name"], "book/dune");
+    assert_eq!(outline["symbols"][0]["kind"], "entity");
+    let described = mcp.ok("describe_type", json!({"type": "book"}));
+    assert!(described["required"].as_array().unwrap().contains(&json!("author")));
+    let author =
+        described["fields"].as_array().unwrap().iter().find(|f| f["name"] == "author").unwrap();
+    assert_eq!(author["reference"], "person");
+    let clean = mcp.ok("diagnostics", json!({}));
+    assert_eq!(clean["total"], 0, "{clean}");
+    // Resources: documents and entities, listed and read.
+    let listed = mcp.request("resources/list", json!({}));
+    let resources = listed["result"]["resources"].as_array().unwrap();
+    assert!(resources.iter().any(|r| r["uri"] == "stardust://documents/books/dune.dust"));
+    assert!(resources.iter().any(|r| r["uri"] == "stardust://entities/book/dune"));
+    let read = mcp.request("resources/read", json!({"uri": "stardust://entities/book/dune"}));
+    let entity: Value =
+        serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(entity["value"]["title"], "Dune");
+    let read =
+        mcp.request("resources/read", json!({"uri": "stardust://documents/books/dune.dust"}));
+    assert!(
+        read["result"]["contents"][0]["text"].as_str().unwrap().contains("id         book/dune")
+    );
+    let missing =
+        mcp.request("resources/read", json!({"uri": "stardust://documents/../etc/passwd"}));
+    assert_eq!(missing["error"]["data"]["code"], "not-found", "{missing}");
+}
+
+#[test]
+fn bad_input_gets_typed_errors_and_never_stops_the_server() {
+    let tmp = library();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.json"),
+        tmp.path().join("books/link.json"),
+    )
+    .unwrap();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let position = json!({"line": 1, "column": 1});
+    for path in ["../x.json", "/etc/passwd", "books/../../x.json", "books/link.json"] {
+        let error = mcp.fail("hover", json!({"path": path, "position": position}));
+        assert_eq!(error["code"], "outside-store", "{path}: {error}");
+    }
+    let cases = [
+        (
+            "query_execute",
+            json!({"document": "find [?b]", "limit": "ten"}),
+            "invalid-arguments",
+            "`limit`",
+        ),
+        ("entity_get", json!({"id": "book/dun"}), "not-found", "did you mean 'book/dune'"),
+        (
+            "hover",
+            json!({"path": "books/dune.dust", "position": {"line": 0, "column": 1}}),
+            "invalid-arguments",
+            "1-based",
+        ),
+        ("hover", json!({"path": "books/dune.dust"}), "invalid-arguments", "position"),
+        (
+            "hover",
+            json!({"entity": "book/dune", "pointer": "/nope"}),
+            "not-found",
+            "no value at /nope",
+        ),
+        (
+            "references",
+            json!({"entity": "book/dune", "includeDeclaration": "yes"}),
+            "invalid-arguments",
+            "`includeDeclaration` must be a boolean",
+        ),
+        (
+            "document_symbols",
+            json!({"path": "books/dune.dust", "extra": 1}),
+            "invalid-arguments",
+            "`extra` is not an argument",
+        ),
+        ("describe_type", json!({"type": "movie"}), "not-found", "known types: award, book"),
+        ("preview_discard", json!({}), "invalid-arguments", "previewId"),
+    ];
+    for (tool, args, code, why) in cases {
+        let error = mcp.fail(tool, args);
+        assert_eq!(error["code"], code, "{tool}: {error}");
+        assert!(error["message"].as_str().unwrap().contains(why), "{tool}: {error}");
+    }
+    // Protocol problems are protocol errors; the server keeps serving after each.
+    let unknown = mcp.request("tools/call", json!({"name": "shell", "arguments": {}}));
+    assert_eq!(unknown["error"]["data"]["code"], "invalid-arguments", "{unknown}");
+    let method = mcp.request("no/such/method", json!({}));
+    assert!(method["error"].is_object(), "{method}");
+    mcp.send_raw("{this is not json");
+    mcp.send_raw("");
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let big = mcp.call("expression_evaluate", json!({"expression": format!("'{huge}'")}));
+    assert!(big.is_object(), "a 4 MB argument is answered");
+    let alive = mcp.ok("entity_get", json!({"id": "book/dune"}));
+    assert_eq!(alive["path"], "books/dune.dust");
+    // A client that leaves in the middle of a call: the server finishes and exits cleanly.
+    mcp.send(json!({"jsonrpc": "2.0", "id": 999, "method": "tools/call",
+                    "params": {"name": "query_execute", "arguments": {"document": "find [?a ?b] where [[?a type ?t] [?b type ?t]]"}}}));
+    assert!(mcp.close());
+}
