@@ -546,3 +546,24 @@ fn bad_input_gets_typed_errors_and_never_stops_the_server() {
                     "params": {"name": "query_execute", "arguments": {"document": "find [?a ?b] where [[?a type ?t] [?b type ?t]]"}}}));
     assert!(mcp.close());
 }
+
+#[test]
+fn an_answer_too_large_for_a_page_says_what_it_left_out() {
+    let tmp = library();
+    let people: Vec<String> = (0..3000)
+        .map(|i| format!(r#"{{"id": "person/p{i:04}", "type": "person", "name": "P{i}"}}"#))
+        .collect();
+    std::fs::write(tmp.path().join("people/many.json"), format!("[{}]", people.join(",\n")))
+        .unwrap();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let result = mcp.call("changes_since", json!({"seq": 0}));
+    assert_eq!(result["isError"], false, "{result}");
+    let changes = &result["structuredContent"];
+    assert!(serde_json::to_vec(changes).unwrap().len() <= 64 * 1024);
+    let kept = changes["entities"].as_array().unwrap().len();
+    let left_out = changes["omitted"]["entities"].as_u64().unwrap() as usize;
+    assert!(kept > 0 && left_out > 0);
+    assert!(kept + left_out > 3000, "{kept} + {left_out}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("left out: {left_out} entities")), "{text}");
+}

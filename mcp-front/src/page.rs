@@ -62,6 +62,38 @@ pub fn page(key: &str, items: Vec<Value>, args: &Map<String, Value>) -> Result<V
     Ok(Value::Object(out))
 }
 
+/// An answer that is not a page, made to fit in 64 KiB: when it is larger, its longest
+/// top-level lists keep only the items that fit, and `omitted` counts, per list, the items
+/// left out. Nothing is dropped without being counted there.
+pub fn fit(mut value: Value) -> Value {
+    let size = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    let total = size(&value);
+    let Some(map) = value.as_object_mut() else { return value };
+    if total <= MAX_PAGE_BYTES {
+        return value;
+    }
+    let mut lists: Vec<(String, usize)> =
+        map.iter().filter(|(_, v)| v.is_array()).map(|(k, v)| (k.clone(), size(v))).collect();
+    lists.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut over = total + 256 - MAX_PAGE_BYTES;
+    let mut omitted = Map::new();
+    for (key, _) in lists {
+        if over == 0 {
+            break;
+        }
+        let Some(Value::Array(items)) = map.get_mut(&key) else { continue };
+        let mut dropped = 0;
+        while over > 0 {
+            let Some(item) = items.pop() else { break };
+            over = over.saturating_sub(size(&item) + 1);
+            dropped += 1;
+        }
+        omitted.insert(key, json!(dropped));
+    }
+    map.insert("omitted".into(), Value::Object(omitted));
+    value
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +116,19 @@ mod tests {
         assert_eq!(past["items"], json!([]));
         let err = page("items", items, &args(json!({"limit": 501}))).unwrap_err();
         assert_eq!(err.code(), "invalid-arguments");
+    }
+
+    #[test]
+    fn an_answer_over_64_kib_keeps_what_fits_and_counts_the_rest() {
+        let small = json!({"seq": 3, "documents": [{"path": "a"}]});
+        assert_eq!(fit(small.clone()), small);
+        let big: Vec<Value> = (0..200).map(|i| json!({"i": i, "text": "y".repeat(1000)})).collect();
+        let cut = fit(json!({"seq": 3, "documents": big, "entities": [1, 2]}));
+        assert!(serde_json::to_vec(&cut).unwrap().len() <= MAX_PAGE_BYTES);
+        let kept = cut["documents"].as_array().unwrap().len();
+        assert_eq!(cut["omitted"], json!({"documents": 200 - kept}));
+        assert_eq!(cut["entities"], json!([1, 2]));
+        assert_eq!(cut["documents"][kept - 1]["i"], json!(kept - 1), "the first items are kept");
     }
 
     #[test]

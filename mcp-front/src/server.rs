@@ -161,7 +161,7 @@ impl Conn {
                 if shrunk {
                     value["pageShrunk"] = json!(true);
                 }
-                return Ok(value);
+                return Ok(page::fit(value));
             }
             // Rows are roughly alike: aim under the cap with a margin, and always shrink.
             let fit = rows * page::MAX_PAGE_BYTES * 9 / 10 / size;
@@ -194,8 +194,17 @@ fn error_result(code: &str, message: &str, details: Value) -> CallToolResult {
     result
 }
 
-/// One line saying what an answer holds.
+/// One line saying what an answer holds, and what was left out to fit 64 KiB.
 fn summary(tool: &str, value: &Value) -> String {
+    let mut line = headline(tool, value);
+    if let Some(omitted) = value.get("omitted").and_then(Value::as_object) {
+        let lists: Vec<String> = omitted.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        line.push_str(&format!(" (answer cut to fit 64 KiB; left out: {})", lists.join(", ")));
+    }
+    line
+}
+
+fn headline(tool: &str, value: &Value) -> String {
     if let Some(id) = value.get("previewId").and_then(Value::as_str) {
         let documents = value["documents"].as_array().map_or(0, Vec::len);
         let committable = value["committable"].as_bool().unwrap_or(false);
