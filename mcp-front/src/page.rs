@@ -74,7 +74,7 @@ pub fn fit(mut value: Value) -> Value {
     }
     let mut lists: Vec<(String, usize)> =
         map.iter().filter(|(_, v)| v.is_array()).map(|(k, v)| (k.clone(), size(v))).collect();
-    lists.sort_by(|a, b| b.1.cmp(&a.1));
+    lists.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
     let mut over = total + 256 - MAX_PAGE_BYTES;
     let mut omitted = Map::new();
     for (key, _) in lists {
