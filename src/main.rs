@@ -108,6 +108,10 @@ enum Command {
         /// `[mcp] mutation` says.
         #[arg(long)]
         allow_mutation: bool,
+        /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8765) instead of
+        /// standard input and output; the endpoint is `http://ADDR/mcp`.
+        #[arg(long, value_name = "ADDR")]
+        mcp_http: Option<std::net::SocketAddr>,
     },
     /// Write a document in the other notation to standard output.
     Convert {
@@ -157,7 +161,9 @@ fn main() -> ExitCode {
             cmd::apply::run(&store, &patch, yes, format)
         }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
-        Command::Mcp { store, allow_mutation } => cmd::mcp::run(store.as_deref(), allow_mutation),
+        Command::Mcp { store, allow_mutation, mcp_http } => {
+            cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
+        }
     };
     match result {
         Ok(code) => code,

@@ -567,3 +567,133 @@ fn an_answer_too_large_for_a_page_says_what_it_left_out() {
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.contains(&format!("left out: {left_out} entities")), "{text}");
 }
+
+/// One HTTP/1.1 exchange with `Connection: close`: the status, headers (lowercase names) and
+/// the body, de-chunked.
+fn http(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, mut rest) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v == "chunked");
+    let body = if chunked {
+        let mut out = String::new();
+        loop {
+            let (size, after) = rest.split_once("\r\n").unwrap();
+            let size = usize::from_str_radix(size.trim(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            out.push_str(&after[..size]);
+            rest = &after[size + 2..];
+        }
+        out
+    } else {
+        rest.to_owned()
+    };
+    (status, headers, body)
+}
+
+/// The JSON-RPC messages of a response body, plain JSON or server-sent events.
+fn messages(body: &str) -> Vec<Value> {
+    if body.trim_start().starts_with('{') {
+        return vec![serde_json::from_str(body).unwrap()];
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| d.starts_with('{'))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn streamable_http_on_loopback_checks_host_and_origin() {
+    let tmp = library();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .args(["mcp", "--mcp-http", "127.0.0.1:0", "--store"])
+        .arg(tmp.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let port: u16 = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the server stopped before listening");
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            let rest = &line[at + "http://127.0.0.1:".len()..];
+            break rest[..rest.find('/').unwrap()].parse().unwrap();
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "http-agent", "version": "1"}}});
+    let (status, headers, body) = http(port, &[], &init);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body)[0]["result"]["serverInfo"]["name"], "stardust");
+    let session = headers.iter().find(|(k, _)| k == "mcp-session-id").unwrap().1.clone();
+    let with_session = [("Mcp-Session-Id", session.as_str())];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(http(port, &with_session, &initialized).0, 202);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "entity_get", "arguments": {"id": "book/dune"}}});
+    let (status, _, body) = http(port, &with_session, &call);
+    assert_eq!(status, 200, "{body}");
+    let answer = messages(&body).into_iter().find(|m| m["id"] == 2).unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["path"], "books/dune.dust");
+    // This server's own origin passes; DNS rebinding (another Host) and other origins do not.
+    let own = format!("http://127.0.0.1:{port}");
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let (status, _, _) = http(port, &[("Mcp-Session-Id", &session), ("Origin", &own)], &list);
+    assert_eq!(status, 200);
+    let refused = [
+        vec![("Host", "evil.example.com")],
+        vec![("Host", "evil.example.com:80")],
+        vec![("Origin", "http://evil.example.com")],
+        vec![("Origin", "http://127.0.0.1:1")],
+    ];
+    for headers in refused {
+        let mut all = headers.clone();
+        all.push(("Mcp-Session-Id", &session));
+        assert_eq!(http(port, &all, &list).0, 403, "{headers:?}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // Only loopback addresses are served.
+    let out = util::stardust(&[
+        "mcp",
+        "--mcp-http",
+        "0.0.0.0:0",
+        "--store",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(util::text(&out.stderr).contains("loopback only"), "{}", util::text(&out.stderr));
+}

@@ -3,11 +3,12 @@
 //! converts tool calls into `Service::execute` and the core's editor features, and answers
 //! back as structured content with bounded pages and SPEC §16 error codes.
 //!
-//! Shape: `rmcp`'s server over stdio, with hand-written `list_tools`/`call_tool` because the
+//! Shape: `rmcp`'s server over stdio (or streamable HTTP on loopback), with hand-written `list_tools`/`call_tool` because the
 //! tool list is generated from the registry. Each call runs on the blocking pool against the
 //! current snapshot, so the connection keeps reading while a query runs.
 #![deny(clippy::print_stdout)]
 
+mod http;
 mod nav;
 mod page;
 mod server;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use stardust_core::service::Service;
 
+pub use http::run_http;
 pub use server::{McpServer, Options};
 pub use tools::{CONFIRM_TOOL, command_of, tool_name};
 

@@ -1,6 +1,7 @@
-//! `stardust mcp [--store STORE] [--allow-mutation]`: the MCP front on standard input and
-//! output.
+//! `stardust mcp [--store STORE] [--allow-mutation] [--mcp-http ADDR]`: the MCP front on
+//! standard input and output, or on streamable HTTP on loopback.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -9,7 +10,11 @@ use anyhow::Context;
 use stardust_core::service::Service;
 use stardust_core::store::{OpenOptions, Store};
 
-pub(crate) fn run(store: Option<&Path>, allow_mutation: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    store: Option<&Path>,
+    allow_mutation: bool,
+    http: Option<SocketAddr>,
+) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let Some(root) = stardust_lsp::find_store(store, &cwd) else {
         return Err(stardust_core::Error::NotFound(
@@ -22,6 +27,12 @@ pub(crate) fn run(store: Option<&Path>, allow_mutation: bool) -> anyhow::Result<
     let store = Store::open(&root, OpenOptions::default())?;
     tracing::info!("serving the store {} over MCP", store.root().display());
     let service = Arc::new(Service::new(store));
-    stardust_mcp::run_stdio(service, stardust_mcp::Options { allow_mutation })?;
+    let options = stardust_mcp::Options { allow_mutation };
+    match http {
+        Some(addr) => stardust_mcp::run_http(service, options, addr, |bound| {
+            tracing::info!("MCP over streamable HTTP at http://{bound}/mcp");
+        })?,
+        None => stardust_mcp::run_stdio(service, options)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
