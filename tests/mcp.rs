@@ -635,7 +635,7 @@ fn messages(body: &str) -> Vec<Value> {
 fn streamable_http_on_loopback_checks_host_and_origin() {
     let tmp = library();
     let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-        .args(["mcp", "--mcp-http", "127.0.0.1:0", "--store"])
+        .args(["mcp", "--allow-mutation", "--mcp-http", "127.0.0.1:0", "--store"])
         .arg(tmp.path())
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
@@ -668,6 +668,33 @@ fn streamable_http_on_loopback_checks_host_and_origin() {
     assert_eq!(status, 200, "{body}");
     let answer = messages(&body).into_iter().find(|m| m["id"] == 2).unwrap();
     assert_eq!(answer["result"]["structuredContent"]["path"], "books/dune.dust");
+    // Two HTTP clients are two sessions: a preview belongs to the one that made it.
+    let (_, headers, _) = http(port, &[], &init);
+    let other = headers.iter().find(|(k, _)| k == "mcp-session-id").unwrap().1.clone();
+    assert_ne!(other, session);
+    assert_eq!(http(port, &[("Mcp-Session-Id", &other)], &initialized).0, 202);
+    let tool = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let result = |session: &str, request: &Value| {
+        let (_, _, body) = http(port, &[("Mcp-Session-Id", session)], request);
+        let id = request["id"].clone();
+        messages(&body).into_iter().find(|m| m["id"] == id).unwrap()["result"].clone()
+    };
+    let preview = result(
+        &session,
+        &tool(4, "entity_rename", json!({"id": "book/dune", "newId": "book/dune-1965"})),
+    );
+    let confirm =
+        tool(5, "preview_confirm", json!({"previewId": preview["structuredContent"]["previewId"]}));
+    let elsewhere = result(&other, &confirm);
+    assert_eq!(elsewhere["structuredContent"]["error"]["code"], "preview-not-found", "{elsewhere}");
+    let own = result(&session, &confirm);
+    assert_eq!(own["isError"], false, "{own}");
+    assert!(tmp.path().join("books/dune.dust").exists());
+    let renamed = result(&other, &tool(6, "entity_get", json!({"id": "book/dune-1965"})));
+    assert_eq!(renamed["structuredContent"]["path"], "books/dune.dust");
     // This server's own origin passes; DNS rebinding (another Host) and other origins do not.
     let own = format!("http://127.0.0.1:{port}");
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
