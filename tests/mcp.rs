@@ -458,6 +458,14 @@ fn navigation_by_position_and_by_entity() {
     let resources = listed["result"]["resources"].as_array().unwrap();
     assert!(resources.iter().any(|r| r["uri"] == "stardust://documents/books/dune.dust"));
     assert!(resources.iter().any(|r| r["uri"] == "stardust://entities/book/dune"));
+    let templates = mcp.request("resources/templates/list", json!({}));
+    let templates: Vec<&str> = templates["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["uriTemplate"].as_str().unwrap())
+        .collect();
+    assert_eq!(templates, ["stardust://documents/{+path}", "stardust://entities/{+id}"]);
     let read = mcp.request("resources/read", json!({"uri": "stardust://entities/book/dune"}));
     let entity: Value =
         serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
@@ -723,4 +731,26 @@ fn streamable_http_on_loopback_checks_host_and_origin() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(util::text(&out.stderr).contains("loopback only"), "{}", util::text(&out.stderr));
+}
+
+#[test]
+fn diagnostics_name_their_entity_and_page_like_every_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&util::repo().join("examples/broken"), tmp.path());
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let all = mcp.ok("diagnostics", json!({"limit": 500}));
+    assert_eq!(all["total"], 16, "{all}");
+    let errors = mcp.ok("diagnostics", json!({"severity": "error", "limit": 5}));
+    assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(15), json!(5)));
+    let one = mcp.ok("diagnostics", json!({"path": "dangling-ref.dust"}));
+    let d = &one["diagnostics"][0];
+    assert_eq!(d["code"], "dangling-ref");
+    assert_eq!(d["entity"], "book/dangling-ref");
+    assert_eq!(d["range"], json!({"line": 5, "column": 9, "endLine": 5, "endColumn": 29}));
+    assert_eq!(d["data"]["candidates"][0], "person/frank-herbert", "{d}");
+    let text = mcp.call("diagnostics", json!({"path": "dangling-ref.dust"}))["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.starts_with("diagnostics: 1 of 1\n{"), "{text}");
 }

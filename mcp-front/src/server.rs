@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    Implementation, InitializeRequestParams, InitializeResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -430,6 +430,21 @@ impl ServerHandler for McpServer {
         tokio::task::spawn_blocking(move || conn.resources(cursor.as_deref()))
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        // RFC 6570 reserved expansion: a path or an id keeps its slashes.
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(format!("{DOCUMENTS}{{+path}}"), "document")
+                .with_description("a document of the store by its store-relative path, as text"),
+            ResourceTemplate::new(format!("{ENTITIES}{{+id}}"), "entity")
+                .with_description("an entity by id: its value, document path, range and version")
+                .with_mime_type("application/json"),
+        ]))
     }
 
     async fn read_resource(
