@@ -754,3 +754,44 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
         .to_owned();
     assert!(text.starts_with("diagnostics: 1 of 1\n{"), "{text}");
 }
+
+#[test]
+fn edits_made_behind_the_servers_back_notify_subscribers_too() {
+    let tmp = library();
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let uri = "stardust://documents/books/dune.dust";
+    assert_eq!(mcp.request("resources/subscribe", json!({"uri": uri}))["result"], json!({}));
+    let other = "stardust://documents/books/emma.dust";
+    assert_eq!(mcp.request("resources/subscribe", json!({"uri": other}))["result"], json!({}));
+    assert_eq!(mcp.request("resources/unsubscribe", json!({"uri": other}))["result"], json!({}));
+    let path = tmp.path().join("books/dune.dust");
+    let text = std::fs::read_to_string(&path).unwrap().replace("pages      412", "pages      414");
+    std::fs::write(&path, text).unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while mcp.notification("notifications/resources/updated", Duration::from_millis(200)).is_empty()
+    {
+        assert!(Instant::now() < deadline, "no notification after an external edit");
+    }
+    let updated = mcp.notification("notifications/resources/updated", Duration::ZERO);
+    assert!(updated.iter().all(|n| n["params"]["uri"] == uri), "{updated:?}");
+    let read = mcp.request("resources/read", json!({"uri": uri}));
+    assert!(read["result"]["contents"][0]["text"].as_str().unwrap().contains("pages      414"));
+    let bad = mcp.request("resources/subscribe", json!({"uri": "file:///etc/passwd"}));
+    assert_eq!(bad["error"]["data"]["code"], "invalid-arguments", "{bad}");
+}
+
+#[test]
+fn without_a_store_the_server_says_how_to_name_one() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .arg("mcp")
+        .current_dir(elsewhere.path())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "stdout carries only protocol");
+    let stderr = util::text(&out.stderr);
+    assert!(stderr.contains("error[not-found]") && stderr.contains("--store"), "{stderr}");
+}
