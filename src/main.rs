@@ -85,6 +85,11 @@ enum Command {
         #[arg(long)]
         store: Option<PathBuf>,
     },
+    /// Back a store up by a backup definition, check an archive, or restore one.
+    Backup {
+        #[command(subcommand)]
+        command: cmd::backup::BackupCommand,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
+        Command::Backup { command } => cmd::backup::run(command),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns the process exit code.
 
+pub(crate) mod backup;
 pub(crate) mod check;
 pub(crate) mod eval;
 pub(crate) mod fmt;
@@ -12,9 +13,12 @@ use std::process::ExitCode;
 /// Print an error as `error[<code>]: message` on stderr and choose the exit code: 2 for usage
 /// and configuration errors, 1 otherwise.
 pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
-    let code = match err.downcast_ref::<stardust_core::store::StoreError>() {
-        Some(e) => e.code(),
-        None => err.downcast_ref::<stardust_core::Error>().map_or("internal", |e| e.code()),
+    let code = if let Some(e) = err.downcast_ref::<stardust_core::store::StoreError>() {
+        e.code()
+    } else if let Some(e) = err.downcast_ref::<stardust_core::backup::BackupError>() {
+        e.code()
+    } else {
+        err.downcast_ref::<stardust_core::Error>().map_or("internal", |e| e.code())
     };
     eprintln!("error[{code}]: {err:#}");
     match code {
