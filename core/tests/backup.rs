@@ -42,6 +42,11 @@ impl Fixture {
         std::fs::create_dir_all(root.join("empty/inner")).unwrap();
         set_mode(&root.join("empty"), 0o700);
         std::os::unix::fs::symlink("books/dune.dust", root.join("dune-link")).unwrap();
+        // Names past tar's 100 bytes, and names that are not ASCII.
+        let long = format!("{}/{}.txt", "nested-folder".repeat(6), "a-long-name".repeat(10));
+        write(&root, &long, "long\n");
+        std::os::unix::fs::symlink(&long, root.join("long-link")).unwrap();
+        write(&root, "café/naïve.txt", "ünïcödé\n");
         let mut latin1 = b"id book/latin\ntype book\ntitle '".to_vec();
         latin1.extend_from_slice(&[0xc9, 0x74, 0xe9]);
         latin1.extend_from_slice(b"'\n");
@@ -181,7 +186,7 @@ fn include_selects_files_and_the_folders_holding_them() {
 
 /// The archive with its members (not the manifest) rewritten by `edit`, and the original
 /// manifest members after them, so only the member list differs.
-fn rewritten(archive: &Path, edit: impl Fn(&mut Vec<(tar::Header, Vec<u8>)>)) -> Vec<u8> {
+fn rewritten(archive: &Path, edit: impl Fn(&mut Vec<Member>)) -> Vec<u8> {
     let bytes = std::fs::read(archive).unwrap();
     let mut members = Vec::new();
     let mut tail = Vec::new();
@@ -189,23 +194,34 @@ fn rewritten(archive: &Path, edit: impl Fn(&mut Vec<(tar::Header, Vec<u8>)>)) ->
     for entry in tar.entries().unwrap() {
         let mut entry = entry.unwrap();
         let path = entry.path().unwrap().to_str().unwrap().to_owned();
-        let mut header = entry.header().clone();
+        let header = entry.header().clone();
+        let link = entry.link_name().unwrap().map(|l| l.to_str().unwrap().to_owned());
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut data).unwrap();
-        header.set_path(&path).unwrap();
-        header.set_cksum();
+        let member = Member { path: path.clone(), header, link, data };
         if path == MANIFEST_PATH || path == MANIFEST_SUM_PATH {
-            tail.push((header, data));
+            tail.push(member);
         } else {
-            members.push((header, data));
+            members.push(member);
         }
     }
     edit(&mut members);
     let mut builder = tar::Builder::new(Vec::new());
-    for (header, data) in members.iter().chain(&tail) {
-        builder.append(header, data.as_slice()).unwrap();
+    for m in members.iter().chain(&tail) {
+        let mut header = m.header.clone();
+        match &m.link {
+            Some(link) => builder.append_link(&mut header, &m.path, link).unwrap(),
+            None => builder.append_data(&mut header, &m.path, m.data.as_slice()).unwrap(),
+        }
     }
     builder.into_inner().unwrap()
+}
+
+struct Member {
+    path: String,
+    header: tar::Header,
+    link: Option<String>,
+    data: Vec<u8>,
 }
 
 fn verify_bytes(dir: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -305,9 +321,7 @@ fn truncation_missing_and_extra_members_are_found() {
             .ends_with("it has 4 extra bytes after the end of the archive")
     );
 
-    let missing = rewritten(&written.archive, |members| {
-        members.retain(|(h, _)| h.path().unwrap().to_str() != Some("README.md"))
-    });
+    let missing = rewritten(&written.archive, |members| members.retain(|m| m.path != "README.md"));
     assert!(
         verify_bytes(dir, &missing)
             .unwrap_err()
@@ -315,11 +329,10 @@ fn truncation_missing_and_extra_members_are_found() {
     );
     let extra = rewritten(&written.archive, |members| {
         let mut header = tar::Header::new_gnu();
-        header.set_path("smuggled.txt").unwrap();
         header.set_size(3);
         header.set_mode(0o644);
-        header.set_cksum();
-        members.push((header, b"bad".to_vec()));
+        let path = "smuggled.txt".to_owned();
+        members.push(Member { path, header, link: None, data: b"bad".to_vec() });
     });
     assert!(verify_bytes(dir, &extra).unwrap_err().ends_with(
         "the member 'smuggled.txt' is not in the manifest; the archive has an extra member"

@@ -280,7 +280,7 @@ pub(super) fn write(
             (Source::Document { content, version }, _) => {
                 let bytes = document_bytes(entry, content, version)?;
                 builder
-                    .append_data(&mut head, &entry.path, bytes.as_slice())
+                    .append_data(&mut head, &entry.path, &*bytes)
                     .map_err(|e| io(&entry.path, e))?;
                 sha256 = Some(version.clone());
             }
@@ -336,20 +336,20 @@ pub(super) fn write(
 
 /// A document's content: its text, or for a document that is not UTF-8, the file on disk
 /// when it still has the snapshot's version.
-fn document_bytes(
+fn document_bytes<'a>(
     entry: &Entry,
-    text: &std::sync::Arc<str>,
+    text: &'a std::sync::Arc<str>,
     version: &str,
-) -> BackupResult<Vec<u8>> {
+) -> BackupResult<std::borrow::Cow<'a, [u8]>> {
     if text.len() as u64 == entry.size {
-        return Ok(text.as_bytes().to_vec());
+        return Ok(std::borrow::Cow::Borrowed(text.as_bytes()));
     }
     let bytes =
         std::fs::read(&entry.abs).map_err(|_| BackupError::Changed { path: entry.path.clone() })?;
     if hex(&Sha256::digest(&bytes)) != version {
         return Err(BackupError::Changed { path: entry.path.clone() });
     }
-    Ok(bytes)
+    Ok(std::borrow::Cow::Owned(bytes))
 }
 
 /// Append a file from disk, hashing it as it is copied; a file whose size changed while it
@@ -474,7 +474,7 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
         };
         if name == MANIFEST_PATH || name == MANIFEST_SUM_PATH {
             let mut data = Vec::new();
-            (&mut entry).take(64 << 20).read_to_end(&mut data).map_err(read_err)?;
+            entry.read_to_end(&mut data).map_err(read_err)?;
             if data.len() as u64 != entry.size() {
                 return Err(read_err(std::io::ErrorKind::UnexpectedEof.into()));
             }
