@@ -419,7 +419,7 @@ fn a_target_inside_the_store_is_refused() {
 }
 
 #[test]
-fn an_unwritable_target_is_a_clear_error_and_leaves_nothing() {
+fn an_unwritable_target_is_a_clear_typed_error() {
     let fx = Fixture::new(7);
     let file = fx.scratch("a-file");
     std::fs::write(&file, "x").unwrap();
@@ -490,4 +490,40 @@ fn definitions_are_found_and_checked() {
     assert!(err.to_string().contains("it is an entity of type 'book', not 'backup'"), "{err}");
     let err = backup::verify(&fx.scratch("none.tar"), &mut |_| {}).unwrap_err();
     assert_eq!(err.code(), "not-found");
+}
+
+#[test]
+fn progress_is_reported_inside_a_large_file() {
+    let fx = Fixture::new(7);
+    std::fs::write(fx.root.join("big.bin"), vec![7u8; 9 << 20]).unwrap();
+    let store = open(&fx.root);
+    let mut big: Vec<u64> = Vec::new();
+    let mut last = 0;
+    backup::run(&store, "backup/nightly", &mut |p: &Progress<'_>| {
+        assert!(p.done >= last && p.done <= p.total, "progress never goes back or past the end");
+        last = p.done;
+        if p.path == "big.bin" {
+            big.push(p.done);
+        }
+    })
+    .unwrap();
+    // Once when the file starts, then after each 4 MiB of it.
+    assert_eq!(big.len(), 3, "{big:?}");
+    assert_eq!(big[2] - big[0], 8 << 20);
+}
+
+#[test]
+fn a_file_that_cannot_be_archived_as_of_the_snapshot_fails_the_run_and_leaves_nothing() {
+    let fx = Fixture::new(7);
+    let store = open(&fx.root);
+    // The snapshot holds this document's text only up to its first invalid byte, so its
+    // content is read from disk, where it changed since.
+    std::fs::write(fx.root.join("books/latin.dust"), b"id book/latin\ntitle '\xff'\n").unwrap();
+    let err = backup::run(&store, "backup/nightly", &mut |_| {}).unwrap_err();
+    assert_eq!(err.code(), "conflict");
+    assert_eq!(
+        err.to_string(),
+        "books/latin.dust changed while it was being archived; run the backup again"
+    );
+    assert_eq!(std::fs::read_dir(&fx.backups).unwrap().count(), 0, "the partial archive is gone");
 }

@@ -285,7 +285,9 @@ pub(super) fn write(
                 sha256 = Some(version.clone());
             }
             (Source::Disk, _) => {
-                sha256 = Some(append_disk_file(&mut builder, &mut head, entry)?);
+                let report =
+                    Reporting { progress: &mut *progress, done, total, read: 0, path: &entry.path };
+                sha256 = Some(append_disk_file(&mut builder, &mut head, entry, report)?);
             }
             (Source::None, EntryKind::Symlink) => {
                 let target = entry.target.as_deref().unwrap_or_default();
@@ -358,11 +360,12 @@ fn append_disk_file<W: Write>(
     builder: &mut tar::Builder<W>,
     head: &mut tar::Header,
     entry: &Entry,
+    report: Reporting<'_>,
 ) -> BackupResult<String> {
     let changed = || BackupError::Changed { path: entry.path.clone() };
     let mut file = File::open(&entry.abs)
         .map_err(|e| BackupError::io(format!("cannot read {}", entry.path), e))?;
-    let mut reader = Hashing::new((&mut file).take(entry.size));
+    let mut reader = Hashing::new(Reported { inner: (&mut file).take(entry.size), report });
     builder
         .append_data(head, &entry.path, &mut reader)
         .map_err(|e| BackupError::io(format!("cannot archive {}", entry.path), e))?;
@@ -508,7 +511,7 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
             _ => None,
         };
         let size = entry.size();
-        let done = entry.raw_file_position() + size;
+        let done = entry.raw_file_position().saturating_add(size);
         let sha256 = if kind == EntryKind::File {
             let mut hashing = Hashing::new(&mut entry);
             std::io::copy(&mut hashing, &mut std::io::sink()).map_err(read_err)?;
@@ -726,6 +729,36 @@ pub(super) fn hex(bytes: &[u8]) -> String {
         out.push(char::from(b"0123456789abcdef"[usize::from(byte & 15)]));
     }
     out
+}
+
+/// Progress inside one large file, reported every `REPORT_EVERY` bytes read.
+struct Reporting<'a> {
+    progress: &'a mut dyn FnMut(&Progress<'_>),
+    /// Bytes done before this file, and in all.
+    done: u64,
+    total: u64,
+    read: u64,
+    path: &'a str,
+}
+
+const REPORT_EVERY: u64 = 4 << 20;
+
+struct Reported<'a, R> {
+    inner: R,
+    report: Reporting<'a>,
+}
+
+impl<R: Read> Read for Reported<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let r = &mut self.report;
+        if (r.read + n as u64) / REPORT_EVERY != r.read / REPORT_EVERY {
+            let done = r.done + r.read + n as u64;
+            (r.progress)(&Progress { phase: Phase::Archiving, done, total: r.total, path: r.path });
+        }
+        r.read += n as u64;
+        Ok(n)
+    }
 }
 
 /// A reader or writer that counts and hashes the bytes passing through it.

@@ -60,7 +60,7 @@ pub fn restore(
             continue;
         }
         let Some(expected) = listed.get(name.as_str()).copied() else { return Err(changed(&name)) };
-        let done = entry.raw_file_position() + entry.size();
+        let done = entry.raw_file_position().saturating_add(entry.size());
         progress(&Progress { phase: Phase::Restoring, done, total: verified.bytes, path: &name });
         ensure_parents(dir, &name)?;
         let dest = dir.join(&name);
