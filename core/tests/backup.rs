@@ -527,3 +527,29 @@ fn a_file_that_cannot_be_archived_as_of_the_snapshot_fails_the_run_and_leaves_no
     );
     assert_eq!(std::fs::read_dir(&fx.backups).unwrap().count(), 0, "the partial archive is gone");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever the bytes, verify answers with an error and never panics.
+    #[test]
+    fn verify_never_panics_on_garbage(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4096), tarlike in proptest::prelude::any::<bool>()) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut data = Vec::new();
+        if tarlike {
+            // A valid header first, so the garbage lands in the member list.
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64 / 2);
+            header.set_mode(0o644);
+            let half = &bytes[..bytes.len() / 2];
+            builder.append_data(&mut header, "a.txt", half).unwrap();
+            data = builder.into_inner().unwrap();
+        }
+        data.extend_from_slice(&bytes);
+        let path = dir.path().join("x.tar");
+        std::fs::write(&path, &data).unwrap();
+        let result = backup::verify(&path, &mut |_| {});
+        proptest::prop_assert!(result.is_err());
+    }
+}
