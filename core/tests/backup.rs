@@ -553,3 +553,25 @@ proptest::proptest! {
         proptest::prop_assert!(result.is_err());
     }
 }
+
+#[test]
+fn restore_goes_through_a_link_given_as_the_folder_but_not_into_a_file() {
+    let fx = Fixture::new(7);
+    let store = open(&fx.root);
+    let written = fx.run(&store);
+    let real = fx.scratch("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = fx.scratch("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    backup::restore(&written.archive, &link, false, &mut |_| {}).unwrap();
+    assert_eq!(std::fs::read_to_string(real.join("README.md")).unwrap(), "# Library\n");
+
+    let file = fx.scratch("file");
+    std::fs::write(&file, "x").unwrap();
+    let err = backup::restore(&written.archive, &file, true, &mut |_| {}).unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments");
+    assert_eq!(
+        err.to_string(),
+        format!("{} exists and is not a folder; give a folder to restore into", file.display())
+    );
+}

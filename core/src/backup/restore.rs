@@ -101,7 +101,8 @@ pub fn restore(
 /// Make sure `dir` is a folder to restore into: created when missing, empty unless `force`.
 fn prepare_dir(dir: &Path, force: bool) -> BackupResult<()> {
     let io = |e| BackupError::io(format!("cannot restore into {}", dir.display()), e);
-    match fs::symlink_metadata(dir) {
+    // The folder named may be a link to a folder; links below it are never followed.
+    match fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => {
             if !force && fs::read_dir(dir).map_err(io)?.next().is_some() {
                 return Err(BackupError::NotEmpty { dir: dir.to_owned() });
