@@ -98,6 +98,11 @@ enum Command {
         #[arg(long)]
         store: Option<PathBuf>,
     },
+    /// Back a store up by a backup definition, check an archive, or restore one.
+    Backup {
+        #[command(subcommand)]
+        command: cmd::backup::BackupCommand,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -146,6 +151,7 @@ fn main() -> ExitCode {
             cmd::apply::run(&store, &patch, yes, format)
         }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
+        Command::Backup { command } => cmd::backup::run(command),
     };
     match result {
         Ok(code) => code,
