@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod util;
+
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client speaking to one server process.
@@ -79,13 +81,51 @@ impl Client {
 
     /// Start and initialize with the given position encodings offered.
     fn initialized(store: &Path, encodings: &[&str]) -> (Client, Value) {
-        let mut client = Client::start(store);
-        let result = client.request(
-            "initialize",
+        Client::initialized_with(
+            store,
             json!({"processId": null, "rootUri": null, "capabilities": {"general": {"positionEncodings": encodings}}}),
-        );
+        )
+    }
+
+    /// Start and initialize with the given `initialize` parameters.
+    fn initialized_with(store: &Path, params: Value) -> (Client, Value) {
+        let mut client = Client::start(store);
+        let result = client.request("initialize", params);
         client.notify("initialized", json!({}));
         (client, result)
+    }
+
+    /// Start as the editor `name` that asks for every change notification.
+    fn subscribed(store: &Path, name: &str) -> (Client, Value) {
+        Client::initialized_with(
+            store,
+            json!({
+                "processId": null,
+                "rootUri": null,
+                "clientInfo": {"name": name},
+                "capabilities": {
+                    "experimental": {"stardust": {"notifications": ["documentsChanged", "entitiesChanged"]}},
+                    "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}}
+                }
+            }),
+        )
+    }
+
+    /// The whole response to `workspace/executeCommand` with one argument object.
+    fn command(&mut self, name: &str, args: Value) -> Value {
+        self.call("workspace/executeCommand", json!({"command": name, "arguments": [args]}))
+    }
+
+    /// The result of a command that must succeed.
+    fn run(&mut self, name: &str, args: Value) -> Value {
+        let response = self.command(name, args);
+        assert!(response.get("error").is_none(), "{name} failed: {response}");
+        response["result"].clone()
+    }
+
+    /// The next notification `method`.
+    fn notification(&mut self, method: &str) -> Value {
+        self.wait(|m| m["method"] == method)["params"].clone()
     }
 
     fn send_raw(&mut self, body: &[u8]) {
@@ -618,4 +658,154 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
     let response =
         lost.call("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
     assert_eq!(response["error"]["data"]["code"], "not-found", "{response}");
+}
+
+#[test]
+fn commands_are_advertised_with_their_contracts() {
+    let tmp = library();
+    let (client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    let caps = &result["capabilities"];
+    let commands: Vec<&str> = caps["executeCommandProvider"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(commands.len(), 14, "{commands:?}");
+    assert!(commands.contains(&"stardust.preview.confirm"));
+    let stardust = &caps["experimental"]["stardust"];
+    assert_eq!(stardust["protocolVersion"], 1);
+    assert_eq!(stardust["readOnly"], false);
+    assert_eq!(stardust["notifications"], json!(["documentsChanged", "entitiesChanged"]));
+    let contracts = stardust["commands"].as_array().unwrap();
+    assert_eq!(contracts.len(), 14);
+    let names: Vec<&str> = contracts.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, commands);
+    assert!(contracts.iter().all(|c| c["arguments"]["type"] == "object"), "{contracts:?}");
+    client.shutdown();
+}
+
+#[test]
+fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let uri = client.open(
+        "books/x.dust",
+        "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\nauthor @person/new-one\n",
+    );
+    assert_eq!(codes(&client.published(&uri, 1)), ["dangling-ref"]);
+
+    let found = client.run(
+        "stardust.query.execute",
+        json!({"document": "find [?p] where [[?p type person] [?p name 'Frank Herbert']]"}),
+    );
+    assert_eq!(found["rows"], json!([["person/frank-herbert"]]), "{found}");
+
+    let preview = client.run(
+        "stardust.entity.create",
+        json!({"entities": ["id person/new-one type person name 'New One' roles [author]"]}),
+    );
+    let id = preview["previewId"].as_str().expect("a preview id").to_owned();
+    assert_eq!(preview["committable"], true, "{preview}");
+    assert!(!tmp.path().join("people/new-one.dust").exists(), "a preview writes nothing");
+
+    let confirmed = client.run("stardust.preview.confirm", json!({"previewId": id}));
+    let seq = confirmed["seq"].as_u64().expect("a seq");
+    let documents = client.notification("stardust/documentsChanged");
+    assert_eq!(documents["seq"], seq);
+    assert_eq!(
+        documents["documents"],
+        json!([{"uri": client.uri("people/new-one.dust"), "path": "people/new-one.dust", "change": "created", "version": documents["documents"][0]["version"]}])
+    );
+    assert_eq!(documents["documents"][0]["version"].as_str().unwrap().len(), 64);
+    let entities = client.notification("stardust/entitiesChanged");
+    assert_eq!(
+        entities,
+        json!({"seq": seq, "entities": [{"id": "person/new-one", "change": "created"}]})
+    );
+    // The open buffer's reference now resolves.
+    assert_eq!(client.published(&uri, 1), Vec::<Value>::new());
+
+    // The preview is single-use.
+    let again = client.command("stardust.preview.confirm", json!({"previewId": id}));
+    assert_eq!(again["error"]["data"]["code"], "preview-not-found", "{again}");
+    client.shutdown();
+
+    // The commit was made by this editor's session.
+    let log = util::stardust(&["log", tmp.path().to_str().unwrap(), "--format", "json"]);
+    let last = util::text(&log.stdout).lines().last().unwrap().to_owned();
+    let last: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["origin"], "lsp:e2e-editor", "{last}");
+}
+
+#[test]
+fn a_refused_confirm_answers_with_the_problems() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let preview = client.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "book/orphan", "type": "book", "title": "Orphan", "year": 2001, "status": "draft", "author": "@person/nobody"}]}),
+    );
+    assert_eq!(preview["committable"], false, "{preview}");
+    let response =
+        client.command("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let error = &response["error"];
+    assert_eq!(error["code"], -32803, "{response}");
+    assert_eq!(error["data"]["code"], "refused", "{response}");
+    let problems = error["data"]["problems"].as_array().expect("the refused problems");
+    assert!(problems.iter().any(|p| p["code"] == "dangling-ref"), "{problems:?}");
+    assert!(
+        problems.iter().all(|p| p["path"].as_str().unwrap().starts_with("books/")),
+        "{problems:?}"
+    );
+
+    // Bad arguments are named, unknown commands refused, both with codes.
+    let bad = client.command("stardust.entity.get", json!({"id": 42}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(bad["error"]["data"]["code"], "invalid-arguments", "{bad}");
+    let unknown = client.command("stardust.no.such", json!({}));
+    assert_eq!(unknown["error"]["data"]["code"], "invalid-arguments", "{unknown}");
+    let missing = client.command("stardust.entity.get", json!({"id": "book/nope"}));
+    assert_eq!(missing["error"]["data"]["code"], "not-found", "{missing}");
+    client.shutdown();
+}
+
+#[test]
+fn notifications_are_sent_only_when_asked_for() {
+    let tmp = library();
+    let (mut quiet, _) = Client::initialized(tmp.path(), &[]);
+    let preview = quiet.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "person/quiet-one", "type": "person", "name": "Quiet One", "roles": ["author"]}]}),
+    );
+    quiet.run("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    // A request answered after the commit: any notification would have come before it.
+    quiet.run("stardust.status", json!({}));
+    assert!(
+        quiet.pending.iter().all(|m| !m["method"].as_str().unwrap_or("").starts_with("stardust/")),
+        "{:?}",
+        quiet.pending
+    );
+    quiet.shutdown();
+}
+
+#[test]
+fn a_store_owned_by_another_process_is_served_read_only() {
+    let tmp = library();
+    let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
+    let (mut second, result) = Client::subscribed(tmp.path(), "second");
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["notifications"], json!([]));
+    let busy = second.command("stardust.status", json!({}));
+    assert_eq!(busy["error"]["data"]["code"], "busy", "{busy}");
+    assert!(busy["error"]["message"].as_str().unwrap().contains("in use"), "{busy}");
+    let described = second.run("stardust.commands.describe", json!({}));
+    assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+    // Editor features still work on the documents as they are on disk.
+    let uri = second.open("books/x.dust", "id book/x\ntype book\nauthor @person/nobody\n");
+    assert!(codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
+    let status = owner.run("stardust.status", json!({}));
+    assert_eq!(status["sessions"][0]["client"], "owner", "{status}");
+    second.shutdown();
+    owner.shutdown();
 }

@@ -22,11 +22,13 @@ use lsp_types::{
     InitializeResult, PublishDiagnosticsParams, RelatedFullDocumentDiagnosticReport,
     ServerCapabilities, ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability,
     TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Url,
-    WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult, WorkspaceDocumentDiagnosticReport,
-    WorkspaceFullDocumentDiagnosticReport,
+    WorkDoneProgressOptions, WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult,
+    WorkspaceDocumentDiagnosticReport, WorkspaceFullDocumentDiagnosticReport,
 };
 use serde_json::json;
 use stardust_core::analysis::Analysis;
+use stardust_core::service::{Front, Service, Session};
+use stardust_core::store::{OpenOptions, Store, StoreError};
 use stardust_core::syntax::Lang;
 use stardust_core::text::{Encoding, LineIndex};
 use tower::ServiceBuilder;
@@ -80,19 +82,37 @@ pub(crate) struct Shared {
     published: Mutex<u64>,
 }
 
+/// Where the documents under the buffers come from.
+pub(crate) enum Source {
+    /// The store, owned by this process through the service: commands run, commits notify.
+    Store(Arc<Service>),
+    /// Another process owns the store: its documents as read from disk, no commands.
+    ReadOnly {
+        base: Analysis,
+        /// Why the store could not be opened (the `busy` error's message).
+        why: String,
+    },
+}
+
 #[derive(Default)]
-struct Inner {
-    paths: Option<Paths>,
-    /// The store as it is on disk.
-    base: Option<Analysis>,
+pub(crate) struct Inner {
+    pub(crate) paths: Option<Paths>,
+    pub(crate) source: Option<Source>,
+    /// This connection's session with the service (store mode only).
+    pub(crate) session: Option<Session>,
+    /// The change notifications the client asked for (SPEC §11).
+    pub(crate) wants: crate::commands::Wants,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
     encoding: Encoding,
     buffers: BTreeMap<Url, Buffer>,
-    /// Bumped on every change of the buffers.
+    /// Bumped on every change of the buffers and after every commit to the store.
     generation: u64,
-    /// The analysis of `base` with the buffers of `generation`.
-    cache: Option<(u64, Analysis)>,
-    /// Documents that may have changed on disk (saved, closed, or reported by the client's
-    /// file watcher): `base` reads them again before the next analysis.
+    /// The analysis of the source at `seq` with the buffers of `generation`.
+    cache: Option<(u64, u64, Analysis)>,
+    /// Read-only mode: documents that may have changed on disk (saved, closed, or reported by
+    /// the client's file watcher), read again before the next analysis. In store mode the
+    /// store's watcher takes such edits in.
     stale: BTreeSet<String>,
 }
 
@@ -102,33 +122,51 @@ pub(crate) struct Snapshot {
     pub(crate) paths: Paths,
     pub(crate) analysis: Analysis,
     pub(crate) encoding: Encoding,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
     generation: u64,
     buffers: BTreeMap<Url, Buffer>,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The analysis of the store with every open buffer, computed outside the lock.
-    fn snapshot(&self) -> Result<Snapshot, ResponseError> {
-        let (paths, base, encoding, generation, buffers, cached) = {
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, ResponseError> {
+        let (paths, base, seq, encoding, generation, buffers, cached, renames_files) = {
             let mut inner = self.lock();
             refresh_from_disk(&mut inner);
-            let (Some(paths), Some(base)) = (inner.paths.clone(), inner.base.clone()) else {
+            let (Some(paths), Some(source)) = (inner.paths.clone(), inner.source.as_ref()) else {
                 return Err(error(
                     ErrorCode::SERVER_NOT_INITIALIZED,
                     "not-found",
                     "no store is loaded; start the server in a store, give --store, or open a store's folder",
                 ));
             };
+            let (base, seq) = match source {
+                Source::Store(service) => {
+                    let current = service.store().snapshot();
+                    (current.analysis.clone(), current.seq)
+                }
+                Source::ReadOnly { base, .. } => (base.clone(), 0),
+            };
             let cached = inner
                 .cache
                 .as_ref()
-                .filter(|(g, _)| *g == inner.generation)
-                .map(|(_, a)| a.clone());
-            (paths, base, inner.encoding, inner.generation, inner.buffers.clone(), cached)
+                .filter(|(g, s, _)| *g == inner.generation && *s == seq)
+                .map(|(_, _, a)| a.clone());
+            (
+                paths,
+                base,
+                seq,
+                inner.encoding,
+                inner.generation,
+                inner.buffers.clone(),
+                cached,
+                inner.renames_files,
+            )
         };
         let analysis = match cached {
             Some(analysis) => analysis,
@@ -140,12 +178,42 @@ impl Shared {
                 let analysis = base.with_changes(changes);
                 let mut inner = self.lock();
                 if inner.generation == generation {
-                    inner.cache = Some((generation, analysis.clone()));
+                    inner.cache = Some((generation, seq, analysis.clone()));
                 }
                 analysis
             }
         };
-        Ok(Snapshot { paths, analysis, encoding, generation, buffers })
+        Ok(Snapshot { paths, analysis, encoding, renames_files, generation, buffers })
+    }
+
+    /// The service and this connection's session, or the `busy` error in read-only mode.
+    pub(crate) fn service(&self) -> Result<(Arc<Service>, Session), ResponseError> {
+        let inner = self.lock();
+        match (&inner.source, &inner.session) {
+            (Some(Source::Store(service)), Some(session)) => Ok((service.clone(), session.clone())),
+            (Some(Source::ReadOnly { why, .. }), _) => {
+                Err(error(ErrorCode::REQUEST_FAILED, "busy", why.clone()))
+            }
+            _ => Err(error(
+                ErrorCode::SERVER_NOT_INITIALIZED,
+                "not-found",
+                "no store is loaded; initialize first",
+            )),
+        }
+    }
+
+    /// Note that the documents under the buffers changed (a commit): re-diagnose.
+    pub(crate) fn bump(&self) {
+        self.lock().generation += 1;
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let inner = self.lock();
+        if let (Some(Source::Store(service)), Some(session)) = (&inner.source, &inner.session) {
+            service.close_session(session);
+        }
     }
 }
 
@@ -163,6 +231,10 @@ impl State {
     pub(crate) fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
     }
+
+    pub(crate) fn client(&self) -> ClientSocket {
+        self.client.clone()
+    }
 }
 
 /// Read the stale documents again into `base`. Runs on the blocking pool (from `snapshot`);
@@ -171,7 +243,10 @@ fn refresh_from_disk(inner: &mut Inner) {
     if inner.stale.is_empty() {
         return;
     }
-    let (Some(paths), Some(base)) = (&inner.paths, &inner.base) else { return };
+    let (Some(paths), Some(Source::ReadOnly { base, .. })) = (&inner.paths, &inner.source) else {
+        inner.stale.clear();
+        return;
+    };
     let changes: Vec<(String, Option<Vec<u8>>)> = std::mem::take(&mut inner.stale)
         .into_iter()
         .map(|path| {
@@ -180,7 +255,10 @@ fn refresh_from_disk(inner: &mut Inner) {
         })
         .collect();
     tracing::debug!("reading {} documents again from disk", changes.len());
-    inner.base = Some(base.with_changes(changes));
+    let base = base.with_changes(changes);
+    if let Some(Source::ReadOnly { base: old, .. }) = &mut inner.source {
+        *old = base;
+    }
     inner.cache = None;
 }
 
@@ -189,7 +267,7 @@ pub(crate) fn error(rpc: ErrorCode, code: &str, message: impl Into<String>) -> R
     ResponseError::new_with_data(rpc, message.into(), json!({"code": code}))
 }
 
-fn internal(err: impl std::fmt::Display) -> ResponseError {
+pub(crate) fn internal(err: impl std::fmt::Display) -> ResponseError {
     error(ErrorCode::INTERNAL_ERROR, "internal", format!("internal error: {err}"))
 }
 
@@ -206,9 +284,10 @@ fn router(state: State) -> Router<State> {
     router
         .request::<request::Initialize, _>(|st, params| {
             let shared = st.shared.clone();
+            let client = st.client.clone();
             let flag = st.store.clone();
             async move {
-                tokio::task::spawn_blocking(move || initialize(&shared, flag, params))
+                tokio::task::spawn_blocking(move || initialize(&shared, client, flag, params))
                     .await
                     .map_err(internal)?
             }
@@ -217,16 +296,29 @@ fn router(state: State) -> Router<State> {
         .request::<request::DocumentDiagnosticRequest, _>(|st, params| {
             with_snapshot(st.shared.clone(), move |snap| pull_diagnostics(snap, params))
         })
-        .request::<request::WorkspaceDiagnosticRequest, _>(|st, _| {
-            with_snapshot(st.shared.clone(), |snap| Ok(workspace_diagnostics(snap)))
+        .request::<request::WorkspaceDiagnosticRequest, _>(|st, params| {
+            let progress = crate::commands::Progress::start(
+                st.client(),
+                params.work_done_progress_params.work_done_token.clone(),
+                "Diagnosing the store",
+            );
+            let shared = st.shared.clone();
+            async move {
+                let answer = with_snapshot(shared, |snap| Ok(workspace_diagnostics(snap))).await;
+                progress.end();
+                answer
+            }
         })
         .unhandled_notification(on_notification);
     crate::features::register(&mut router);
+    crate::commands::register(&mut router);
+    crate::actions::register(&mut router);
     router
 }
 
 fn initialize(
-    shared: &Shared,
+    shared: &Arc<Shared>,
+    client: ClientSocket,
     flag: Option<PathBuf>,
     params: InitializeParams,
 ) -> Result<InitializeResult, ResponseError> {
@@ -255,17 +347,60 @@ fn initialize(
             format!("cannot open the store {}: {err}", root.display()),
         )
     })?;
-    let base = Analysis::load(&root)
-        .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
-    tracing::info!("serving the store {} ({} documents)", root.display(), base.document_count());
+    let client_name =
+        params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
+    let (source, session) = match Store::open(&root, OpenOptions::default()) {
+        Ok(store) => {
+            let service = Arc::new(Service::new(store));
+            let session = service.open_session(Front::Lsp, &client_name);
+            tracing::info!(
+                "serving the store {} ({} documents) to {client_name}",
+                root.display(),
+                service.store().snapshot().analysis.document_count()
+            );
+            (Source::Store(service), Some(session))
+        }
+        Err(busy @ StoreError::Busy { .. }) => {
+            // Another process owns the store: serve its documents read-only, answer commands
+            // with `busy` (docs/DECISIONS.md, "The LSP front").
+            let why = busy.to_string();
+            tracing::warn!("{why}; serving it read-only");
+            let base = Analysis::load(&root)
+                .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
+            (Source::ReadOnly { base, why }, None)
+        }
+        Err(err) => return Err(error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string())),
+    };
+    let wants = crate::commands::Wants::from_capabilities(&params.capabilities);
+    let renames_files = params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.workspace_edit.as_ref())
+        .and_then(|e| e.resource_operations.as_ref())
+        .is_some_and(|ops| ops.contains(&lsp_types::ResourceOperationKind::Rename));
+    let subscription = match &source {
+        Source::Store(service) => Some(service.store().subscribe()),
+        Source::ReadOnly { .. } => None,
+    };
+    let read_only = matches!(source, Source::ReadOnly { .. });
     {
         let mut inner = shared.lock();
         inner.paths = Some(Paths { root });
-        inner.base = Some(base);
+        inner.source = Some(source);
+        inner.session = session;
+        inner.wants = wants;
+        inner.renames_files = renames_files;
         inner.encoding = encoding;
         inner.generation += 1;
         inner.cache = None;
     }
+    if let Some(subscription) = subscription {
+        crate::commands::forward_changes(subscription, client, Arc::downgrade(shared));
+    }
+    let mut capabilities = crate::features::capabilities();
+    crate::commands::extend_capabilities(&mut capabilities, read_only);
+    crate::actions::extend_capabilities(&mut capabilities);
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),
@@ -281,9 +416,11 @@ fn initialize(
                 identifier: Some("stardust".to_owned()),
                 inter_file_dependencies: true,
                 workspace_diagnostics: true,
-                work_done_progress_options: Default::default(),
+                work_done_progress_options: WorkDoneProgressOptions {
+                    work_done_progress: Some(true),
+                },
             })),
-            ..crate::features::capabilities()
+            ..capabilities
         },
         server_info: Some(ServerInfo {
             name: "stardust".to_owned(),
@@ -309,6 +446,7 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
             parse::<DidSaveTextDocumentParams>(notif.params, method)
                 .map(|p| mark_stale(&st.shared, [p.text_document.uri]))
         }
+        notification::Initialized::METHOD | notification::Exit::METHOD => None,
         notification::DidChangeWatchedFiles::METHOD => {
             parse::<DidChangeWatchedFilesParams>(notif.params, method)
                 .map(|p| mark_stale(&st.shared, p.changes.into_iter().map(|c| c.uri)))
@@ -400,9 +538,13 @@ fn apply_change(
     Some(out)
 }
 
-/// Note that documents may differ on disk from what `base` holds.
+/// Note that documents may differ on disk from what the read-only base holds. In store mode
+/// the store's watcher takes such edits in as `external` commits, which re-diagnose.
 fn mark_stale(shared: &Shared, uris: impl IntoIterator<Item = Url>) -> bool {
     let mut inner = shared.lock();
+    if !matches!(inner.source, Some(Source::ReadOnly { .. })) {
+        return false;
+    }
     let Some(paths) = inner.paths.clone() else { return false };
     let before = inner.stale.len();
     for uri in uris {
@@ -422,7 +564,9 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     let mut inner = shared.lock();
     let Some(buffer) = inner.buffers.remove(&uri) else { return false };
     // The file may have been saved with the buffer's text or left as it was.
-    inner.stale.insert(buffer.path);
+    if matches!(inner.source, Some(Source::ReadOnly { .. })) {
+        inner.stale.insert(buffer.path);
+    }
     inner.generation += 1;
     // A closed document's diagnostics are those of its file, which the workspace pull reports.
     let _ = client.clone().publish_diagnostics(PublishDiagnosticsParams {
@@ -433,34 +577,37 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     true
 }
 
-/// Analyse the current buffers off the main loop and publish the diagnostics of every open
-/// document, unless a newer generation has been published meanwhile.
-fn publish(mut client: ClientSocket, shared: Arc<Shared>) {
-    tokio::task::spawn_blocking(move || {
-        let snap = match shared.snapshot() {
-            Ok(snap) => snap,
-            Err(err) => {
-                tracing::warn!("cannot publish diagnostics: {}", err.message);
-                return;
-            }
-        };
-        let mut published = shared.published.lock().unwrap_or_else(|p| p.into_inner());
-        if *published >= snap.generation {
+/// Analyse the current buffers off the main loop and publish their diagnostics.
+fn publish(client: ClientSocket, shared: Arc<Shared>) {
+    tokio::task::spawn_blocking(move || publish_now(client, &shared));
+}
+
+/// Publish the diagnostics of every open document, unless a newer generation has been
+/// published meanwhile.
+pub(crate) fn publish_now(mut client: ClientSocket, shared: &Shared) {
+    let snap = match shared.snapshot() {
+        Ok(snap) => snap,
+        Err(err) => {
+            tracing::warn!("cannot publish diagnostics: {}", err.message);
             return;
         }
-        *published = snap.generation;
-        for (uri, buffer) in &snap.buffers {
-            let diagnostics = document_diagnostics(&snap, &buffer.path);
-            let params = PublishDiagnosticsParams {
-                uri: uri.clone(),
-                diagnostics,
-                version: Some(buffer.version),
-            };
-            if client.publish_diagnostics(params).is_err() {
-                return;
-            }
+    };
+    let mut published = shared.published.lock().unwrap_or_else(|p| p.into_inner());
+    if *published >= snap.generation {
+        return;
+    }
+    *published = snap.generation;
+    for (uri, buffer) in &snap.buffers {
+        let diagnostics = document_diagnostics(&snap, &buffer.path);
+        let params = PublishDiagnosticsParams {
+            uri: uri.clone(),
+            diagnostics,
+            version: Some(buffer.version),
+        };
+        if client.publish_diagnostics(params).is_err() {
+            return;
         }
-    });
+    }
 }
 
 fn document_diagnostics(snap: &Snapshot, path: &str) -> Vec<lsp_types::Diagnostic> {
