@@ -809,3 +809,100 @@ fn a_store_owned_by_another_process_is_served_read_only() {
     second.shutdown();
     owner.shutdown();
 }
+
+#[test]
+fn code_actions_repair_diagnostics_and_convert_on_resolve() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let text =
+        "id book/x\ntype book\ntitle X\nyear 2000\nstatus publised\nauthor @person/frank-herbrt\n";
+    let uri = client.open("books/x.dust", text);
+    client.published(&uri, 1);
+    let at = |needle: &str| {
+        let start = find(text, needle, 0);
+        json!({"start": start, "end": start})
+    };
+    let ask = |range: Value, only: Value| json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": [], "only": only}});
+    let actions = client.request("textDocument/codeAction", ask(at("@person"), Value::Null));
+    let actions = actions.as_array().unwrap();
+    let fix = &actions[0];
+    assert_eq!(fix["title"], "Change to @person/frank-herbert", "{actions:?}");
+    assert_eq!(fix["kind"], "quickfix");
+    assert_eq!(fix["isPreferred"], true);
+    assert_eq!(fix["diagnostics"][0]["code"], "dangling-ref");
+    let range =
+        json!({"start": find(text, "@person", 0), "end": find(text, "@person/frank-herbrt", 20)});
+    assert_eq!(
+        fix["edit"]["changes"][&uri],
+        json!([{"range": range, "newText": "@person/frank-herbert"}])
+    );
+    let convert = actions.iter().find(|a| a["kind"] == "source.convert.stardust").expect("convert");
+    assert!(convert.get("edit").is_none(), "computed on resolve: {convert}");
+
+    let enum_fixes =
+        client.request("textDocument/codeAction", ask(at("publised"), json!(["quickfix"])));
+    let titles: Vec<&str> =
+        enum_fixes.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert!(titles.contains(&"Change to published"), "{titles:?}");
+    assert!(enum_fixes.as_array().unwrap().iter().all(|a| a["kind"] == "quickfix"));
+
+    let resolved = client.request("codeAction/resolve", convert.clone());
+    let changes = resolved["edit"]["documentChanges"].as_array().expect("document changes");
+    assert_eq!(
+        changes[0],
+        json!({"kind": "rename", "oldUri": uri, "newUri": client.uri("books/x.json")})
+    );
+    let new_text = changes[1]["edits"][0]["newText"].as_str().unwrap();
+    assert!(new_text.starts_with("{\n  \"id\": \"book/x\",\n"), "{new_text}");
+    assert_eq!(changes[1]["textDocument"]["uri"], client.uri("books/x.json"));
+
+    // After an edit the old conversion is refused, not applied to a different text.
+    client.change(&uri, 2, json!([{"range": at("title"), "text": ";\n"}]));
+    client.published(&uri, 2);
+    let stale = client.call("codeAction/resolve", convert.clone());
+    assert_eq!(stale["error"]["data"]["code"], "conflict", "{stale}");
+    client.shutdown();
+}
+
+#[test]
+fn renaming_an_entity_edits_every_reference_and_commits_nothing() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let text = dune(tmp.path());
+    let uri = client.open("books/dune.dust", &text);
+    client.published(&uri, 1);
+    let on_ref =
+        json!({"textDocument": {"uri": uri}, "position": find(&text, "@person/frank-herbert", 4)});
+    let prepared = client.request("textDocument/prepareRename", on_ref.clone());
+    assert_eq!(prepared["placeholder"], "person/frank-herbert");
+    assert_eq!(prepared["range"]["start"], find(&text, "@person/frank-herbert", 0));
+
+    let mut params = on_ref.clone();
+    params["newName"] = json!("person/f-herbert");
+    let edit = client.request("textDocument/rename", params);
+    let changes = edit["changes"].as_object().unwrap();
+    let referring: Vec<PathBuf> = walk(tmp.path())
+        .into_iter()
+        .filter(|p| {
+            let t = std::fs::read_to_string(p).unwrap();
+            t.contains("@person/frank-herbert\"")
+                || t.contains("@person/frank-herbert\n")
+                || t.contains("@person/frank-herbert ")
+                || t.contains("id           person/frank-herbert\n")
+        })
+        .collect();
+    assert_eq!(changes.len(), referring.len(), "{:?}", changes.keys());
+    assert!(changes.contains_key(&client.uri("people/frank-herbert.dust")));
+    let mine = changes[&uri].as_array().unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["newText"], "@person/f-herbert");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap(), text);
+
+    let mut bad = on_ref.clone();
+    bad["newName"] = json!("not an id");
+    let response = client.call("textDocument/rename", bad);
+    assert_eq!(response["error"]["data"]["code"], "invalid-arguments", "{response}");
+    let on_title = json!({"textDocument": {"uri": uri}, "position": find(&text, "Dune\n", 1)});
+    assert_eq!(client.request("textDocument/prepareRename", on_title), Value::Null);
+    client.shutdown();
+}

@@ -144,7 +144,8 @@ fn repairs(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> Vec<Action> {
                 .collect(),
             Some("type") if expects_string(data) => {
                 let text = doc.text.get(d.span.range()).unwrap_or_default();
-                let bare = syntax::parse(text, doc.lang);
+                // A DUST bareword that reads as a number, boolean or null is JSON's literal.
+                let bare = syntax::parse(text, Lang::Json);
                 let scalar = matches!(bare.value, Value::Number(_) | Value::Bool(_) | Value::Null)
                     && bare.is_clean()
                     && !text.is_empty();
