@@ -363,32 +363,55 @@ fn multi_byte_characters_count_in_the_negotiated_encoding() {
     }
 }
 
+/// The zero-based line and UTF-16 column of the end of `text`.
+fn end_of(text: &str) -> Value {
+    let line = text.matches('\n').count();
+    let column = text.rsplit('\n').next().unwrap().encode_utf16().count();
+    json!({"line": line, "character": column})
+}
+
 #[test]
 fn a_burst_of_edits_ends_like_a_fresh_open() {
     let tmp = library();
     let original = dune(tmp.path());
-    // Type a broken document one character at a time, each an incremental edit at the end.
+    // Type a broken document one character at a time, each an incremental edit at the end;
+    // every tenth character also types a stray 'x' and deletes it again.
     let target = original
         .replace("@person/frank-herbert", "@person/frank-h")
-        .replace("1965\n", "1965\nyear 1966\n");
+        .replace("1965\n", "1965\nyear 1966\n")
+        .replace("title      Dune", "title      'Dûne 😀'");
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let uri = client.open("books/dune.dust", "");
     let mut typed = String::new();
     let mut version = 1;
-    let chunk = target.len().div_ceil(200);
-    let chars: Vec<char> = target.chars().collect();
-    for piece in chars.chunks(chunk) {
-        let piece: String = piece.iter().collect();
-        let line = typed.matches('\n').count();
-        let column = typed.rsplit('\n').next().unwrap().encode_utf16().count();
-        let at = json!({"line": line, "character": column});
+    for (i, c) in target.chars().enumerate() {
+        let at = end_of(&typed);
         version += 1;
-        client.change(&uri, version, json!([{"range": {"start": at, "end": at}, "text": piece}]));
-        typed.push_str(&piece);
+        client.change(
+            &uri,
+            version,
+            json!([{"range": {"start": at, "end": at}, "text": c.to_string()}]),
+        );
+        typed.push(c);
+        if i % 10 == 0 {
+            let at = end_of(&typed);
+            version += 1;
+            client.change(&uri, version, json!([{"range": {"start": at, "end": at}, "text": "x"}]));
+            let after =
+                json!({"line": at["line"], "character": at["character"].as_u64().unwrap() + 1});
+            version += 1;
+            client.change(
+                &uri,
+                version,
+                json!([{"range": {"start": at, "end": after}, "text": ""}]),
+            );
+        }
     }
     assert_eq!(typed, target);
-    assert!(version >= 150, "{version} edits");
+    assert!(version >= 500, "{version} edits");
     let after_burst = client.published(&uri, version);
+    let burst_symbols =
+        client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
     client.shutdown();
 
     let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
@@ -397,6 +420,10 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
     assert_eq!(after_burst, direct);
     assert!(codes(&direct).contains(&"dangling-ref".to_owned()), "{direct:?}");
     assert!(codes(&direct).contains(&"duplicate-key".to_owned()), "{direct:?}");
+    // The final buffer is the target text: its symbols (names and ranges) agree too.
+    let fresh_symbols =
+        fresh.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(burst_symbols, fresh_symbols);
     fresh.shutdown();
 }
 
@@ -904,5 +931,49 @@ fn renaming_an_entity_edits_every_reference_and_commits_nothing() {
     assert_eq!(response["error"]["data"]["code"], "invalid-arguments", "{response}");
     let on_title = json!({"textDocument": {"uri": uri}, "position": find(&text, "Dune\n", 1)});
     assert_eq!(client.request("textDocument/prepareRename", on_title), Value::Null);
+    client.shutdown();
+}
+
+#[test]
+fn long_work_reports_progress_and_can_be_cancelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("stardust.toml"), "").unwrap();
+    let numbers: Vec<Value> =
+        (0..1500).map(|i| json!({"id": format!("n/{i}"), "type": "n", "v": i})).collect();
+    std::fs::write(tmp.path().join("numbers.json"), Value::Array(numbers).to_string()).unwrap();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+
+    // Progress: begin before the answer, then end.
+    let response = client.call(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}], "workDoneToken": "status-1"}),
+    );
+    assert_eq!(response["result"]["documents"], 1, "{response}");
+    let begin = client.wait(|m| m["method"] == "$/progress" && m["params"]["token"] == "status-1");
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    assert_eq!(begin["params"]["value"]["title"], "stardust.status");
+    let end = client.wait(|m| m["method"] == "$/progress" && m["params"]["token"] == "status-1");
+    assert_eq!(end["params"]["value"]["kind"], "end");
+    let response =
+        client.call("workspace/diagnostic", json!({"previousResultIds": [], "workDoneToken": 7}));
+    assert!(response["result"]["items"].is_array(), "{response}");
+    let begin = client.wait(|m| m["params"]["token"] == 7);
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    let end = client.wait(|m| m["params"]["token"] == 7);
+    assert_eq!(end["params"]["value"]["kind"], "end");
+
+    // A query that runs long (a cross product up to the bindings limit), cancelled at once.
+    let id = client.next_id;
+    client.next_id += 1;
+    let slow = "find [?a ?b] where [[?a v ?x] [?b v ?y]] filter ['?x + ?y = -1']";
+    client.send(json!({"jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
+        "params": {"command": "stardust.query.execute", "arguments": [{"document": slow}]}}));
+    client.notify("$/cancelRequest", json!({"id": id}));
+    let answer = client.wait(|m| m["id"] == json!(id));
+    assert_eq!(answer["error"]["code"], -32800, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "cancelled", "{answer}");
+    // Cancelling an answered or unknown request is harmless; the server goes on.
+    client.notify("$/cancelRequest", json!({"id": 9999}));
+    assert_eq!(client.run("stardust.status", json!({}))["documents"], 1);
     client.shutdown();
 }

@@ -7,6 +7,7 @@
 #![deny(clippy::print_stdout)]
 
 mod actions;
+mod cancel;
 mod commands;
 mod convert;
 mod features;

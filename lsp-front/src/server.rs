@@ -50,6 +50,7 @@ pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
                 .layer(TracingLayer::default())
                 .layer(LifecycleLayer::default())
                 .layer(CatchUnwindLayer::default())
+                .layer(crate::cancel::CancelledCodeLayer)
                 .layer(ConcurrencyLayer::new(
                     NonZeroUsize::new(MAX_CONCURRENT_REQUESTS).expect("non-zero"),
                 ))
