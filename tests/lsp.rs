@@ -826,12 +826,15 @@ fn a_store_owned_by_another_process_is_served_read_only() {
     let busy = second.command("stardust.status", json!({}));
     assert_eq!(busy["error"]["data"]["code"], "busy", "{busy}");
     assert!(busy["error"]["message"].as_str().unwrap().contains("in use"), "{busy}");
-    let described = second.run("stardust.commands.describe", json!({}));
+    let described = second.run("stardust.commands.describe", json!([]));
     assert_eq!(described["commands"].as_array().unwrap().len(), 14);
     // Editor features still work on the documents as they are on disk.
     let uri = second.open("books/x.dust", "id book/x\ntype book\nauthor @person/nobody\n");
     assert!(codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
-    let status = owner.run("stardust.status", json!({}));
+    // An empty array (an empty Lua table) means no arguments, as does no argument at all.
+    let status = owner.run("stardust.status", json!([]));
+    let bare = owner.request("workspace/executeCommand", json!({"command": "stardust.status"}));
+    assert_eq!(bare["sessions"], status["sessions"]);
     assert_eq!(status["sessions"][0]["client"], "owner", "{status}");
     second.shutdown();
     owner.shutdown();

@@ -113,7 +113,12 @@ fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value
             ),
         ));
     }
-    let args = arguments.pop().unwrap_or(Value::Null);
+    // Clients written in Lua send an empty table as `[]`: it means no arguments, like `{}`.
+    let args = match arguments.pop() {
+        Some(Value::Array(items)) if items.is_empty() => Value::Null,
+        Some(args) => args,
+        None => Value::Null,
+    };
     if service::contract(&name).is_none() {
         return Err(error(
             ErrorCode::INVALID_PARAMS,
