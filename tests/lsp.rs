@@ -831,6 +831,18 @@ fn a_store_owned_by_another_process_is_served_read_only() {
     // Editor features still work on the documents as they are on disk.
     let uri = second.open("books/x.dust", "id book/x\ntype book\nauthor @person/nobody\n");
     assert!(codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
+    // Read-only, it re-reads the files the client reports as changed.
+    std::fs::write(
+        tmp.path().join("people/nobody.dust"),
+        "id person/nobody\ntype person\nname Nobody\nroles [author]\n",
+    )
+    .unwrap();
+    let created = second.uri("people/nobody.dust");
+    second.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": created, "type": 1}]}),
+    );
+    assert!(!codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
     // An empty array (an empty Lua table) means no arguments, as does no argument at all.
     let status = owner.run("stardust.status", json!([]));
     let bare = owner.request("workspace/executeCommand", json!({"command": "stardust.status"}));

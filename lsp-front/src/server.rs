@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use async_lsp::concurrency::ConcurrencyLayer;
 use async_lsp::panic::CatchUnwindLayer;
@@ -109,8 +109,9 @@ pub(crate) struct Inner {
     buffers: BTreeMap<Url, Buffer>,
     /// Bumped on every change of the buffers and after every commit to the store.
     generation: u64,
-    /// The analysis of the source at `seq` with the buffers of `generation`.
-    cache: Option<(u64, u64, Analysis)>,
+    /// The analysis of the source at `seq` with the buffers of `generation`, computed once
+    /// however many requests and publications ask for it at the same time.
+    cache: Option<(u64, u64, Arc<OnceLock<Analysis>>)>,
     /// Read-only mode: documents that may have changed on disk (saved, closed, or reported by
     /// the client's file watcher), read again before the next analysis. In store mode the
     /// store's watcher takes such edits in.
@@ -136,7 +137,7 @@ impl Shared {
 
     /// The analysis of the store with every open buffer, computed outside the lock.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ResponseError> {
-        let (paths, base, seq, encoding, generation, buffers, cached, renames_files) = {
+        let (paths, base, encoding, generation, buffers, cell, renames_files) = {
             let mut inner = self.lock();
             refresh_from_disk(&mut inner);
             let (Some(paths), Some(source)) = (inner.paths.clone(), inner.source.as_ref()) else {
@@ -153,37 +154,41 @@ impl Shared {
                 }
                 Source::ReadOnly { base, .. } => (base.clone(), 0),
             };
-            let cached = inner
-                .cache
-                .as_ref()
-                .filter(|(g, s, _)| *g == inner.generation && *s == seq)
-                .map(|(_, _, a)| a.clone());
+            let generation = inner.generation;
+            let cell = match &inner.cache {
+                Some((g, s, cell)) if *g == generation && *s == seq => cell.clone(),
+                _ => {
+                    let cell = Arc::new(OnceLock::new());
+                    let old = inner.cache.replace((generation, seq, cell.clone()));
+                    // Freeing a large document's trees takes milliseconds: not on this request.
+                    if old.is_some() {
+                        let _ = std::thread::Builder::new()
+                            .name("stardust-lsp-free".to_owned())
+                            .spawn(move || drop(old));
+                    }
+                    cell
+                }
+            };
             (
                 paths,
                 base,
-                seq,
                 inner.encoding,
-                inner.generation,
+                generation,
                 inner.buffers.clone(),
-                cached,
+                cell,
                 inner.renames_files,
             )
         };
-        let analysis = match cached {
-            Some(analysis) => analysis,
-            None => {
+        // Outside the lock: the main loop keeps applying edits meanwhile.
+        let analysis = cell
+            .get_or_init(|| {
                 let changes = buffers
                     .values()
-                    .map(|b| (b.path.clone(), Some(b.text.clone().into_bytes())))
+                    .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
                     .collect();
-                let analysis = base.with_changes(changes);
-                let mut inner = self.lock();
-                if inner.generation == generation {
-                    inner.cache = Some((generation, seq, analysis.clone()));
-                }
-                analysis
-            }
-        };
+                base.with_changes(changes)
+            })
+            .clone();
         Ok(Snapshot { paths, analysis, encoding, renames_files, generation, buffers })
     }
 
@@ -462,7 +467,8 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
         }
     };
     if changed == Some(true) {
-        publish(st.client.clone(), st.shared.clone());
+        let generation = st.shared.lock().generation;
+        publish(st.client.clone(), st.shared.clone(), generation);
     }
     ControlFlow::Continue(())
 }
@@ -578,9 +584,15 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     true
 }
 
-/// Analyse the current buffers off the main loop and publish their diagnostics.
-fn publish(client: ClientSocket, shared: Arc<Shared>) {
-    tokio::task::spawn_blocking(move || publish_now(client, &shared));
+/// Analyse the buffers of `generation` off the main loop and publish their diagnostics. In a
+/// burst of edits only the newest generation is analysed: the publications queued for older
+/// ones find a newer generation and leave the work to its own publication.
+fn publish(client: ClientSocket, shared: Arc<Shared>, generation: u64) {
+    tokio::task::spawn_blocking(move || {
+        if shared.lock().generation == generation {
+            publish_now(client, &shared);
+        }
+    });
 }
 
 /// Publish the diagnostics of every open document, unless a newer generation has been
