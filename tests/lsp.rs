@@ -992,3 +992,19 @@ fn long_work_reports_progress_and_can_be_cancelled() {
     assert_eq!(client.run("stardust.status", json!({}))["documents"], 1);
     client.shutdown();
 }
+
+#[test]
+fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error() {
+    let tmp = library();
+    // `.stardust` is a file: the store cannot keep its log, but its documents can be read.
+    std::fs::write(tmp.path().join(".stardust"), "not a folder").unwrap();
+    let (mut client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
+    let refused = client.command("stardust.status", json!({}));
+    assert_eq!(refused["error"]["data"]["code"], "internal", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains(".stardust"), "{refused}");
+    let uri = client.uri("books/dune.dust");
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(pulled["items"], json!([]));
+    client.shutdown();
+}

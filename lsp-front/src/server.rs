@@ -28,7 +28,7 @@ use lsp_types::{
 use serde_json::json;
 use stardust_core::analysis::Analysis;
 use stardust_core::service::{Front, Service, Session};
-use stardust_core::store::{OpenOptions, Store, StoreError};
+use stardust_core::store::{OpenOptions, Store};
 use stardust_core::syntax::Lang;
 use stardust_core::text::{Encoding, LineIndex};
 use tower::ServiceBuilder;
@@ -90,7 +90,9 @@ pub(crate) enum Source {
     /// Another process owns the store: its documents as read from disk, no commands.
     ReadOnly {
         base: Analysis,
-        /// Why the store could not be opened (the `busy` error's message).
+        /// Why the store could not be opened: the error's code (`busy` when another process
+        /// owns it) and message, which commands answer.
+        code: &'static str,
         why: String,
     },
 }
@@ -197,8 +199,8 @@ impl Shared {
         let inner = self.lock();
         match (&inner.source, &inner.session) {
             (Some(Source::Store(service)), Some(session)) => Ok((service.clone(), session.clone())),
-            (Some(Source::ReadOnly { why, .. }), _) => {
-                Err(error(ErrorCode::REQUEST_FAILED, "busy", why.clone()))
+            (Some(Source::ReadOnly { code, why, .. }), _) => {
+                Err(error(ErrorCode::REQUEST_FAILED, code, why.clone()))
             }
             _ => Err(error(
                 ErrorCode::SERVER_NOT_INITIALIZED,
@@ -366,16 +368,16 @@ fn initialize(
             );
             (Source::Store(service), Some(session))
         }
-        Err(busy @ StoreError::Busy { .. }) => {
-            // Another process owns the store: serve its documents read-only, answer commands
-            // with `busy` (docs/DECISIONS.md, "The LSP front").
-            let why = busy.to_string();
-            tracing::warn!("{why}; serving it read-only");
+        Err(err) => {
+            // Another process owns the store (`busy`), or it cannot be opened for writing (a
+            // read-only checkout, a damaged log): serve its documents read-only and answer
+            // commands with that error (docs/DECISIONS.md, "The LSP front").
+            let why = err.to_string();
+            tracing::warn!("{why}; serving the store read-only");
             let base = Analysis::load(&root)
                 .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
-            (Source::ReadOnly { base, why }, None)
+            (Source::ReadOnly { base, code: err.code(), why }, None)
         }
-        Err(err) => return Err(error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string())),
     };
     let wants = crate::commands::Wants::from_capabilities(&params.capabilities);
     let renames_files = params
