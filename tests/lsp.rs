@@ -1064,3 +1064,21 @@ fn a_client_that_never_reads_costs_bounded_memory() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmlessly() {
+    let tmp = library();
+    let mut client = Client::start(tmp.path());
+    let early = client.call("textDocument/hover", json!({"textDocument": {"uri": client.uri("books/dune.dust")}, "position": {"line": 0, "character": 0}}));
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
+    client.notify("initialized", json!({}));
+    let never_opened = client.uri("books/dune.dust");
+    let at = json!({"line": 0, "character": 0});
+    client.change(&never_opened, 2, json!([{"range": {"start": at, "end": at}, "text": "{{{"}]));
+    // Nothing was applied: the document is still the clean one on disk.
+    let pulled =
+        client.request("textDocument/diagnostic", json!({"textDocument": {"uri": never_opened}}));
+    assert_eq!(pulled["items"], json!([]));
+    client.shutdown();
+}

@@ -87,7 +87,8 @@ pub(crate) struct Shared {
 pub(crate) enum Source {
     /// The store, owned by this process through the service: commands run, commits notify.
     Store(Arc<Service>),
-    /// Another process owns the store: its documents as read from disk, no commands.
+    /// The store could not be opened for writing (another process owns it, or it is read-only
+    /// or damaged): its documents as read from disk, no commands.
     ReadOnly {
         base: Analysis,
         /// Why the store could not be opened: the error's code (`busy` when another process
@@ -194,7 +195,8 @@ impl Shared {
         Ok(Snapshot { paths, analysis, encoding, renames_files, generation, buffers })
     }
 
-    /// The service and this connection's session, or the `busy` error in read-only mode.
+    /// The service and this connection's session; in read-only mode, the error that kept the
+    /// store from opening (`busy` when another process owns it).
     pub(crate) fn service(&self) -> Result<(Arc<Service>, Session), ResponseError> {
         let inner = self.lock();
         match (&inner.source, &inner.session) {
