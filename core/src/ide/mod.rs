@@ -5,6 +5,7 @@
 //! Every feature works on a partial tree, so it answers while a document is half-typed, and
 //! none fails: "nothing under the cursor" is an empty answer.
 
+mod actions;
 mod completion;
 mod cursor;
 mod symbols;
@@ -18,6 +19,7 @@ use crate::analysis::{Analysis, Document};
 use crate::model;
 use crate::text::Span;
 
+pub use actions::{Action, ActionKind, code_actions, convert, rename, rename_target};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
