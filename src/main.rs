@@ -113,6 +113,11 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         mcp_http: Option<std::net::SocketAddr>,
     },
+    /// Back a store up by a backup definition, check an archive, or restore one.
+    Backup {
+        #[command(subcommand)]
+        command: cmd::backup::BackupCommand,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -164,6 +169,7 @@ fn main() -> ExitCode {
         Command::Mcp { store, allow_mutation, mcp_http } => {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
         }
+        Command::Backup { command } => cmd::backup::run(command),
     };
     match result {
         Ok(code) => code,

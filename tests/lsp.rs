@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod util;
+
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client speaking to one server process.
@@ -79,13 +81,51 @@ impl Client {
 
     /// Start and initialize with the given position encodings offered.
     fn initialized(store: &Path, encodings: &[&str]) -> (Client, Value) {
-        let mut client = Client::start(store);
-        let result = client.request(
-            "initialize",
+        Client::initialized_with(
+            store,
             json!({"processId": null, "rootUri": null, "capabilities": {"general": {"positionEncodings": encodings}}}),
-        );
+        )
+    }
+
+    /// Start and initialize with the given `initialize` parameters.
+    fn initialized_with(store: &Path, params: Value) -> (Client, Value) {
+        let mut client = Client::start(store);
+        let result = client.request("initialize", params);
         client.notify("initialized", json!({}));
         (client, result)
+    }
+
+    /// Start as the editor `name` that asks for every change notification.
+    fn subscribed(store: &Path, name: &str) -> (Client, Value) {
+        Client::initialized_with(
+            store,
+            json!({
+                "processId": null,
+                "rootUri": null,
+                "clientInfo": {"name": name},
+                "capabilities": {
+                    "experimental": {"stardust": {"notifications": ["documentsChanged", "entitiesChanged"]}},
+                    "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}}
+                }
+            }),
+        )
+    }
+
+    /// The whole response to `workspace/executeCommand` with one argument object.
+    fn command(&mut self, name: &str, args: Value) -> Value {
+        self.call("workspace/executeCommand", json!({"command": name, "arguments": [args]}))
+    }
+
+    /// The result of a command that must succeed.
+    fn run(&mut self, name: &str, args: Value) -> Value {
+        let response = self.command(name, args);
+        assert!(response.get("error").is_none(), "{name} failed: {response}");
+        response["result"].clone()
+    }
+
+    /// The next notification `method`.
+    fn notification(&mut self, method: &str) -> Value {
+        self.wait(|m| m["method"] == method)["params"].clone()
     }
 
     fn send_raw(&mut self, body: &[u8]) {
@@ -195,10 +235,14 @@ fn library() -> tempfile::TempDir {
     tmp
 }
 
+/// Copy a store without its private `.stardust/` (a run in the checkout may have made one).
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
+        if entry.file_name() == ".stardust" {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
@@ -323,32 +367,55 @@ fn multi_byte_characters_count_in_the_negotiated_encoding() {
     }
 }
 
+/// The zero-based line and UTF-16 column of the end of `text`.
+fn end_of(text: &str) -> Value {
+    let line = text.matches('\n').count();
+    let column = text.rsplit('\n').next().unwrap().encode_utf16().count();
+    json!({"line": line, "character": column})
+}
+
 #[test]
 fn a_burst_of_edits_ends_like_a_fresh_open() {
     let tmp = library();
     let original = dune(tmp.path());
-    // Type a broken document one character at a time, each an incremental edit at the end.
+    // Type a broken document one character at a time, each an incremental edit at the end;
+    // every tenth character also types a stray 'x' and deletes it again.
     let target = original
         .replace("@person/frank-herbert", "@person/frank-h")
-        .replace("1965\n", "1965\nyear 1966\n");
+        .replace("1965\n", "1965\nyear 1966\n")
+        .replace("title      Dune", "title      'Dûne 😀'");
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let uri = client.open("books/dune.dust", "");
     let mut typed = String::new();
     let mut version = 1;
-    let chunk = target.len().div_ceil(200);
-    let chars: Vec<char> = target.chars().collect();
-    for piece in chars.chunks(chunk) {
-        let piece: String = piece.iter().collect();
-        let line = typed.matches('\n').count();
-        let column = typed.rsplit('\n').next().unwrap().encode_utf16().count();
-        let at = json!({"line": line, "character": column});
+    for (i, c) in target.chars().enumerate() {
+        let at = end_of(&typed);
         version += 1;
-        client.change(&uri, version, json!([{"range": {"start": at, "end": at}, "text": piece}]));
-        typed.push_str(&piece);
+        client.change(
+            &uri,
+            version,
+            json!([{"range": {"start": at, "end": at}, "text": c.to_string()}]),
+        );
+        typed.push(c);
+        if i % 10 == 0 {
+            let at = end_of(&typed);
+            version += 1;
+            client.change(&uri, version, json!([{"range": {"start": at, "end": at}, "text": "x"}]));
+            let after =
+                json!({"line": at["line"], "character": at["character"].as_u64().unwrap() + 1});
+            version += 1;
+            client.change(
+                &uri,
+                version,
+                json!([{"range": {"start": at, "end": after}, "text": ""}]),
+            );
+        }
     }
     assert_eq!(typed, target);
-    assert!(version >= 150, "{version} edits");
+    assert!(version >= 500, "{version} edits");
     let after_burst = client.published(&uri, version);
+    let burst_symbols =
+        client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
     client.shutdown();
 
     let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
@@ -357,6 +424,10 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
     assert_eq!(after_burst, direct);
     assert!(codes(&direct).contains(&"dangling-ref".to_owned()), "{direct:?}");
     assert!(codes(&direct).contains(&"duplicate-key".to_owned()), "{direct:?}");
+    // The final buffer is the target text: its symbols (names and ranges) agree too.
+    let fresh_symbols =
+        fresh.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(burst_symbols, fresh_symbols);
     fresh.shutdown();
 }
 
@@ -618,4 +689,431 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
     let response =
         lost.call("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
     assert_eq!(response["error"]["data"]["code"], "not-found", "{response}");
+}
+
+#[test]
+fn commands_are_advertised_with_their_contracts() {
+    let tmp = library();
+    let (client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    let caps = &result["capabilities"];
+    let commands: Vec<&str> = caps["executeCommandProvider"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(commands.len(), 14, "{commands:?}");
+    assert!(commands.contains(&"stardust.preview.confirm"));
+    let stardust = &caps["experimental"]["stardust"];
+    assert_eq!(stardust["protocolVersion"], 1);
+    assert_eq!(stardust["readOnly"], false);
+    assert_eq!(stardust["notifications"], json!(["documentsChanged", "entitiesChanged"]));
+    let contracts = stardust["commands"].as_array().unwrap();
+    assert_eq!(contracts.len(), 14);
+    let names: Vec<&str> = contracts.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, commands);
+    assert!(contracts.iter().all(|c| c["arguments"]["type"] == "object"), "{contracts:?}");
+    client.shutdown();
+}
+
+#[test]
+fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let uri = client.open(
+        "books/x.dust",
+        "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\nauthor @person/new-one\n",
+    );
+    assert_eq!(codes(&client.published(&uri, 1)), ["dangling-ref"]);
+
+    let found = client.run(
+        "stardust.query.execute",
+        json!({"document": "find [?p] where [[?p type person] [?p name 'Frank Herbert']]"}),
+    );
+    assert_eq!(found["rows"], json!([["person/frank-herbert"]]), "{found}");
+
+    let preview = client.run(
+        "stardust.entity.create",
+        json!({"entities": ["id person/new-one type person name 'New One' roles [author]"]}),
+    );
+    let id = preview["previewId"].as_str().expect("a preview id").to_owned();
+    assert_eq!(preview["committable"], true, "{preview}");
+    assert!(!tmp.path().join("people/new-one.dust").exists(), "a preview writes nothing");
+
+    let confirmed = client.run("stardust.preview.confirm", json!({"previewId": id}));
+    let seq = confirmed["seq"].as_u64().expect("a seq");
+    let documents = client.notification("stardust/documentsChanged");
+    assert_eq!(documents["seq"], seq);
+    assert_eq!(
+        documents["documents"],
+        json!([{"uri": client.uri("people/new-one.dust"), "path": "people/new-one.dust", "change": "created", "version": documents["documents"][0]["version"]}])
+    );
+    assert_eq!(documents["documents"][0]["version"].as_str().unwrap().len(), 64);
+    let entities = client.notification("stardust/entitiesChanged");
+    assert_eq!(
+        entities,
+        json!({"seq": seq, "entities": [{"id": "person/new-one", "change": "created"}]})
+    );
+    // The open buffer's reference now resolves.
+    assert_eq!(client.published(&uri, 1), Vec::<Value>::new());
+
+    // The preview is single-use.
+    let again = client.command("stardust.preview.confirm", json!({"previewId": id}));
+    assert_eq!(again["error"]["data"]["code"], "preview-not-found", "{again}");
+    client.shutdown();
+
+    // The commit was made by this editor's session.
+    let log = util::stardust(&["log", tmp.path().to_str().unwrap(), "--format", "json"]);
+    let last = util::text(&log.stdout).lines().last().unwrap().to_owned();
+    let last: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(last["origin"], "lsp:e2e-editor", "{last}");
+}
+
+#[test]
+fn a_refused_confirm_answers_with_the_problems() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let preview = client.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "book/orphan", "type": "book", "title": "Orphan", "year": 2001, "status": "draft", "author": "@person/nobody"}]}),
+    );
+    assert_eq!(preview["committable"], false, "{preview}");
+    let response =
+        client.command("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let error = &response["error"];
+    assert_eq!(error["code"], -32803, "{response}");
+    assert_eq!(error["data"]["code"], "refused", "{response}");
+    let problems = error["data"]["problems"].as_array().expect("the refused problems");
+    assert!(problems.iter().any(|p| p["code"] == "dangling-ref"), "{problems:?}");
+    assert!(
+        problems.iter().all(|p| p["path"].as_str().unwrap().starts_with("books/")),
+        "{problems:?}"
+    );
+
+    // Bad arguments are named, unknown commands refused, both with codes.
+    let bad = client.command("stardust.entity.get", json!({"id": 42}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(bad["error"]["data"]["code"], "invalid-arguments", "{bad}");
+    let unknown = client.command("stardust.no.such", json!({}));
+    assert_eq!(unknown["error"]["data"]["code"], "invalid-arguments", "{unknown}");
+    let missing = client.command("stardust.entity.get", json!({"id": "book/nope"}));
+    assert_eq!(missing["error"]["data"]["code"], "not-found", "{missing}");
+    client.shutdown();
+}
+
+#[test]
+fn notifications_are_sent_only_when_asked_for() {
+    let tmp = library();
+    let (mut quiet, _) = Client::initialized(tmp.path(), &[]);
+    let preview = quiet.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "person/quiet-one", "type": "person", "name": "Quiet One", "roles": ["author"]}]}),
+    );
+    quiet.run("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    // A request answered after the commit: any notification would have come before it.
+    quiet.run("stardust.status", json!({}));
+    assert!(
+        quiet.pending.iter().all(|m| !m["method"].as_str().unwrap_or("").starts_with("stardust/")),
+        "{:?}",
+        quiet.pending
+    );
+    quiet.shutdown();
+}
+
+#[test]
+fn a_store_owned_by_another_process_is_served_read_only() {
+    let tmp = library();
+    let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
+    let (mut second, result) = Client::subscribed(tmp.path(), "second");
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["notifications"], json!([]));
+    let busy = second.command("stardust.status", json!({}));
+    assert_eq!(busy["error"]["data"]["code"], "busy", "{busy}");
+    assert!(busy["error"]["message"].as_str().unwrap().contains("in use"), "{busy}");
+    let described = second.run("stardust.commands.describe", json!([]));
+    assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+    // Editor features still work on the documents as they are on disk.
+    let uri = second.open("books/x.dust", "id book/x\ntype book\nauthor @person/nobody\n");
+    assert!(codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
+    // Read-only, it re-reads the files the client reports as changed.
+    std::fs::write(
+        tmp.path().join("people/nobody.dust"),
+        "id person/nobody\ntype person\nname Nobody\nroles [author]\n",
+    )
+    .unwrap();
+    let created = second.uri("people/nobody.dust");
+    second.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": created, "type": 1}]}),
+    );
+    assert!(!codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
+    // An empty array (an empty Lua table) means no arguments, as does no argument at all.
+    let status = owner.run("stardust.status", json!([]));
+    let bare = owner.request("workspace/executeCommand", json!({"command": "stardust.status"}));
+    assert_eq!(bare["sessions"], status["sessions"]);
+    assert_eq!(status["sessions"][0]["client"], "owner", "{status}");
+    second.shutdown();
+    owner.shutdown();
+}
+
+#[test]
+fn code_actions_repair_diagnostics_and_convert_on_resolve() {
+    let tmp = library();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let text =
+        "id book/x\ntype book\ntitle X\nyear 2000\nstatus publised\nauthor @person/frank-herbrt\n";
+    let uri = client.open("books/x.dust", text);
+    client.published(&uri, 1);
+    let at = |needle: &str| {
+        let start = find(text, needle, 0);
+        json!({"start": start, "end": start})
+    };
+    let ask = |range: Value, only: Value| json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": [], "only": only}});
+    let actions = client.request("textDocument/codeAction", ask(at("@person"), Value::Null));
+    let actions = actions.as_array().unwrap();
+    let fix = &actions[0];
+    assert_eq!(fix["title"], "Change to @person/frank-herbert", "{actions:?}");
+    assert_eq!(fix["kind"], "quickfix");
+    assert_eq!(fix["isPreferred"], true);
+    assert_eq!(fix["diagnostics"][0]["code"], "dangling-ref");
+    let range =
+        json!({"start": find(text, "@person", 0), "end": find(text, "@person/frank-herbrt", 20)});
+    assert_eq!(
+        fix["edit"]["changes"][&uri],
+        json!([{"range": range, "newText": "@person/frank-herbert"}])
+    );
+    let convert = actions.iter().find(|a| a["kind"] == "source.convert.stardust").expect("convert");
+    assert!(convert.get("edit").is_none(), "computed on resolve: {convert}");
+
+    let enum_fixes =
+        client.request("textDocument/codeAction", ask(at("publised"), json!(["quickfix"])));
+    let titles: Vec<&str> =
+        enum_fixes.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert!(titles.contains(&"Change to published"), "{titles:?}");
+    assert!(enum_fixes.as_array().unwrap().iter().all(|a| a["kind"] == "quickfix"));
+
+    let resolved = client.request("codeAction/resolve", convert.clone());
+    let changes = resolved["edit"]["documentChanges"].as_array().expect("document changes");
+    assert_eq!(
+        changes[0],
+        json!({"kind": "rename", "oldUri": uri, "newUri": client.uri("books/x.json")})
+    );
+    let new_text = changes[1]["edits"][0]["newText"].as_str().unwrap();
+    assert!(new_text.starts_with("{\n  \"id\": \"book/x\",\n"), "{new_text}");
+    assert_eq!(changes[1]["textDocument"]["uri"], client.uri("books/x.json"));
+
+    // After an edit the old conversion is refused, not applied to a different text.
+    client.change(&uri, 2, json!([{"range": at("title"), "text": ";\n"}]));
+    client.published(&uri, 2);
+    let stale = client.call("codeAction/resolve", convert.clone());
+    assert_eq!(stale["error"]["data"]["code"], "conflict", "{stale}");
+    client.shutdown();
+}
+
+#[test]
+fn renaming_an_entity_edits_every_reference_and_commits_nothing() {
+    let tmp = library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let text = dune(tmp.path());
+    let uri = client.open("books/dune.dust", &text);
+    client.published(&uri, 1);
+    let on_ref =
+        json!({"textDocument": {"uri": uri}, "position": find(&text, "@person/frank-herbert", 4)});
+    let prepared = client.request("textDocument/prepareRename", on_ref.clone());
+    assert_eq!(prepared["placeholder"], "person/frank-herbert");
+    assert_eq!(prepared["range"]["start"], find(&text, "@person/frank-herbert", 0));
+
+    let mut params = on_ref.clone();
+    params["newName"] = json!("person/f-herbert");
+    let edit = client.request("textDocument/rename", params);
+    let changes = edit["changes"].as_object().unwrap();
+    // Every document naming the id (as its id or in a reference), and no other.
+    let names_it = |t: &str| {
+        t.match_indices("person/frank-herbert").any(|(i, m)| {
+            !t[i + m.len()..].starts_with(|c: char| c.is_alphanumeric() || "-/_.~:".contains(c))
+        })
+    };
+    let referring: Vec<PathBuf> = walk(tmp.path())
+        .into_iter()
+        .filter(|p| names_it(&std::fs::read_to_string(p).unwrap()))
+        .collect();
+    assert!(referring.len() >= 3, "{referring:?}");
+    assert_eq!(changes.len(), referring.len(), "{:?}", changes.keys());
+    assert!(changes.contains_key(&client.uri("people/frank-herbert.dust")));
+    let mine = changes[&uri].as_array().unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["newText"], "@person/f-herbert");
+    assert_eq!(std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap(), text);
+
+    let mut bad = on_ref.clone();
+    bad["newName"] = json!("not an id");
+    let response = client.call("textDocument/rename", bad);
+    assert_eq!(response["error"]["data"]["code"], "invalid-arguments", "{response}");
+    let on_title = json!({"textDocument": {"uri": uri}, "position": find(&text, "Dune\n", 1)});
+    assert_eq!(client.request("textDocument/prepareRename", on_title), Value::Null);
+    client.shutdown();
+}
+
+#[test]
+fn long_work_reports_progress_and_can_be_cancelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("stardust.toml"), "").unwrap();
+    let numbers: Vec<Value> =
+        (0..1500).map(|i| json!({"id": format!("n/{i}"), "type": "n", "v": i})).collect();
+    std::fs::write(tmp.path().join("numbers.json"), Value::Array(numbers).to_string()).unwrap();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+
+    // Progress: begin before the answer, then end.
+    let response = client.call(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}], "workDoneToken": "status-1"}),
+    );
+    assert_eq!(response["result"]["documents"], 1, "{response}");
+    let begin = client.wait(|m| m["method"] == "$/progress" && m["params"]["token"] == "status-1");
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    assert_eq!(begin["params"]["value"]["title"], "stardust.status");
+    let end = client.wait(|m| m["method"] == "$/progress" && m["params"]["token"] == "status-1");
+    assert_eq!(end["params"]["value"]["kind"], "end");
+    let response =
+        client.call("workspace/diagnostic", json!({"previousResultIds": [], "workDoneToken": 7}));
+    assert!(response["result"]["items"].is_array(), "{response}");
+    let begin = client.wait(|m| m["params"]["token"] == 7);
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    let end = client.wait(|m| m["params"]["token"] == 7);
+    assert_eq!(end["params"]["value"]["kind"], "end");
+
+    // A query that runs long (a cross product up to the bindings limit), cancelled at once.
+    let id = client.next_id;
+    client.next_id += 1;
+    let slow = "find [?a ?b] where [[?a v ?x] [?b v ?y]] filter ['?x + ?y = -1']";
+    client.send(json!({"jsonrpc": "2.0", "id": id, "method": "workspace/executeCommand",
+        "params": {"command": "stardust.query.execute", "arguments": [{"document": slow}]}}));
+    client.notify("$/cancelRequest", json!({"id": id}));
+    let answer = client.wait(|m| m["id"] == json!(id));
+    assert_eq!(answer["error"]["code"], -32800, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "cancelled", "{answer}");
+    // Cancelling an answered or unknown request is harmless; the server goes on.
+    client.notify("$/cancelRequest", json!({"id": 9999}));
+    assert_eq!(client.run("stardust.status", json!({}))["documents"], 1);
+    client.shutdown();
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error() {
+    let tmp = library();
+    // `.stardust` is a file: the store cannot keep its log, but its documents can be read.
+    std::fs::write(tmp.path().join(".stardust"), "not a folder").unwrap();
+    let (mut client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
+    let refused = client.command("stardust.status", json!({}));
+    assert_eq!(refused["error"]["data"]["code"], "internal", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains(".stardust"), "{refused}");
+    let uri = client.uri("books/dune.dust");
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(pulled["items"], json!([]));
+    client.shutdown();
+}
+
+/// The peak resident memory of process `pid` in MB (Linux).
+fn peak_rss_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+#[test]
+fn a_client_that_never_reads_costs_bounded_memory() {
+    let tmp = library();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .arg("lsp")
+        .arg("--store")
+        .arg(tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Every answer is about 50 KB: 20,000 of them would be 1 GB if the server kept them all.
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    std::thread::spawn(move || {
+        let mut send = |message: Value| {
+            let body = message.to_string();
+            stdin.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
+        };
+        send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}})).unwrap();
+        send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).unwrap();
+        for id in 1..=20_000 {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}});
+            if send(request).is_err() {
+                return;
+            }
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    // Wait until the server stops taking requests (its input is full) or all were sent.
+    let mut last = 0;
+    let mut still = 0;
+    while still < 20 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    assert!(last < 20_000, "the server kept reading requests while its answers went unread");
+    let peak = peak_rss_mb(child.id());
+    assert!(peak < 300, "peak memory {peak} MB after {last} unread answers");
+    // It is still alive, waiting for the client to read.
+    assert!(child.try_wait().unwrap().is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmlessly() {
+    let tmp = library();
+    let mut client = Client::start(tmp.path());
+    let early = client.call("textDocument/hover", json!({"textDocument": {"uri": client.uri("books/dune.dust")}, "position": {"line": 0, "character": 0}}));
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
+    client.notify("initialized", json!({}));
+    let never_opened = client.uri("books/dune.dust");
+    let at = json!({"line": 0, "character": 0});
+    client.change(&never_opened, 2, json!([{"range": {"start": at, "end": at}, "text": "{{{"}]));
+    // Nothing was applied: the document is still the clean one on disk.
+    let pulled =
+        client.request("textDocument/diagnostic", json!({"textDocument": {"uri": never_opened}}));
+    assert_eq!(pulled["items"], json!([]));
+    client.shutdown();
+}
+
+#[test]
+fn past_max_pending_the_client_hears_overflow() {
+    let tmp = library();
+    let config = tmp.path().join("stardust.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[notifications]\nmax_pending = 1\n");
+    std::fs::write(&config, toml).unwrap();
+    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    // One document and one entity: two entries, one more than the subscriber may hold.
+    let preview = client.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "person/many", "type": "person", "name": "Many", "roles": ["author"]}]}),
+    );
+    let seq =
+        client.run("stardust.preview.confirm", json!({"previewId": preview["previewId"]}))["seq"]
+            .clone();
+    assert_eq!(
+        client.notification("stardust/documentsChanged"),
+        json!({"seq": seq, "overflow": true})
+    );
+    assert_eq!(
+        client.notification("stardust/entitiesChanged"),
+        json!({"seq": seq, "overflow": true})
+    );
+    // The client re-reads what changed.
+    let since = client.run("stardust.changes.since", json!({"seq": seq.as_u64().unwrap() - 1}));
+    assert_eq!(since["entities"], json!([{"id": "person/many", "change": "created"}]), "{since}");
+    client.shutdown();
 }

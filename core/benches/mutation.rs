@@ -11,7 +11,9 @@
 //! ```
 //! The store is copied to a temporary folder first; the original is not changed.
 
-use std::path::{Path, PathBuf};
+mod util;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -33,7 +35,7 @@ fn main() {
     let source = store.expect("give --store DATA/s10k (see the module docs)");
     let tmp = tempfile::tempdir().expect("a temporary folder");
     let root = tmp.path().join("store");
-    copy_dir(&source, &root).expect("copy the store");
+    util::copy_dir(&source, &root).expect("copy the store");
 
     let started = Instant::now();
     let store = Store::open(&root, OpenOptions { watch: false, ..OpenOptions::default() }).unwrap();
@@ -148,21 +150,4 @@ fn report(what: &str, samples: &mut [Duration]) {
         ms(samples[samples.len() - 1]),
         samples.len()
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_name() == ".stardust" {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
 }

@@ -16,6 +16,8 @@
 //! Cold opens drop the page cache first (`sync; echo 3 > /proc/sys/vm/drop_caches`), which
 //! needs root; without it the table says the open was warm.
 
+mod util;
+
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -114,25 +116,8 @@ fn fresh_copy(args: &Args, name: &str) -> PathBuf {
     );
     let target = args.data.join(format!("work-{name}"));
     let _ = fs::remove_dir_all(&target);
-    copy_dir(&source, &target).expect("copy the generated store");
+    util::copy_dir(&source, &target).expect("copy the generated store");
     target
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_name() == ".stardust" {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 /// Move a used copy aside to `trash-*` instead of deleting it: on a filesystem mounted with

@@ -80,6 +80,8 @@ pub struct Document {
     pub lang: Lang,
     /// The text; for a file that is not UTF-8, its valid prefix.
     pub text: Arc<str>,
+    /// The length of the content in bytes; longer than `text` when the content is not UTF-8.
+    pub byte_len: u64,
     pub version: String,
     pub line_index: LineIndex,
     pub parse: Parse,
@@ -106,6 +108,7 @@ impl Document {
     pub fn new(path: String, bytes: Vec<u8>) -> Document {
         let lang = Lang::from_path(&path).unwrap_or(Lang::Json);
         let version = version_of(&bytes);
+        let byte_len = bytes.len() as u64;
         let mut local = Vec::new();
         let text: String = if bytes.len() > u32::MAX as usize {
             local.push(Diagnostic::new(
@@ -161,6 +164,7 @@ impl Document {
             path,
             lang,
             text: text.into(),
+            byte_len,
             version,
             line_index,
             parse,
@@ -784,7 +788,7 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
             docs.get(path).filter(|d| d.parse.root.is_some()).map(|d| d.parse.value.clone())
         })
     };
-    paths
+    let mut compiled: HashMap<String, Compiled> = paths
         .into_par_iter()
         .filter_map(|path| {
             let doc = docs.get(path.as_str())?;
@@ -799,7 +803,25 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
             };
             Some((path, compiled))
         })
-        .collect()
+        .collect();
+    // Built-in types stand in for a schema the store does not have (SPEC §10).
+    let backup = config.type_schema_path(crate::backup::TYPE);
+    if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(backup) {
+        let builtin = schema::compile(slot.key(), crate::backup::definition_schema(), source);
+        slot.insert(builtin);
+    }
+    compiled
+}
+
+/// The schema value at `path`: the store's document, or a built-in type's schema.
+fn schema_value<'a>(config: &Config, docs: &'a Docs, path: &str) -> Option<&'a Value> {
+    match docs.get(path) {
+        Some(doc) => Some(&doc.parse.value),
+        None if path == config.type_schema_path(crate::backup::TYPE) => {
+            Some(crate::backup::definition_schema())
+        }
+        None => None,
+    }
 }
 
 /// Schema, unknown-type and ref-type diagnostics of one document.
@@ -835,10 +857,8 @@ fn validate_document(
         let Some((node, value)) = doc.entity_node(i) else { continue };
         match schemas.get(&schema_path) {
             Some(Compiled::Ok(validator)) => {
-                let subject = Subject {
-                    name: ty,
-                    schema: docs.get(schema_path.as_str()).map(|d| &d.parse.value),
-                };
+                let subject =
+                    Subject { name: ty, schema: schema_value(config, docs, &schema_path) };
                 out.extend(schema::validate(validator, node, value, entity.anchor, &subject));
             }
             // The schema's own diagnostic says what is wrong with it.
@@ -851,7 +871,7 @@ fn validate_document(
                         span,
                         format!(
                             "no schema for type '{ty}': add {schema_path} or use a known type{}",
-                            known_types_hint(config, schemas, ty)
+                            known_types_hint(config, docs, schemas, ty)
                         ),
                     )
                     .with_data(json!({"type": ty})),
@@ -940,13 +960,21 @@ fn find_refs(node: &Node, value: &Value, f: &mut dyn FnMut(&Node, &str)) {
     }
 }
 
-fn known_types_hint(config: &Config, schemas: &HashMap<String, Compiled>, ty: &str) -> String {
+fn known_types_hint(
+    config: &Config,
+    docs: &Docs,
+    schemas: &HashMap<String, Compiled>,
+    ty: &str,
+) -> String {
     let prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
     let mut known: Vec<(usize, &str)> = schemas
         .keys()
-        .filter_map(|p| p.strip_prefix(&prefix)?.strip_suffix(".schema.json"))
-        .filter(|t| !t.contains('/'))
-        .map(|t| (model::edit_distance(ty, t), t))
+        .filter_map(|p| Some((p, p.strip_prefix(&prefix)?.strip_suffix(".schema.json")?)))
+        .filter(|(_, t)| !t.contains('/'))
+        .map(|(p, t)| (p, t, model::edit_distance(ty, t)))
+        // A built-in type is suggested only as a correction, not listed among the store's.
+        .filter(|(p, _, d)| docs.contains_key(p.as_str()) || *d <= 2)
+        .map(|(_, t, d)| (d, t))
         .collect();
     known.sort();
     match known.first() {

@@ -4,6 +4,7 @@
 //! answers back; no rule lives in a front. See `docs/ARCHITECTURE.md` for the codemap.
 
 pub mod analysis;
+pub mod backup;
 pub mod config;
 pub mod diagnostics;
 pub mod edit;

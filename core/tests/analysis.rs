@@ -2,30 +2,18 @@
 //! store written as `//- path` sections; its snapshot lists every diagnostic with the text its
 //! range covers, so a reviewer can check ranges at a glance.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 mod common;
 
-use common::fixture::{analyse, render};
+use common::fixture::{analyse, check_fixtures, render};
 use stardust_core::analysis::{Analysis, StoreContext};
 use stardust_core::config::Config;
 
 #[test]
 fn analysis_fixtures() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/analysis");
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    entries.sort();
-    assert!(!entries.is_empty());
-    for path in entries {
-        let fixture = std::fs::read_to_string(&path).unwrap();
-        let actual = render(&analyse(&fixture));
-        expect_test::expect_file![path.with_extension("snap")].assert_eq(&actual);
-    }
+    check_fixtures("analysis", |fixture| render(&analyse(fixture)));
 }
 
 #[test]

@@ -6,9 +6,8 @@
 mod common;
 
 use std::fmt::Write;
-use std::path::Path;
 
-use common::fixture::{analyse, render};
+use common::fixture::{analyse, check_fixtures, render};
 use stardust_core::patch::{self, Patch};
 
 fn run(fixture: &str) -> String {
@@ -46,16 +45,5 @@ fn run(fixture: &str) -> String {
 
 #[test]
 fn patch_fixtures() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/patch");
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    entries.sort();
-    assert!(!entries.is_empty());
-    for path in entries {
-        let fixture = std::fs::read_to_string(&path).unwrap();
-        expect_test::expect_file![path.with_extension("snap")].assert_eq(&run(&fixture));
-    }
+    check_fixtures("patch", run);
 }

@@ -48,6 +48,14 @@ fn fail(service: &Service, session: &Session, name: &str, args: Value) -> Comman
     }
 }
 
+fn rename(service: &Service, session: &Session, id: &str, new_id: &str) -> Value {
+    run(service, session, "stardust.entity.rename", json!({"id": id, "newId": new_id}))
+}
+
+fn confirm(service: &Service, session: &Session, preview: &Value) -> Result<Value, CommandError> {
+    service.execute(session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
+}
+
 #[test]
 fn describe_lists_every_command_of_the_spec_with_schemas() {
     let dir = store();
@@ -252,23 +260,13 @@ fn a_refused_preview_says_why_and_confirm_writes_nothing() {
     assert_eq!(preview["committable"], false);
     assert_eq!(preview["diagnostics"]["new"][0]["code"], "schema");
     assert!(preview["reasons"][0].as_str().unwrap().starts_with("book/"), "{}", preview["reasons"]);
-    let err = fail(
-        &service,
-        &session,
-        "stardust.preview.confirm",
-        json!({"previewId": preview["previewId"]}),
-    );
+    let err = confirm(&service, &session, &preview).unwrap_err();
     assert_eq!(err.code(), "refused");
     let details = err.details(&service.store().snapshot().analysis);
     assert_eq!(details["problems"][0]["code"], "schema");
     assert!(!root.join("book").exists(), "nothing written");
     // Consumed even though it failed.
-    let again = fail(
-        &service,
-        &session,
-        "stardust.preview.confirm",
-        json!({"previewId": preview["previewId"]}),
-    );
+    let again = confirm(&service, &session, &preview).unwrap_err();
     assert_eq!(again.code(), "preview-not-found");
 }
 
@@ -277,12 +275,7 @@ fn a_preview_is_stale_after_its_document_changes() {
     let dir = store();
     let root = dir.path();
     let (service, session) = service(root);
-    let preview = run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/emma-1815"}),
-    );
+    let preview = rename(&service, &session, "book/emma", "book/emma-1815");
     service
         .store()
         .commit(
@@ -290,12 +283,7 @@ fn a_preview_is_stale_after_its_document_changes() {
             vec![Change::put("books/emma.dust", "id    book/emma\ntype  book\ntitle 'Emma.'\n")],
         )
         .unwrap();
-    let err = fail(
-        &service,
-        &session,
-        "stardust.preview.confirm",
-        json!({"previewId": preview["previewId"]}),
-    );
+    let err = confirm(&service, &session, &preview).unwrap_err();
     assert_eq!(err.code(), "preview-stale");
     assert!(err.to_string().starts_with("books/emma.dust changed since the preview"), "{err}");
     assert_eq!(
@@ -309,18 +297,8 @@ fn a_preview_expires() {
     let dir = store();
     let service = Service::new(open(dir.path())).with_preview_lifetime(Duration::ZERO);
     let session = service.open_session(Front::Mcp, "agent");
-    let preview = run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/e"}),
-    );
-    let err = fail(
-        &service,
-        &session,
-        "stardust.preview.confirm",
-        json!({"previewId": preview["previewId"]}),
-    );
+    let preview = rename(&service, &session, "book/emma", "book/e");
+    let err = confirm(&service, &session, &preview).unwrap_err();
     assert_eq!(err.code(), "preview-expired");
     assert!(read(dir.path(), "books/emma.dust").unwrap().contains("book/emma\n"));
 }
@@ -330,12 +308,7 @@ fn a_preview_belongs_to_its_session() {
     let dir = store();
     let (service, mine) = service(dir.path());
     let other = service.open_session(Front::Mcp, "agent");
-    let preview = run(
-        &service,
-        &mine,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/e"}),
-    );
+    let preview = rename(&service, &mine, "book/emma", "book/e");
     let id = json!({"previewId": preview["previewId"]});
     assert_eq!(
         fail(&service, &other, "stardust.preview.confirm", id.clone()).code(),
@@ -362,14 +335,9 @@ fn rename_rewrites_every_reference_across_notations() {
     let dir = store();
     let root = dir.path();
     let (service, session) = service(root);
-    let preview = run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "person/frank-herbert", "newId": "person/herbert"}),
-    );
+    let preview = rename(&service, &session, "person/frank-herbert", "person/herbert");
     assert_eq!(preview["entities"]["changed"], json!(["book/dune"]));
-    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    confirm(&service, &session, &preview).unwrap();
     assert!(read(root, "books/dune.dust").unwrap().contains("author  @person/herbert\n"));
     assert!(read(root, "people/frank.json").unwrap().contains("\"id\": \"person/herbert\""));
     let err = fail(
@@ -397,7 +365,7 @@ fn mutation_execute_sets_and_unsets_on_what_the_query_finds() {
         }),
     );
     assert_eq!(preview["entities"]["changed"], json!(["book/emma"]));
-    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    confirm(&service, &session, &preview).unwrap();
     assert_eq!(
         read(root, "books/emma.dust").unwrap(),
         "id    book/emma\ntype  book\ntitle Emma\nclassic true\n"
@@ -440,13 +408,8 @@ fn changes_since_answers_from_the_log() {
     let dir = store();
     let (service, session) = service(dir.path());
     let head = service.store().snapshot().seq;
-    let preview = run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/e"}),
-    );
-    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let preview = rename(&service, &session, "book/emma", "book/e");
+    confirm(&service, &session, &preview).unwrap();
     let changes = run(&service, &session, "stardust.changes.since", json!({"seq": head}));
     assert_eq!(changes["seq"], head + 1);
     assert_eq!(
@@ -460,12 +423,7 @@ fn changes_since_answers_from_the_log() {
 fn closing_a_session_drops_its_previews() {
     let dir = store();
     let (service, session) = service(dir.path());
-    run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/e"}),
-    );
+    rename(&service, &session, "book/emma", "book/e");
     let other = service.open_session(Front::Cli, "");
     assert_eq!(run(&service, &other, "stardust.status", json!({}))["previews"], 1);
     service.close_session(&session);
@@ -479,12 +437,7 @@ fn a_preview_survives_commits_to_other_documents() {
     let dir = store();
     let root = dir.path();
     let (service, session) = service(root);
-    let preview = run(
-        &service,
-        &session,
-        "stardust.entity.rename",
-        json!({"id": "book/emma", "newId": "book/e"}),
-    );
+    let preview = rename(&service, &session, "book/emma", "book/e");
     // Committed after the preview: the confirm cannot reuse the preview's analysis and
     // diagnoses again, against the newer snapshot.
     service
@@ -494,12 +447,7 @@ fn a_preview_survives_commits_to_other_documents() {
             vec![Change::create("books/new.dust", "id book/new\ntype book\ntitle New\n")],
         )
         .unwrap();
-    let confirmed = run(
-        &service,
-        &session,
-        "stardust.preview.confirm",
-        json!({"previewId": preview["previewId"]}),
-    );
+    let confirmed = confirm(&service, &session, &preview).unwrap();
     assert_eq!(confirmed["seq"], service.store().snapshot().seq);
     assert!(read(root, "books/emma.dust").unwrap().starts_with("id    book/e\n"));
     assert_eq!(service.store().snapshot().analysis.entity("book/new").len(), 1);

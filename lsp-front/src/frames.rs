@@ -5,21 +5,33 @@
 //! stderr) every frame whose headers or body are not a JSON-RPC message; only well-formed
 //! frames reach the loop. Output goes through a writer thread so that a slow client never
 //! blocks the runtime's workers.
+//!
+//! Both directions are bounded, so a client that stops reading its input costs bounded memory:
+//! past `MAX_QUEUED_OUTPUT` bytes not yet written, writing waits (the main loop then stops
+//! reading requests), and the reader thread holds at most `MAX_QUEUED_FRAMES` frames before it
+//! stops reading stdin (the client's writes then block, as with any pipe).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 
 use futures::channel::mpsc;
-use futures::{AsyncBufRead, AsyncWrite, TryStreamExt};
+use futures::{AsyncBufRead, AsyncWrite, SinkExt, TryStreamExt};
 use serde_json::Value;
 
 /// Frames larger than this are refused: no editor sends a 256 MiB message.
 const MAX_FRAME: usize = 256 << 20;
 
+/// Checked frames waiting for the main loop.
+const MAX_QUEUED_FRAMES: usize = 64;
+
+/// Bytes handed to the writer thread and not yet written to the client.
+const MAX_QUEUED_OUTPUT: usize = 16 << 20;
+
 /// Start a thread that reads frames from `input` and returns the checked byte stream.
 pub fn checked_input(input: impl Read + Send + 'static) -> impl AsyncBufRead + Send + Unpin {
-    let (tx, rx) = mpsc::unbounded::<std::io::Result<Vec<u8>>>();
+    let (mut tx, rx) = mpsc::channel::<std::io::Result<Vec<u8>>>(MAX_QUEUED_FRAMES);
     std::thread::spawn(move || {
         let mut reader = BufReader::new(input);
         while let Some(body) = next_frame(&mut reader) {
@@ -27,7 +39,8 @@ pub fn checked_input(input: impl Read + Send + 'static) -> impl AsyncBufRead + S
                 Ok(()) => {
                     let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
                     frame.extend_from_slice(&body);
-                    if tx.unbounded_send(Ok(frame)).is_err() {
+                    // Waits while the main loop is behind: this thread then stops reading.
+                    if futures::executor::block_on(tx.send(Ok(frame))).is_err() {
                         break;
                     }
                 }
@@ -112,43 +125,76 @@ fn check_message(body: &[u8]) -> Result<(), String> {
     }
 }
 
-/// An `AsyncWrite` that hands every write to a thread writing `output`.
+/// An `AsyncWrite` that hands every write to a thread writing `output`, with at most
+/// `MAX_QUEUED_OUTPUT` bytes in flight.
 pub struct ThreadWriter {
     tx: std::sync::mpsc::Sender<Vec<u8>>,
+    budget: Arc<Mutex<Budget>>,
+}
+
+/// The bytes queued for the writer thread, and who waits for room.
+#[derive(Default)]
+struct Budget {
+    queued: usize,
+    waiting: Option<Waker>,
+}
+
+fn lock(budget: &Mutex<Budget>) -> MutexGuard<'_, Budget> {
+    budget.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ThreadWriter {
     pub fn new(mut output: impl Write + Send + 'static) -> ThreadWriter {
         let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let budget = Arc::new(Mutex::new(Budget::default()));
+        let room = budget.clone();
         std::thread::spawn(move || {
             while let Ok(bytes) = rx.recv() {
-                let written = output.write_all(&bytes).and_then(|()| {
-                    // Flush only when nothing else is queued, so bursts are written together.
-                    let mut result = Ok(());
+                let mut written = bytes.len();
+                let mut result = output.write_all(&bytes);
+                // Flush only when nothing else is queued, so bursts are written together.
+                if result.is_ok() {
                     for more in rx.try_iter() {
+                        written += more.len();
                         result = output.write_all(&more);
                         if result.is_err() {
                             break;
                         }
                     }
-                    result.and_then(|()| output.flush())
-                });
-                if let Err(err) = written {
+                }
+                let result = result.and_then(|()| output.flush());
+                let waiting = {
+                    let mut budget = lock(&room);
+                    budget.queued = budget.queued.saturating_sub(written);
+                    budget.waiting.take()
+                };
+                if let Some(waker) = waiting {
+                    waker.wake();
+                }
+                if let Err(err) = result {
                     tracing::warn!("cannot write to the client: {err}");
                     break;
                 }
             }
         });
-        ThreadWriter { tx }
+        ThreadWriter { tx, budget }
     }
 }
 
 impl AsyncWrite for ThreadWriter {
     fn poll_write(
         self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        {
+            let mut budget = lock(&self.budget);
+            if budget.queued >= MAX_QUEUED_OUTPUT {
+                budget.waiting = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            budget.queued += buf.len();
+        }
         match self.tx.send(buf.to_vec()) {
             Ok(()) => Poll::Ready(Ok(buf.len())),
             Err(_) => Poll::Ready(Err(std::io::Error::new(

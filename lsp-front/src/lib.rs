@@ -6,6 +6,9 @@
 //! runs on the blocking pool against an immutable snapshot, so the loop keeps reading.
 #![deny(clippy::print_stdout)]
 
+mod actions;
+mod cancel;
+mod commands;
 mod convert;
 mod features;
 mod frames;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use async_lsp::concurrency::ConcurrencyLayer;
 use async_lsp::panic::CatchUnwindLayer;
@@ -22,11 +22,13 @@ use lsp_types::{
     InitializeResult, PublishDiagnosticsParams, RelatedFullDocumentDiagnosticReport,
     ServerCapabilities, ServerInfo, TextDocumentContentChangeEvent, TextDocumentSyncCapability,
     TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Url,
-    WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult, WorkspaceDocumentDiagnosticReport,
-    WorkspaceFullDocumentDiagnosticReport,
+    WorkDoneProgressOptions, WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult,
+    WorkspaceDocumentDiagnosticReport, WorkspaceFullDocumentDiagnosticReport,
 };
 use serde_json::json;
 use stardust_core::analysis::Analysis;
+use stardust_core::service::{Front, Service, Session};
+use stardust_core::store::{OpenOptions, Store};
 use stardust_core::syntax::Lang;
 use stardust_core::text::{Encoding, LineIndex};
 use tower::ServiceBuilder;
@@ -48,6 +50,7 @@ pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
                 .layer(TracingLayer::default())
                 .layer(LifecycleLayer::default())
                 .layer(CatchUnwindLayer::default())
+                .layer(crate::cancel::CancelledCodeLayer)
                 .layer(ConcurrencyLayer::new(
                     NonZeroUsize::new(MAX_CONCURRENT_REQUESTS).expect("non-zero"),
                 ))
@@ -80,19 +83,41 @@ pub(crate) struct Shared {
     published: Mutex<u64>,
 }
 
+/// Where the documents under the buffers come from.
+pub(crate) enum Source {
+    /// The store, owned by this process through the service: commands run, commits notify.
+    Store(Arc<Service>),
+    /// The store could not be opened for writing (another process owns it, or it is read-only
+    /// or damaged): its documents as read from disk, no commands.
+    ReadOnly {
+        base: Analysis,
+        /// Why the store could not be opened: the error's code (`busy` when another process
+        /// owns it) and message, which commands answer.
+        code: &'static str,
+        why: String,
+    },
+}
+
 #[derive(Default)]
-struct Inner {
-    paths: Option<Paths>,
-    /// The store as it is on disk.
-    base: Option<Analysis>,
+pub(crate) struct Inner {
+    pub(crate) paths: Option<Paths>,
+    pub(crate) source: Option<Source>,
+    /// This connection's session with the service (store mode only).
+    pub(crate) session: Option<Session>,
+    /// The change notifications the client asked for (SPEC §11).
+    pub(crate) wants: crate::commands::Wants,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
     encoding: Encoding,
     buffers: BTreeMap<Url, Buffer>,
-    /// Bumped on every change of the buffers.
+    /// Bumped on every change of the buffers and after every commit to the store.
     generation: u64,
-    /// The analysis of `base` with the buffers of `generation`.
-    cache: Option<(u64, Analysis)>,
-    /// Documents that may have changed on disk (saved, closed, or reported by the client's
-    /// file watcher): `base` reads them again before the next analysis.
+    /// The analysis of the source at `seq` with the buffers of `generation`, computed once
+    /// however many requests and publications ask for it at the same time.
+    cache: Option<(u64, u64, Arc<OnceLock<Analysis>>)>,
+    /// Read-only mode: documents that may have changed on disk (saved, closed, or reported by
+    /// the client's file watcher), read again before the next analysis. In store mode the
+    /// store's watcher takes such edits in.
     stale: BTreeSet<String>,
 }
 
@@ -102,50 +127,103 @@ pub(crate) struct Snapshot {
     pub(crate) paths: Paths,
     pub(crate) analysis: Analysis,
     pub(crate) encoding: Encoding,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
     generation: u64,
     buffers: BTreeMap<Url, Buffer>,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The analysis of the store with every open buffer, computed outside the lock.
-    fn snapshot(&self) -> Result<Snapshot, ResponseError> {
-        let (paths, base, encoding, generation, buffers, cached) = {
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, ResponseError> {
+        let (paths, base, encoding, generation, buffers, cell, renames_files) = {
             let mut inner = self.lock();
             refresh_from_disk(&mut inner);
-            let (Some(paths), Some(base)) = (inner.paths.clone(), inner.base.clone()) else {
+            let (Some(paths), Some(source)) = (inner.paths.clone(), inner.source.as_ref()) else {
                 return Err(error(
                     ErrorCode::SERVER_NOT_INITIALIZED,
                     "not-found",
                     "no store is loaded; start the server in a store, give --store, or open a store's folder",
                 ));
             };
-            let cached = inner
-                .cache
-                .as_ref()
-                .filter(|(g, _)| *g == inner.generation)
-                .map(|(_, a)| a.clone());
-            (paths, base, inner.encoding, inner.generation, inner.buffers.clone(), cached)
+            let (base, seq) = match source {
+                Source::Store(service) => {
+                    let current = service.store().snapshot();
+                    (current.analysis.clone(), current.seq)
+                }
+                Source::ReadOnly { base, .. } => (base.clone(), 0),
+            };
+            let generation = inner.generation;
+            let cell = match &inner.cache {
+                Some((g, s, cell)) if *g == generation && *s == seq => cell.clone(),
+                _ => {
+                    let cell = Arc::new(OnceLock::new());
+                    let old = inner.cache.replace((generation, seq, cell.clone()));
+                    // Freeing a large document's trees takes milliseconds: not on this request.
+                    if old.is_some() {
+                        let _ = std::thread::Builder::new()
+                            .name("stardust-lsp-free".to_owned())
+                            .spawn(move || drop(old));
+                    }
+                    cell
+                }
+            };
+            (
+                paths,
+                base,
+                inner.encoding,
+                generation,
+                inner.buffers.clone(),
+                cell,
+                inner.renames_files,
+            )
         };
-        let analysis = match cached {
-            Some(analysis) => analysis,
-            None => {
+        // Outside the lock: the main loop keeps applying edits meanwhile.
+        let analysis = cell
+            .get_or_init(|| {
                 let changes = buffers
                     .values()
-                    .map(|b| (b.path.clone(), Some(b.text.clone().into_bytes())))
+                    .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
                     .collect();
-                let analysis = base.with_changes(changes);
-                let mut inner = self.lock();
-                if inner.generation == generation {
-                    inner.cache = Some((generation, analysis.clone()));
-                }
-                analysis
+                base.with_changes(changes)
+            })
+            .clone();
+        Ok(Snapshot { paths, analysis, encoding, renames_files, generation, buffers })
+    }
+
+    /// The service and this connection's session; in read-only mode, the error that kept the
+    /// store from opening (`busy` when another process owns it).
+    pub(crate) fn service(&self) -> Result<(Arc<Service>, Session), ResponseError> {
+        let inner = self.lock();
+        match (&inner.source, &inner.session) {
+            (Some(Source::Store(service)), Some(session)) => Ok((service.clone(), session.clone())),
+            (Some(Source::ReadOnly { code, why, .. }), _) => {
+                Err(error(ErrorCode::REQUEST_FAILED, code, why.clone()))
             }
-        };
-        Ok(Snapshot { paths, analysis, encoding, generation, buffers })
+            _ => Err(error(
+                ErrorCode::SERVER_NOT_INITIALIZED,
+                "not-found",
+                "no store is loaded; initialize first",
+            )),
+        }
+    }
+
+    /// Note that the documents under the buffers changed (a commit): re-diagnose.
+    pub(crate) fn bump(&self) {
+        self.lock().generation += 1;
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let inner = self.lock();
+        if let (Some(Source::Store(service)), Some(session)) = (&inner.source, &inner.session) {
+            service.close_session(session);
+        }
     }
 }
 
@@ -163,6 +241,10 @@ impl State {
     pub(crate) fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
     }
+
+    pub(crate) fn client(&self) -> ClientSocket {
+        self.client.clone()
+    }
 }
 
 /// Read the stale documents again into `base`. Runs on the blocking pool (from `snapshot`);
@@ -171,7 +253,10 @@ fn refresh_from_disk(inner: &mut Inner) {
     if inner.stale.is_empty() {
         return;
     }
-    let (Some(paths), Some(base)) = (&inner.paths, &inner.base) else { return };
+    let (Some(paths), Some(Source::ReadOnly { base, .. })) = (&inner.paths, &inner.source) else {
+        inner.stale.clear();
+        return;
+    };
     let changes: Vec<(String, Option<Vec<u8>>)> = std::mem::take(&mut inner.stale)
         .into_iter()
         .map(|path| {
@@ -180,7 +265,10 @@ fn refresh_from_disk(inner: &mut Inner) {
         })
         .collect();
     tracing::debug!("reading {} documents again from disk", changes.len());
-    inner.base = Some(base.with_changes(changes));
+    let base = base.with_changes(changes);
+    if let Some(Source::ReadOnly { base: old, .. }) = &mut inner.source {
+        *old = base;
+    }
     inner.cache = None;
 }
 
@@ -189,7 +277,7 @@ pub(crate) fn error(rpc: ErrorCode, code: &str, message: impl Into<String>) -> R
     ResponseError::new_with_data(rpc, message.into(), json!({"code": code}))
 }
 
-fn internal(err: impl std::fmt::Display) -> ResponseError {
+pub(crate) fn internal(err: impl std::fmt::Display) -> ResponseError {
     error(ErrorCode::INTERNAL_ERROR, "internal", format!("internal error: {err}"))
 }
 
@@ -206,9 +294,10 @@ fn router(state: State) -> Router<State> {
     router
         .request::<request::Initialize, _>(|st, params| {
             let shared = st.shared.clone();
+            let client = st.client.clone();
             let flag = st.store.clone();
             async move {
-                tokio::task::spawn_blocking(move || initialize(&shared, flag, params))
+                tokio::task::spawn_blocking(move || initialize(&shared, client, flag, params))
                     .await
                     .map_err(internal)?
             }
@@ -217,16 +306,29 @@ fn router(state: State) -> Router<State> {
         .request::<request::DocumentDiagnosticRequest, _>(|st, params| {
             with_snapshot(st.shared.clone(), move |snap| pull_diagnostics(snap, params))
         })
-        .request::<request::WorkspaceDiagnosticRequest, _>(|st, _| {
-            with_snapshot(st.shared.clone(), |snap| Ok(workspace_diagnostics(snap)))
+        .request::<request::WorkspaceDiagnosticRequest, _>(|st, params| {
+            let progress = crate::commands::Progress::start(
+                st.client(),
+                params.work_done_progress_params.work_done_token.clone(),
+                "Diagnosing the store",
+            );
+            let shared = st.shared.clone();
+            async move {
+                let answer = with_snapshot(shared, |snap| Ok(workspace_diagnostics(snap))).await;
+                progress.end();
+                answer
+            }
         })
         .unhandled_notification(on_notification);
     crate::features::register(&mut router);
+    crate::commands::register(&mut router);
+    crate::actions::register(&mut router);
     router
 }
 
 fn initialize(
-    shared: &Shared,
+    shared: &Arc<Shared>,
+    client: ClientSocket,
     flag: Option<PathBuf>,
     params: InitializeParams,
 ) -> Result<InitializeResult, ResponseError> {
@@ -255,17 +357,60 @@ fn initialize(
             format!("cannot open the store {}: {err}", root.display()),
         )
     })?;
-    let base = Analysis::load(&root)
-        .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
-    tracing::info!("serving the store {} ({} documents)", root.display(), base.document_count());
+    let client_name =
+        params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
+    let (source, session) = match Store::open(&root, OpenOptions::default()) {
+        Ok(store) => {
+            let service = Arc::new(Service::new(store));
+            let session = service.open_session(Front::Lsp, &client_name);
+            tracing::info!(
+                "serving the store {} ({} documents) to {client_name}",
+                root.display(),
+                service.store().snapshot().analysis.document_count()
+            );
+            (Source::Store(service), Some(session))
+        }
+        Err(err) => {
+            // Another process owns the store (`busy`), or it cannot be opened for writing (a
+            // read-only checkout, a damaged log): serve its documents read-only and answer
+            // commands with that error (docs/DECISIONS.md, "The LSP front").
+            let why = err.to_string();
+            tracing::warn!("{why}; serving the store read-only");
+            let base = Analysis::load(&root)
+                .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
+            (Source::ReadOnly { base, code: err.code(), why }, None)
+        }
+    };
+    let wants = crate::commands::Wants::from_capabilities(&params.capabilities);
+    let renames_files = params
+        .capabilities
+        .workspace
+        .as_ref()
+        .and_then(|w| w.workspace_edit.as_ref())
+        .and_then(|e| e.resource_operations.as_ref())
+        .is_some_and(|ops| ops.contains(&lsp_types::ResourceOperationKind::Rename));
+    let subscription = match &source {
+        Source::Store(service) => Some(service.store().subscribe()),
+        Source::ReadOnly { .. } => None,
+    };
+    let read_only = matches!(source, Source::ReadOnly { .. });
     {
         let mut inner = shared.lock();
         inner.paths = Some(Paths { root });
-        inner.base = Some(base);
+        inner.source = Some(source);
+        inner.session = session;
+        inner.wants = wants;
+        inner.renames_files = renames_files;
         inner.encoding = encoding;
         inner.generation += 1;
         inner.cache = None;
     }
+    if let Some(subscription) = subscription {
+        crate::commands::forward_changes(subscription, client, Arc::downgrade(shared));
+    }
+    let mut capabilities = crate::features::capabilities();
+    crate::commands::extend_capabilities(&mut capabilities, read_only);
+    crate::actions::extend_capabilities(&mut capabilities);
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),
@@ -281,9 +426,11 @@ fn initialize(
                 identifier: Some("stardust".to_owned()),
                 inter_file_dependencies: true,
                 workspace_diagnostics: true,
-                work_done_progress_options: Default::default(),
+                work_done_progress_options: WorkDoneProgressOptions {
+                    work_done_progress: Some(true),
+                },
             })),
-            ..crate::features::capabilities()
+            ..capabilities
         },
         server_info: Some(ServerInfo {
             name: "stardust".to_owned(),
@@ -309,6 +456,7 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
             parse::<DidSaveTextDocumentParams>(notif.params, method)
                 .map(|p| mark_stale(&st.shared, [p.text_document.uri]))
         }
+        notification::Initialized::METHOD | notification::Exit::METHOD => None,
         notification::DidChangeWatchedFiles::METHOD => {
             parse::<DidChangeWatchedFilesParams>(notif.params, method)
                 .map(|p| mark_stale(&st.shared, p.changes.into_iter().map(|c| c.uri)))
@@ -323,7 +471,8 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
         }
     };
     if changed == Some(true) {
-        publish(st.client.clone(), st.shared.clone());
+        let generation = st.shared.lock().generation;
+        publish(st.client.clone(), st.shared.clone(), generation);
     }
     ControlFlow::Continue(())
 }
@@ -400,9 +549,13 @@ fn apply_change(
     Some(out)
 }
 
-/// Note that documents may differ on disk from what `base` holds.
+/// Note that documents may differ on disk from what the read-only base holds. In store mode
+/// the store's watcher takes such edits in as `external` commits, which re-diagnose.
 fn mark_stale(shared: &Shared, uris: impl IntoIterator<Item = Url>) -> bool {
     let mut inner = shared.lock();
+    if !matches!(inner.source, Some(Source::ReadOnly { .. })) {
+        return false;
+    }
     let Some(paths) = inner.paths.clone() else { return false };
     let before = inner.stale.len();
     for uri in uris {
@@ -422,7 +575,9 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     let mut inner = shared.lock();
     let Some(buffer) = inner.buffers.remove(&uri) else { return false };
     // The file may have been saved with the buffer's text or left as it was.
-    inner.stale.insert(buffer.path);
+    if matches!(inner.source, Some(Source::ReadOnly { .. })) {
+        inner.stale.insert(buffer.path);
+    }
     inner.generation += 1;
     // A closed document's diagnostics are those of its file, which the workspace pull reports.
     let _ = client.clone().publish_diagnostics(PublishDiagnosticsParams {
@@ -433,34 +588,43 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     true
 }
 
-/// Analyse the current buffers off the main loop and publish the diagnostics of every open
-/// document, unless a newer generation has been published meanwhile.
-fn publish(mut client: ClientSocket, shared: Arc<Shared>) {
+/// Analyse the buffers of `generation` off the main loop and publish their diagnostics. In a
+/// burst of edits only the newest generation is analysed: the publications queued for older
+/// ones find a newer generation and leave the work to its own publication.
+fn publish(client: ClientSocket, shared: Arc<Shared>, generation: u64) {
     tokio::task::spawn_blocking(move || {
-        let snap = match shared.snapshot() {
-            Ok(snap) => snap,
-            Err(err) => {
-                tracing::warn!("cannot publish diagnostics: {}", err.message);
-                return;
-            }
-        };
-        let mut published = shared.published.lock().unwrap_or_else(|p| p.into_inner());
-        if *published >= snap.generation {
-            return;
-        }
-        *published = snap.generation;
-        for (uri, buffer) in &snap.buffers {
-            let diagnostics = document_diagnostics(&snap, &buffer.path);
-            let params = PublishDiagnosticsParams {
-                uri: uri.clone(),
-                diagnostics,
-                version: Some(buffer.version),
-            };
-            if client.publish_diagnostics(params).is_err() {
-                return;
-            }
+        if shared.lock().generation == generation {
+            publish_now(client, &shared);
         }
     });
+}
+
+/// Publish the diagnostics of every open document, unless a newer generation has been
+/// published meanwhile.
+pub(crate) fn publish_now(mut client: ClientSocket, shared: &Shared) {
+    let snap = match shared.snapshot() {
+        Ok(snap) => snap,
+        Err(err) => {
+            tracing::warn!("cannot publish diagnostics: {}", err.message);
+            return;
+        }
+    };
+    let mut published = shared.published.lock().unwrap_or_else(|p| p.into_inner());
+    if *published >= snap.generation {
+        return;
+    }
+    *published = snap.generation;
+    for (uri, buffer) in &snap.buffers {
+        let diagnostics = document_diagnostics(&snap, &buffer.path);
+        let params = PublishDiagnosticsParams {
+            uri: uri.clone(),
+            diagnostics,
+            version: Some(buffer.version),
+        };
+        if client.publish_diagnostics(params).is_err() {
+            return;
+        }
+    }
 }
 
 fn document_diagnostics(snap: &Snapshot, path: &str) -> Vec<lsp_types::Diagnostic> {

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 pub(crate) mod apply;
+pub(crate) mod backup;
 pub(crate) mod check;
 pub(crate) mod eval;
 pub(crate) mod fmt;
@@ -17,6 +18,8 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
     let code = if let Some(e) = err.downcast_ref::<stardust_core::store::StoreError>() {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_core::service::CommandError>() {
+        e.code()
+    } else if let Some(e) = err.downcast_ref::<stardust_core::backup::BackupError>() {
         e.code()
     } else {
         err.downcast_ref::<stardust_core::Error>().map_or("internal", |e| e.code())

@@ -5,6 +5,7 @@
 //! Every feature works on a partial tree, so it answers while a document is half-typed, and
 //! none fails: "nothing under the cursor" is an empty answer.
 
+mod actions;
 mod address;
 mod completion;
 mod cursor;
@@ -20,6 +21,7 @@ use crate::analysis::{Analysis, Document};
 use crate::model;
 use crate::text::Span;
 
+pub use actions::{Action, ActionKind, code_actions, convert, rename, rename_target};
 pub use address::{entity_at, entity_place, location_json, position_offset, store_path};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};

@@ -218,3 +218,139 @@ fn fuzzy_scores_prefer_contiguous_matches() {
 fn fuzzy_score_of(q: &[char], text: &str) -> Option<u32> {
     symbols::fuzzy_score(q, text)
 }
+
+fn actions_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/actions")
+}
+
+/// The code actions at the cursor, each with the document it leaves and that document's
+/// remaining diagnostics; with `//# rename NEW`, the rename of the id at the cursor.
+fn run_actions(fx: &Fixture, rename_to: Option<&str>) -> String {
+    let a = &fx.analysis;
+    let mut out = String::new();
+    // `replaces` is the document the text takes the place of (a conversion's old path).
+    let show_result = |out: &mut String, path: &str, text: &str, replaces: Option<&str>| {
+        for line in text.lines() {
+            out.push_str(&format!("  | {line}\n"));
+        }
+        let mut changes = vec![(path.to_owned(), Some(text.as_bytes().to_vec()))];
+        changes.extend(replaces.map(|old| (old.to_owned(), None)));
+        let after = a.with_changes(changes);
+        for d in after.diagnostics_of(path) {
+            out.push_str(&format!("  ! {} {}\n", d.code.as_str(), d.message));
+        }
+    };
+    if let Some(to) = rename_to {
+        let (id, span) = rename_target(a, &fx.path, fx.offset).expect("an id at the cursor");
+        out.push_str(&format!(
+            "rename {id} (at {}) to {to}:\n",
+            show(a, &FileSpan { path: fx.path.clone(), span })
+        ));
+        let planned = rename(a, &id, to).expect("the rename plans");
+        let texts: Vec<(String, String)> = planned
+            .iter()
+            .map(|(path, edits)| {
+                (path.clone(), crate::edit::apply(&a.document(path).unwrap().text, edits))
+            })
+            .collect();
+        let after = a.with_changes(
+            texts.iter().map(|(p, t)| (p.clone(), Some(t.as_bytes().to_vec()))).collect(),
+        );
+        for ((path, edits), (_, text)) in planned.iter().zip(&texts) {
+            out.push_str(&format!("{path}: {} edits\n", edits.len()));
+            for line in text.lines() {
+                out.push_str(&format!("  | {line}\n"));
+            }
+            for d in after.diagnostics_of(path) {
+                out.push_str(&format!("  ! {} {}\n", d.code.as_str(), d.message));
+            }
+        }
+        return out;
+    }
+    let doc = a.document(&fx.path).unwrap();
+    out.push_str(&format!("diagnostics of {}:\n", fx.path));
+    for d in a.diagnostics_of(&fx.path) {
+        out.push_str(&format!(
+            "  {} {} {}\n",
+            d.code.as_str(),
+            show(a, &FileSpan { path: fx.path.clone(), span: d.span }),
+            d.data
+        ));
+    }
+    for action in code_actions(a, &fx.path, Span::empty(fx.offset)) {
+        out.push_str(&format!(
+            "{:?} {:?}{}\n",
+            action.kind,
+            action.title,
+            if action.preferred { " (preferred)" } else { "" }
+        ));
+        match action.kind {
+            ActionKind::QuickFix => {
+                let text = crate::edit::apply(&doc.text, &action.edits);
+                show_result(&mut out, &fx.path, &text, None)
+            }
+            ActionKind::Convert => {
+                let (new_path, conversion) = convert(a, &fx.path).expect("the document converts");
+                out.push_str(&format!(
+                    "  -> {new_path} ({} comments dropped)\n",
+                    conversion.lost_comments
+                ));
+                show_result(&mut out, &new_path, &conversion.text, Some(&fx.path));
+            }
+        }
+    }
+    out
+}
+
+/// Every code action and rename fixture matches its snapshot (`UPDATE_EXPECT=1` rewrites them).
+#[test]
+fn action_fixtures() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(actions_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 8, "the fixtures are in {}", actions_dir().display());
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rename_to = text.lines().find_map(|l| l.strip_prefix("//# rename ")).map(str::trim);
+        let actual = run_actions(&fixture(&text), rename_to);
+        expect_file![path.with_extension("expect")].assert_eq(&actual);
+    }
+}
+
+/// No offset of any fixture makes the actions panic, and every edit is inside its document.
+#[test]
+fn actions_at_every_offset_are_safe() {
+    for entry in std::fs::read_dir(actions_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let fx = fixture(&std::fs::read_to_string(&path).unwrap());
+        let len = fx.analysis.document(&fx.path).unwrap().text.len() as u32;
+        for offset in 0..=len + 1 {
+            for action in code_actions(&fx.analysis, &fx.path, Span::empty(offset)) {
+                assert!(
+                    action.edits.iter().all(|e| e.span.start <= e.span.end && e.span.end <= len)
+                );
+            }
+            let _ = rename_target(&fx.analysis, &fx.path, offset);
+        }
+    }
+}
+
+#[test]
+fn a_rename_to_a_bad_or_taken_id_is_refused() {
+    let fx =
+        fixture(&std::fs::read_to_string(actions_dir().join("rename_from_reference.txt")).unwrap());
+    let err = rename(&fx.analysis, "person/frank-herbert", "not an id").unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments");
+    assert!(err.to_string().contains("'not an id' is not a valid id"), "{err}");
+    let err = rename(&fx.analysis, "person/frank-herbert", "person/frank-herbert-jr").unwrap_err();
+    assert_eq!(err.code(), "invalid-arguments", "{err}");
+    // A leading '@' (typed over a reference) is not part of the id.
+    let planned = rename(&fx.analysis, "person/frank-herbert", "@person/fh").unwrap();
+    assert_eq!(planned.len(), 3, "{planned:?}");
+}

@@ -81,3 +81,20 @@ pub fn render(analysis: &Analysis) -> String {
     }
     out
 }
+
+/// Check every `*.txt` fixture of `test-data/<dir>` against its `.snap` snapshot, rendering
+/// each with `render` (`UPDATE_EXPECT=1` rewrites the snapshots).
+pub fn check_fixtures(dir: &str, render: impl Fn(&str) -> String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data").join(dir);
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    entries.sort();
+    assert!(!entries.is_empty(), "no fixtures in {}", dir.display());
+    for path in entries {
+        let fixture = std::fs::read_to_string(&path).unwrap();
+        expect_test::expect_file![path.with_extension("snap")].assert_eq(&render(&fixture));
+    }
+}

@@ -1,0 +1,66 @@
+-- A headless check of stardust.lua against a real server:
+--   STARDUST=/path/to/stardust STORE=/path/to/a/copy/of/examples/library \
+--     nvim --headless -u NONE -c 'luafile examples/editors/neovim/check.lua'
+-- Prints one line per step and exits 0 when every step passed.
+
+vim.cmd('filetype on')
+local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)')
+package.path = here .. '?.lua;' .. package.path
+local stardust = require('stardust')
+stardust.setup({ cmd = os.getenv('STARDUST') })
+local store = assert(os.getenv('STORE'), 'set STORE')
+
+local function check(what, ok)
+  print((ok and 'ok   ' or 'FAIL ') .. what)
+  if not ok then
+    vim.cmd('cquit 1')
+  end
+end
+
+vim.cmd('edit ' .. store .. '/books/dune.dust')
+local bufnr = vim.api.nvim_get_current_buf()
+check('the server starts and attaches', vim.wait(10000, function()
+  local clients = vim.lsp.buf_get_clients(bufnr)
+  return next(clients) ~= nil and clients[next(clients)].initialized
+end, 50))
+
+-- Break the reference as a user typing would; the diagnostic is pushed.
+local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+for i, line in ipairs(lines) do
+  if line:match('^author') then
+    vim.api.nvim_buf_set_lines(bufnr, i - 1, i, false, { 'author     @person/frank-herbrt' })
+  end
+end
+check('a dangling reference is diagnosed while typing', vim.wait(10000, function()
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if d.code == 'dangling-ref' then
+      return true
+    end
+  end
+  return false
+end, 50))
+
+stardust.command('stardust.status', {}, function(err, result)
+  stardust.last_result = { err = err, result = result }
+end)
+check('commands run', vim.wait(10000, function()
+  return stardust.last_result ~= nil and stardust.last_result.result ~= nil
+    and stardust.last_result.result.sessions[1].client == 'Neovim'
+end, 50))
+
+local preview
+stardust.command('stardust.entity.create', { entities = { 'id person/nvim-test type person name Test roles [author]' } }, function(_, result)
+  preview = result
+end)
+check('a mutation answers with a preview', vim.wait(10000, function() return preview ~= nil end, 50))
+stardust.command('stardust.preview.confirm', { previewId = preview.previewId }, function() end)
+check('the commit is notified', vim.wait(10000, function()
+  for _, change in ipairs(stardust.changes) do
+    if change.method == 'stardust/entitiesChanged' and change.params.entities[1].id == 'person/nvim-test' then
+      return true
+    end
+  end
+  return false
+end, 50))
+
+vim.cmd('qa!')

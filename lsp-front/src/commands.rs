@@ -1,0 +1,252 @@
+//! `workspace/executeCommand` for every command of the core's registry (SPEC §7), the change
+//! notifications of SPEC §11, and `$/progress` for long work.
+
+use std::sync::Weak;
+
+use async_lsp::router::Router;
+use async_lsp::{ClientSocket, ErrorCode, ResponseError};
+use lsp_types::notification::{Notification, Progress as ProgressNotification};
+use lsp_types::request::ExecuteCommand;
+use lsp_types::{
+    ClientCapabilities, ExecuteCommandOptions, ExecuteCommandParams, NumberOrString,
+    ProgressParams, ProgressParamsValue, ServerCapabilities, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressOptions,
+};
+use serde_json::{Value, json};
+use stardust_core::service::{self, CommandError};
+use stardust_core::store::{Notice, Subscription};
+
+use crate::server::{Shared, State, error, internal, publish_now};
+
+/// The version of the `stardust/*` extensions to the protocol; bumped on incompatible change.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The notifications a client can ask for, by their names in `experimental.stardust`.
+const NOTIFICATIONS: [&str; 2] = ["documentsChanged", "entitiesChanged"];
+
+/// The change notifications a client opted in to at `initialize`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub documents: bool,
+    pub entities: bool,
+}
+
+impl Wants {
+    /// Read `capabilities.experimental.stardust.notifications`; anything else asks for nothing.
+    pub fn from_capabilities(capabilities: &ClientCapabilities) -> Wants {
+        let asked: Vec<&str> = capabilities
+            .experimental
+            .as_ref()
+            .and_then(|e| e.pointer("/stardust/notifications"))
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        Wants {
+            documents: asked.contains(&"documentsChanged"),
+            entities: asked.contains(&"entitiesChanged"),
+        }
+    }
+}
+
+enum DocumentsChanged {}
+
+impl Notification for DocumentsChanged {
+    type Params = Value;
+    const METHOD: &'static str = "stardust/documentsChanged";
+}
+
+enum EntitiesChanged {}
+
+impl Notification for EntitiesChanged {
+    type Params = Value;
+    const METHOD: &'static str = "stardust/entitiesChanged";
+}
+
+/// Advertise the commands (and progress for them) in the server's capabilities, and the
+/// `stardust` extensions in `experimental`. A read-only server offers no notifications: it
+/// sees no commits.
+pub fn extend_capabilities(capabilities: &mut ServerCapabilities, read_only: bool) {
+    capabilities.execute_command_provider = Some(ExecuteCommandOptions {
+        commands: service::registry().iter().map(|c| c.name.to_owned()).collect(),
+        work_done_progress_options: WorkDoneProgressOptions { work_done_progress: Some(true) },
+    });
+    let notifications: &[&str] = if read_only { &[] } else { &NOTIFICATIONS };
+    capabilities.experimental = Some(json!({
+        "stardust": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "notifications": notifications,
+            "readOnly": read_only,
+            "commands": service::describe()["commands"],
+        }
+    }));
+}
+
+pub fn register(router: &mut Router<State>) {
+    router.request::<ExecuteCommand, _>(|st, params| {
+        let shared = st.shared();
+        let progress = Progress::start(
+            st.client(),
+            params.work_done_progress_params.work_done_token.clone(),
+            &params.command,
+        );
+        async move {
+            let answer = tokio::task::spawn_blocking(move || execute(&shared, params))
+                .await
+                .map_err(internal)?;
+            progress.end();
+            answer
+        }
+    });
+}
+
+/// Run one command for this connection's session. LSP passes one argument object.
+fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value>, ResponseError> {
+    let name = params.command;
+    let mut arguments = params.arguments;
+    if arguments.len() > 1 {
+        return Err(error(
+            ErrorCode::INVALID_PARAMS,
+            "invalid-arguments",
+            format!(
+                "{name} takes one argument object (`\"arguments\": [{{...}}]`), not {}",
+                arguments.len()
+            ),
+        ));
+    }
+    // Clients written in Lua send an empty table as `[]`: it means no arguments, like `{}`.
+    let args = match arguments.pop() {
+        Some(Value::Array(items)) if items.is_empty() => Value::Null,
+        Some(args) => args,
+        None => Value::Null,
+    };
+    if service::contract(&name).is_none() {
+        return Err(error(
+            ErrorCode::INVALID_PARAMS,
+            "invalid-arguments",
+            format!("unknown command {name}; `stardust.commands.describe` lists every command"),
+        ));
+    }
+    if name == "stardust.commands.describe" {
+        // Needs no store, so it answers in read-only mode too.
+        return Ok(Some(service::describe()));
+    }
+    let (service, session) = shared.service()?;
+    match service.execute(&session, &name, args) {
+        Ok(value) => Ok(Some(value)),
+        Err(err) => Err(command_error(&err, &service.store().snapshot().analysis)),
+    }
+}
+
+/// A command's error as a JSON-RPC error whose `data` is `{"code": ..., ...details}`.
+fn command_error(
+    err: &CommandError,
+    analysis: &stardust_core::analysis::Analysis,
+) -> ResponseError {
+    let code = err.code();
+    let mut data = json!({"code": code});
+    if let (Value::Object(data), Value::Object(details)) = (&mut data, err.details(analysis)) {
+        data.extend(details);
+    }
+    let rpc = match code {
+        "invalid-arguments" => ErrorCode::INVALID_PARAMS,
+        "internal" => ErrorCode::INTERNAL_ERROR,
+        _ => ErrorCode::REQUEST_FAILED,
+    };
+    ResponseError::new_with_data(rpc, err.to_string(), data)
+}
+
+/// Forward the store's change feed to the client on a thread of its own, and re-diagnose the
+/// open buffers after every commit (another client's commit may resolve or break them). Ends
+/// when the store closes or the connection's state is gone.
+pub fn forward_changes(subscription: Subscription, client: ClientSocket, shared: Weak<Shared>) {
+    let spawned =
+        std::thread::Builder::new().name("stardust-lsp-feed".to_owned()).spawn(move || {
+            while let Some(notice) = subscription.next() {
+                let Some(shared) = shared.upgrade() else { break };
+                if notify(&client, &shared, &notice).is_err() {
+                    break;
+                }
+                shared.bump();
+                publish_now(client.clone(), &shared);
+            }
+        });
+    if let Err(err) = spawned {
+        tracing::warn!("cannot start the change feed thread ({err}); no change notifications");
+    }
+}
+
+/// Send the notifications the client asked for. `Err` when the connection is gone.
+fn notify(client: &ClientSocket, shared: &Shared, notice: &Notice) -> async_lsp::Result<()> {
+    let (wants, paths) = {
+        let inner = shared.lock();
+        (inner.wants, inner.paths.clone())
+    };
+    match notice {
+        Notice::Overflow { seq } => {
+            let overflow = json!({"seq": seq, "overflow": true});
+            if wants.documents {
+                client.notify::<DocumentsChanged>(overflow.clone())?;
+            }
+            if wants.entities {
+                client.notify::<EntitiesChanged>(overflow)?;
+            }
+        }
+        Notice::Changes { seq, documents, entities } => {
+            if wants.documents && !documents.is_empty() {
+                let documents: Vec<Value> = documents
+                    .iter()
+                    .map(|d| {
+                        json!({
+                            "uri": paths.as_ref().and_then(|p| p.uri(&d.path)),
+                            "path": d.path,
+                            "change": d.change,
+                            "version": d.version,
+                        })
+                    })
+                    .collect();
+                client.notify::<DocumentsChanged>(json!({"seq": seq, "documents": documents}))?;
+            }
+            if wants.entities && !entities.is_empty() {
+                client.notify::<EntitiesChanged>(json!({"seq": seq, "entities": entities}))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.send(WorkDoneProgress::End(WorkDoneProgressEnd { message: None }));
+    }
+}
+
+/// Work-done progress for one request, when the client gave a token.
+pub struct Progress {
+    client: ClientSocket,
+    token: Option<NumberOrString>,
+}
+
+impl Progress {
+    /// Send `begin` with `title` if the client gave `token`.
+    pub fn start(client: ClientSocket, token: Option<NumberOrString>, title: &str) -> Progress {
+        let progress = Progress { client, token };
+        progress.send(WorkDoneProgress::Begin(WorkDoneProgressBegin {
+            title: title.to_owned(),
+            cancellable: Some(true),
+            message: None,
+            percentage: None,
+        }));
+        progress
+    }
+
+    /// Send `end` (also when the request is cancelled and its future dropped).
+    pub fn end(self) {}
+
+    fn send(&self, value: WorkDoneProgress) {
+        let Some(token) = self.token.clone() else { return };
+        let params = ProgressParams { token, value: ProgressParamsValue::WorkDone(value) };
+        if let Err(err) = self.client.notify::<ProgressNotification>(params) {
+            tracing::debug!("cannot send progress: {err}");
+        }
+    }
+}
