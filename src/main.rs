@@ -91,6 +91,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Run the store's one core: LSP, MCP and the command line attach to it over a Unix
+    /// socket (recorded in STORE/.stardust/run/daemon.json) until SIGINT or SIGTERM.
+    Serve {
+        /// The store directory.
+        store: PathBuf,
+        /// Stop after this many seconds with no client connected.
+        #[arg(long, value_name = "SECONDS")]
+        idle_exit: Option<u64>,
+    },
     /// Serve the Language Server Protocol on standard input and output.
     Lsp {
         /// The store directory; by default the nearest folder at or above the working
@@ -150,6 +159,7 @@ fn main() -> ExitCode {
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
         }
+        Command::Serve { store, idle_exit } => cmd::serve::run(&store, idle_exit),
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Backup { command } => cmd::backup::run(command),
     };

@@ -208,6 +208,8 @@ struct Writer {
     log: LogWriter,
     /// Set when a failed commit could not be undone; every later write is refused.
     poisoned: Option<String>,
+    /// Set by [`Store::close`]: the process is stopping and takes no more commits.
+    closed: bool,
     _lock: StoreLock,
 }
 
@@ -290,6 +292,12 @@ impl Store {
     /// for when events may have been missed.
     pub fn rescan(&self) -> StoreResult<Option<Transaction>> {
         self.inner.rescan()
+    }
+
+    /// Wait for the commit in flight, if any, and refuse every later one (`busy`): for a
+    /// process that is stopping. Reads keep working.
+    pub fn close(&self) {
+        self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
     }
 
     /// Receive the changes of every transaction committed from now on.
@@ -542,7 +550,7 @@ fn recover(
         }
         after
     };
-    let writer = Writer { log, poisoned: None, _lock: lock };
+    let writer = Writer { log, poisoned: None, closed: false, _lock: lock };
     Ok((writer, Snapshot { seq, analysis }, offsets))
 }
 
@@ -656,6 +664,9 @@ impl Inner {
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(reason) = &writer.poisoned {
             return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
+        }
+        if writer.closed {
+            return Err(StoreError::Closed { store: self.root.clone() });
         }
         Ok(writer)
     }
