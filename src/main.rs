@@ -85,6 +85,23 @@ enum Command {
         #[arg(long)]
         store: Option<PathBuf>,
     },
+    /// Show the store as ordinary files at DIR until SIGINT or SIGTERM (then unmount).
+    ///
+    /// Reads return committed content; every save of a document goes through the save
+    /// authority (a refused save fails with EIO at close/fsync, EINVAL at rename, and its
+    /// bytes are kept in DIR/.stardust/rejected/).
+    Mount {
+        /// The store directory.
+        store: PathBuf,
+        /// An empty folder outside the store.
+        dir: PathBuf,
+        /// The largest document or scratch file a write may make, in bytes (EFBIG beyond).
+        #[arg(long, default_value_t = 64 * 1024 * 1024)]
+        max_file_size: u64,
+        /// Threads serving the kernel's requests.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -130,6 +147,10 @@ fn main() -> ExitCode {
         Command::Log { store, verify: true, format, .. } => cmd::log::verify(&store, format),
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
+        Command::Mount { store, dir, max_file_size, threads } => {
+            let options = stardust_fuse::MountOptions { max_file_size, threads };
+            cmd::mount::run(&store, &dir, options)
+        }
     };
     match result {
         Ok(code) => code,
