@@ -82,6 +82,11 @@ pub struct StardustFs {
     /// Shared with the invalidation thread, which maps store paths to inode numbers.
     nodes: Arc<Mutex<Nodes>>,
     mem: Mutex<HashMap<String, MemFile>>,
+    /// Documents renamed onto a scratch name (Vim's backup before it writes anew): hidden from
+    /// the mount but still in the store, until a new save at the path replaces them (one
+    /// transaction), or the scratch file holding their bytes is deleted or moved off (then the
+    /// document is deleted). Maps the document's path to the scratch file's.
+    away: Mutex<HashMap<String, String>>,
     handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
     dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
     next_fh: AtomicU64,
@@ -102,7 +107,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn io_errno(e: io::Error) -> Errno {
-    Errno::from(e)
+    match e.raw_os_error() {
+        Some(code) => Errno::from_i32(code),
+        None if e.kind() == io::ErrorKind::NotFound => Errno::ENOENT,
+        None => Errno::EIO,
+    }
 }
 
 impl StardustFs {
@@ -122,6 +131,7 @@ impl StardustFs {
             max_size,
             nodes,
             mem: Mutex::new(HashMap::new()),
+            away: Mutex::new(HashMap::new()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -159,6 +169,34 @@ impl StardustFs {
 
     fn abs(&self, path: &str) -> PathBuf {
         if path.is_empty() { self.root.clone() } else { self.root.join(path) }
+    }
+
+    /// The metadata of `path` on disk, unless the mount hides it (moved away).
+    fn disk_meta(&self, path: &str) -> io::Result<fs::Metadata> {
+        if lock(&self.away).contains_key(path) {
+            return Err(io::Error::from_raw_os_error(Errno::ENOENT.code()));
+        }
+        fs::symlink_metadata(self.abs(path))
+    }
+
+    /// A save replaced the document at `path`: it is no longer away.
+    fn settle(&self, path: &str) {
+        lock(&self.away).remove(path);
+    }
+
+    /// The scratch file `holder` is going away (deleted, or moved to `to`): the documents whose
+    /// bytes it held are deleted from the store, except one that the move saves again.
+    fn release_away(&self, holder: &str, to: Option<&str>) -> Result<(), Errno> {
+        let docs: Vec<String> = lock(&self.away)
+            .iter()
+            .filter(|(doc, held)| *held == holder && Some(doc.as_str()) != to)
+            .map(|(doc, _)| doc.clone())
+            .collect();
+        for doc in docs {
+            self.commit(&doc, vec![Change::delete(doc.clone())], Errno::EPERM)?;
+            self.settle(&doc);
+        }
+        Ok(())
     }
 
     fn kind(&self, path: &str) -> PathKind {
@@ -203,7 +241,7 @@ impl StardustFs {
             let ino = self.ino_of(path);
             return Ok((FileAttr { ino: INodeNo(ino), ..attr }, TTL));
         }
-        let meta = fs::symlink_metadata(self.abs(path)).map_err(io_errno)?;
+        let meta = self.disk_meta(path).map_err(io_errno)?;
         let ino = self.ino_of(path);
         let mut attr = disk_attr(ino, &meta);
         if meta.is_file()
@@ -256,6 +294,7 @@ impl StardustFs {
                 if let Some(txn) = committed.transaction {
                     tracing::info!("saved {path} through the mount as seq {}", txn.seq);
                 }
+                self.settle(path);
                 Ok(())
             }
             Err(err) => Err(self.failed(path, Some(&content), &err, errno)),
@@ -392,7 +431,7 @@ impl StardustFs {
         if file.open == 0 && self.kind(&path) == PathKind::Document {
             mem.remove(&path);
             drop(mem);
-            if fs::symlink_metadata(self.abs(&path)).is_err() {
+            if self.disk_meta(&path).is_err() {
                 self.forget_path(&path);
                 self.send(Inval::Entry(ino_parent(&self.nodes, &path), nodes_name(&path)));
             }
@@ -463,6 +502,9 @@ impl StardustFs {
             if path.is_empty() && name == PRIVATE_DIR {
                 continue;
             }
+            if lock(&self.away).contains_key(&nodes::join(path, &name)) {
+                continue;
+            }
             let kind = entry
                 .file_type()
                 .ok()
@@ -494,8 +536,7 @@ impl StardustFs {
         if Self::is_private(from) || Self::is_private(to) {
             return Err(Errno::EROFS);
         }
-        let to_exists =
-            lock(&self.mem).contains_key(to) || fs::symlink_metadata(self.abs(to)).is_ok();
+        let to_exists = lock(&self.mem).contains_key(to) || self.disk_meta(to).is_ok();
         if flags.contains(RenameFlags::RENAME_NOREPLACE) && to_exists {
             return Err(Errno::EEXIST);
         }
@@ -503,7 +544,7 @@ impl StardustFs {
             return Ok(());
         }
         let to_kind = self.kind(to);
-        let to_dir = fs::symlink_metadata(self.abs(to)).is_ok_and(|m| m.is_dir());
+        let to_dir = self.disk_meta(to).is_ok_and(|m| m.is_dir());
 
         // A memory file: its bytes either become a document (a commit), stay in memory, or
         // land on disk as a plain file.
@@ -516,6 +557,7 @@ impl StardustFs {
                 PathKind::Document => {
                     let ino = self.ino_of(from);
                     self.decide(ino, to, content, Errno::EINVAL)?;
+                    self.release_away(from, Some(to))?;
                     let mut mem = lock(&self.mem);
                     mem.remove(to);
                     // Handles still open keep their bytes in memory (under the new name) until
@@ -530,12 +572,18 @@ impl StardustFs {
                         mem.insert(to.to_owned(), file);
                     }
                     drop(mem);
-                    let _ = fs::remove_file(self.abs(to));
+                    for held in lock(&self.away).values_mut().filter(|held| *held == from) {
+                        *held = to.to_owned();
+                    }
                 }
                 PathKind::Plain | PathKind::Private => {
                     let (perm, _) =
                         lock(&self.mem).get(from).map(|f| (f.perm, f.uid)).unwrap_or((0o644, 0));
                     write_file(&self.abs(to), &content, perm).map_err(io_errno)?;
+                    if let Err(errno) = self.release_away(from, None) {
+                        let _ = fs::remove_file(self.abs(to));
+                        return Err(errno);
+                    }
                     lock(&self.mem).remove(from);
                 }
             }
@@ -543,7 +591,7 @@ impl StardustFs {
             return Ok(());
         }
 
-        let meta = fs::symlink_metadata(self.abs(from)).map_err(io_errno)?;
+        let meta = self.disk_meta(from).map_err(io_errno)?;
         let from_kind = self.kind(from);
         if meta.is_dir() {
             return self.rename_dir(from, to);
@@ -557,36 +605,28 @@ impl StardustFs {
                 let content = fs::read(self.abs(from)).map_err(io_errno)?;
                 let changes = vec![Change::delete(from), Change::put(to, content.clone())];
                 match self.store.commit(Origin::Mount, changes) {
-                    Ok(_) => {}
+                    Ok(_) => self.settle(to),
                     Err(err) => return Err(self.failed(to, Some(&content), &err, Errno::EINVAL)),
                 }
             }
+            (true, PathKind::Scratch) => {
+                // Vim's backup rename before it writes the file anew: the bytes move to the
+                // scratch file and the document hides until the new save replaces it.
+                let mut file = self.mem_from_meta(&meta);
+                file.content = fs::read(self.abs(from)).map_err(io_errno)?;
+                lock(&self.mem).insert(to.to_owned(), file);
+                lock(&self.away).insert(from.to_owned(), to.to_owned());
+                self.move_path(from, to);
+                return Ok(());
+            }
             (true, _) => {
-                // A document moved out of the documents (Vim's backup rename, `mv x.json x.bak`):
-                // its bytes go to the new name first, then the store deletes the document.
+                // A document moved out of the documents (`mv x.json x.bak`): its bytes go to
+                // the new name first, then the store deletes the document.
                 let content = fs::read(self.abs(from)).map_err(io_errno)?;
                 let perm = (meta.mode() & 0o7777) as u16;
-                if to_kind == PathKind::Scratch {
-                    let now = SystemTime::now();
-                    let file = MemFile {
-                        content,
-                        perm,
-                        uid: meta.uid(),
-                        gid: meta.gid(),
-                        atime: now,
-                        mtime: now,
-                        ctime: now,
-                        open: 0,
-                    };
-                    lock(&self.mem).insert(to.to_owned(), file);
-                } else {
-                    write_file(&self.abs(to), &content, perm).map_err(io_errno)?;
-                }
+                write_file(&self.abs(to), &content, perm).map_err(io_errno)?;
                 if let Err(errno) = self.commit(from, vec![Change::delete(from)], Errno::EINVAL) {
-                    lock(&self.mem).remove(to);
-                    if to_kind != PathKind::Scratch {
-                        let _ = fs::remove_file(self.abs(to));
-                    }
+                    let _ = fs::remove_file(self.abs(to));
                     return Err(errno);
                 }
             }
@@ -1020,11 +1060,13 @@ impl Filesystem for StardustFs {
             if Self::is_private(&path) {
                 return Err(Errno::EROFS);
             }
-            if lock(&self.mem).remove(&path).is_some() {
+            if lock(&self.mem).contains_key(&path) {
+                self.release_away(&path, None)?;
+                lock(&self.mem).remove(&path);
                 self.forget_path(&path);
                 return Ok(());
             }
-            let meta = fs::symlink_metadata(self.abs(&path)).map_err(io_errno)?;
+            let meta = self.disk_meta(&path).map_err(io_errno)?;
             if meta.is_dir() {
                 return Err(Errno::EISDIR);
             }
@@ -1132,8 +1174,7 @@ impl Filesystem for StardustFs {
                 return Err(Errno::EROFS);
             }
             let excl = flags & OFlag::O_EXCL.bits() != 0;
-            let exists = lock(&self.mem).contains_key(&path)
-                || fs::symlink_metadata(self.abs(&path)).is_ok();
+            let exists = lock(&self.mem).contains_key(&path) || self.disk_meta(&path).is_ok();
             if exists && excl {
                 return Err(Errno::EEXIST);
             }
