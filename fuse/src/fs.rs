@@ -160,11 +160,7 @@ impl StardustFs {
     /// The store-relative path of `name` in the folder `parent`. Names that are not UTF-8 or
     /// that could step outside the folder are refused.
     fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
-        let name = name.to_str().ok_or(Errno::EINVAL)?;
-        if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-            return Err(Errno::EINVAL);
-        }
-        Ok(nodes::join(&self.path_of(parent)?, name))
+        Ok(nodes::join(&self.path_of(parent)?, checked_name(name)?))
     }
 
     fn abs(&self, path: &str) -> PathBuf {
@@ -783,6 +779,15 @@ impl StardustFs {
         let file = fs::OpenOptions::new().write(true).open(self.abs(path)).map_err(io_errno)?;
         file.set_len(size).map_err(io_errno)
     }
+}
+
+/// One file name as the store names it: UTF-8, and never a way out of its folder.
+fn checked_name(name: &OsStr) -> Result<&str, Errno> {
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(name)
 }
 
 fn ino_parent(nodes: &Mutex<Nodes>, path: &str) -> u64 {
@@ -1444,5 +1449,22 @@ impl Filesystem for StardustFs {
             ),
             Err(e) => reply.error(Errno::from_i32(e as i32)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    #[test]
+    fn names_that_could_leave_their_folder_are_refused() {
+        for bad in ["", ".", "..", "a/b", "../x.json", "a\0b"] {
+            assert_eq!(checked_name(OsStr::new(bad)), Err(Errno::EINVAL), "{bad:?}");
+        }
+        assert_eq!(checked_name(OsStr::from_bytes(b"caf\xe9.json")), Err(Errno::EINVAL));
+        assert_eq!(checked_name(OsStr::new("..x.json")), Ok("..x.json"));
+        assert_eq!(checked_name(OsStr::new("dune.json")), Ok("dune.json"));
     }
 }
