@@ -33,9 +33,14 @@ impl Mounted {
     }
 
     fn with_args(files: &[(&str, &str)], extra: &[&str]) -> Mounted {
+        Mounted::at("mnt", files, extra)
+    }
+
+    /// Mount at the folder `name` beside the store (named `s`).
+    fn at(name: &str, files: &[(&str, &str)], extra: &[&str]) -> Mounted {
         let tmp = tempfile::tempdir().unwrap();
-        let store = tmp.path().join("store");
-        let dir = tmp.path().join("mnt");
+        let store = tmp.path().join(if name == "mnt" { "store" } else { "s" });
+        let dir = tmp.path().join(name);
         fs::create_dir_all(&store).unwrap();
         fs::create_dir_all(&dir).unwrap();
         for (path, content) in files {
@@ -674,4 +679,38 @@ fn kill_9_leaves_whole_documents_and_fusermount_recovers() {
     let history = m.history();
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(history[1].1, "mount");
+}
+
+#[test]
+fn pjdfstest_passes_in_a_plain_folder() {
+    // The mount's name is longer than the store's (`s`), so paths of PATH_MAX bytes in the
+    // mount are shorter than that in the store below it; and short, so that socket paths fit
+    // in `sun_path`.
+    let m = Mounted::at("pjd", &[], &[]);
+    let dir = m.path("p");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let bin = std::env::var("PJDFSTEST").unwrap_or_else(|_| "pjdfstest".to_owned());
+    let out = Command::new(&bin)
+        .arg("-c")
+        .arg(util::repo().join("tests/pjdfstest.toml"))
+        .arg("-p")
+        .arg(&dir)
+        .current_dir(&dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {bin} ({e}): install it with `cargo install pjdfstest --locked` \
+                 (needs libacl1-dev), as .ci/run does, or name it in $PJDFSTEST"
+            )
+        });
+    let stdout = text(&out.stdout);
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.trim_end().ends_with("FAILED")).collect();
+    assert!(
+        out.status.success() && failed.is_empty(),
+        "unexpected failures: {failed:#?}\n{}",
+        m.log()
+    );
+    let summary = stdout.lines().find(|l| l.starts_with("Summary:")).unwrap_or_default();
+    assert!(summary.starts_with("Summary: 0 failed"), "{summary}");
 }

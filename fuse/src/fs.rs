@@ -31,6 +31,8 @@ use fuser::{
     TimeOrNow, WriteFlags,
 };
 use nix::fcntl::OFlag;
+use nix::sys::stat::{Mode, SFlag};
+use nix::sys::time::TimeSpec;
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
 
 use crate::nodes::{self, Nodes, ROOT};
@@ -65,7 +67,7 @@ struct MemFile {
 #[derive(Debug)]
 enum Handle {
     /// A file on disk: plain files, documents opened for reading, kept rejected saves.
-    Disk(File),
+    Disk { ino: u64, file: File },
     /// A generated read-only file (`.stardust/`), fixed at open.
     Bytes(Vec<u8>),
     /// A memory file; its content lives in the memory table under its current path.
@@ -381,7 +383,7 @@ impl StardustFs {
                 }
                 Some(private::Entry::OnDisk(file)) => {
                     let file = File::open(file).map_err(io_errno)?;
-                    Ok((self.fh(Handle::Disk(file)), FopenFlags::empty()))
+                    Ok((self.fh(Handle::Disk { ino, file }), FopenFlags::empty()))
                 }
                 Some(private::Entry::Dir) => Err(Errno::EISDIR),
                 None => Err(Errno::ENOENT),
@@ -413,7 +415,7 @@ impl StardustFs {
             .truncate(trunc)
             .open(&abs)
             .map_err(io_errno)?;
-        Ok((self.fh(Handle::Disk(file)), FopenFlags::empty()))
+        Ok((self.fh(Handle::Disk { ino, file }), FopenFlags::empty()))
     }
 
     /// Close one handle of a memory file.
@@ -471,7 +473,7 @@ impl StardustFs {
                 *written = false;
                 self.decide(*ino, &path, content, errno)
             }
-            Handle::Disk(file) => {
+            Handle::Disk { file, .. } => {
                 if !at_flush {
                     file.sync_all().map_err(io_errno)?;
                 }
@@ -759,7 +761,7 @@ impl StardustFs {
                     self.check_size(size)?;
                     *written = size > 0;
                 }
-                Handle::Disk(file) => return file.set_len(size).map_err(io_errno),
+                Handle::Disk { file, .. } => return file.set_len(size).map_err(io_errno),
                 Handle::Bytes(_) => return Err(Errno::EROFS),
             }
         }
@@ -882,6 +884,22 @@ fn mem_attr(file: &MemFile) -> FileAttr {
     }
 }
 
+fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
+    match t {
+        None => TimeSpec::UTIME_OMIT,
+        Some(TimeOrNow::Now) => TimeSpec::UTIME_NOW,
+        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => TimeSpec::from_duration(d),
+            Err(before) => {
+                let d = before.duration();
+                let nanos = d.subsec_nanos();
+                let secs = -(d.as_secs() as i64) - i64::from(nanos > 0);
+                TimeSpec::new(secs, if nanos > 0 { 1_000_000_000 - i64::from(nanos) } else { 0 })
+            }
+        },
+    }
+}
+
 fn time_of(t: TimeOrNow) -> SystemTime {
     match t {
         TimeOrNow::SpecificTime(t) => t,
@@ -919,6 +937,20 @@ impl Filesystem for StardustFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        // An open file keeps its attributes after its name is gone (`fstat` of an unlinked
+        // file): ask any handle open on it.
+        if self.path_of(ino).is_err() {
+            let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
+            let meta = handles.iter().find_map(|h| match &*lock(h) {
+                Handle::Disk { ino: i, file } if *i == ino.0 => file.metadata().ok(),
+                _ => None,
+            });
+            match meta {
+                Some(meta) => reply.attr(&TTL, &disk_attr(ino.0, &meta)),
+                None => reply.error(Errno::ENOENT),
+            }
+            return;
+        }
         let result = self.path_of(ino).and_then(|path| self.stat(&path));
         match result {
             Ok((mut attr, ttl)) => {
@@ -995,15 +1027,15 @@ impl Filesystem for StardustFs {
                     std::os::unix::fs::lchown(&abs, uid, gid).map_err(io_errno)?;
                 }
                 if atime.is_some() || mtime.is_some() {
-                    let mut times = fs::FileTimes::new();
-                    if let Some(t) = atime {
-                        times = times.set_accessed(time_of(t));
-                    }
-                    if let Some(t) = mtime {
-                        times = times.set_modified(time_of(t));
-                    }
-                    let file = File::open(&abs).map_err(io_errno)?;
-                    file.set_times(times).map_err(io_errno)?;
+                    // By path and without following links: opening a FIFO would block.
+                    nix::sys::stat::utimensat(
+                        nix::fcntl::AT_FDCWD,
+                        &abs,
+                        &timespec(atime),
+                        &timespec(mtime),
+                        nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+                    )
+                    .map_err(|e| Errno::from_i32(e as i32))?;
                 }
             }
             self.stat(&path)
@@ -1104,6 +1136,69 @@ impl Filesystem for StardustFs {
         });
         match result {
             Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let result = self.child(parent, name).and_then(|path| {
+            if Self::is_private(&path) {
+                return Err(Errno::EROFS);
+            }
+            // Devices, FIFOs and sockets are plain files to the store; a document or scratch
+            // name must be a regular file the mount holds.
+            if self.kind(&path) != PathKind::Plain {
+                return Err(Errno::EPERM);
+            }
+            let abs = self.abs(&path);
+            let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
+            let perm = Mode::from_bits_truncate(mode & !umask & 0o7777);
+            nix::sys::stat::mknod(&abs, kind, perm, u64::from(rdev))
+                .map_err(|e| Errno::from_i32(e as i32))?;
+            fs::set_permissions(&abs, fs::Permissions::from_mode(mode & !umask & 0o7777))
+                .map_err(io_errno)?;
+            chown_to(&abs, req);
+            self.stat(&path)
+        });
+        match result {
+            Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let result = self.path_of(ino).and_then(|from| {
+            let to = self.child(newparent, newname)?;
+            if Self::is_private(&from) || Self::is_private(&to) {
+                return Err(Errno::EROFS);
+            }
+            // A document has exactly one path, and memory files have none on disk.
+            let plain = |path: &str| self.kind(path) == PathKind::Plain;
+            if !plain(&from) || !plain(&to) || lock(&self.mem).contains_key(&from) {
+                return Err(Errno::EPERM);
+            }
+            fs::hard_link(self.abs(&from), self.abs(&to)).map_err(io_errno)?;
+            lock(&self.nodes).link(ino.0, &to);
+            self.stat(&to)
+        });
+        match result {
+            Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -1232,7 +1327,7 @@ impl Filesystem for StardustFs {
             bytes[start..end].to_vec()
         };
         let result = self.handle(fh).and_then(|handle| match &*lock(&handle) {
-            Handle::Disk(file) => {
+            Handle::Disk { file, .. } => {
                 let mut buf = vec![0; size as usize];
                 let mut done = 0;
                 while done < buf.len() {
@@ -1281,7 +1376,7 @@ impl Filesystem for StardustFs {
             content[start..end].copy_from_slice(data);
         };
         let result = self.handle(fh).and_then(|handle| match &mut *lock(&handle) {
-            Handle::Disk(file) => file.write_all_at(data, offset).map_err(io_errno),
+            Handle::Disk { file, .. } => file.write_all_at(data, offset).map_err(io_errno),
             Handle::Bytes(_) => Err(Errno::EROFS),
             Handle::Doc { content, written, truncated, .. } => {
                 self.check_size(end)?;

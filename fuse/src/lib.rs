@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionUnmounter};
+use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
 use stardust_core::store::{ChangeKind, Notice, Store};
 
 use crate::fs::{Inval, StardustFs};
@@ -92,6 +92,11 @@ pub fn mount(
         MountOption::NoAtime,
     ];
     config.n_threads = Some(options.threads.max(1));
+    // Run by root (a system mount, CI), every user reaches the files, as on any mounted disk;
+    // the kernel checks permissions against the files' modes (`default_permissions`).
+    if nix::unistd::geteuid().is_root() {
+        config.acl = SessionACL::All;
+    }
     let mut session = Session::new(filesystem, &dir, &config)?;
     let notifier = session.notifier();
     let unmounter = session.unmount_callable();

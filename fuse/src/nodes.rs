@@ -2,7 +2,8 @@
 //!
 //! The kernel names files by inode number; the store names them by path. A document keeps its
 //! number across commits (which replace the file on disk), so editors that compare inode
-//! numbers before and after a save see the same file. Numbers are never reused.
+//! numbers before and after a save see the same file. Numbers are never reused. A hard link
+//! made through the mount gives a second path to the same number.
 
 use std::collections::HashMap;
 
@@ -11,14 +12,22 @@ pub const ROOT: u64 = 1;
 
 #[derive(Debug)]
 pub struct Nodes {
+    /// The main path of each number.
     by_ino: HashMap<u64, String>,
     by_path: HashMap<String, u64>,
+    /// Further paths of numbers with several (hard links made through the mount).
+    aliases: HashMap<u64, Vec<String>>,
     next: u64,
 }
 
 impl Default for Nodes {
     fn default() -> Nodes {
-        let mut nodes = Nodes { by_ino: HashMap::new(), by_path: HashMap::new(), next: ROOT + 1 };
+        let mut nodes = Nodes {
+            by_ino: HashMap::new(),
+            by_path: HashMap::new(),
+            aliases: HashMap::new(),
+            next: ROOT + 1,
+        };
         nodes.by_ino.insert(ROOT, String::new());
         nodes.by_path.insert(String::new(), ROOT);
         nodes
@@ -38,6 +47,17 @@ impl Nodes {
         ino
     }
 
+    /// Give `path` the number `ino` too (a hard link), replacing whatever `path` was.
+    pub fn link(&mut self, ino: u64, path: &str) {
+        self.remove(path);
+        if !self.by_ino.contains_key(&ino) {
+            self.by_ino.insert(ino, path.to_owned());
+        } else {
+            self.aliases.entry(ino).or_default().push(path.to_owned());
+        }
+        self.by_path.insert(path.to_owned(), ino);
+    }
+
     /// The path of `ino`, if it still has one.
     pub fn path(&self, ino: u64) -> Option<String> {
         self.by_ino.get(&ino).cloned()
@@ -50,12 +70,9 @@ impl Nodes {
 
     /// Forget `path` and everything under it (deleted).
     pub fn remove(&mut self, path: &str) {
-        let prefix = format!("{path}/");
-        let gone: Vec<String> =
-            self.by_path.keys().filter(|p| *p == path || p.starts_with(&prefix)).cloned().collect();
-        for p in gone {
+        for p in self.under(path) {
             if let Some(ino) = self.by_path.remove(&p) {
-                self.by_ino.remove(&ino);
+                self.unname(ino, &p);
             }
         }
     }
@@ -66,17 +83,16 @@ impl Nodes {
             return;
         }
         self.remove(to);
-        let prefix = format!("{from}/");
-        let moved: Vec<(String, u64)> = self
-            .by_path
-            .iter()
-            .filter(|(p, _)| *p == from || p.starts_with(&prefix))
-            .map(|(p, ino)| (p.clone(), *ino))
-            .collect();
-        for (old, ino) in moved {
-            self.by_path.remove(&old);
+        for old in self.under(from) {
+            let Some(ino) = self.by_path.remove(&old) else { continue };
             let new = format!("{to}{}", &old[from.len()..]);
-            self.by_ino.insert(ino, new.clone());
+            if self.by_ino.get(&ino) == Some(&old) {
+                self.by_ino.insert(ino, new.clone());
+            } else if let Some(alias) =
+                self.aliases.get_mut(&ino).and_then(|a| a.iter_mut().find(|a| **a == old))
+            {
+                *alias = new.clone();
+            }
             self.by_path.insert(new, ino);
         }
     }
@@ -84,6 +100,32 @@ impl Nodes {
     /// Every known (number, path).
     pub fn all(&self) -> Vec<(u64, String)> {
         self.by_ino.iter().map(|(ino, path)| (*ino, path.clone())).collect()
+    }
+
+    /// `path` and the known paths under it.
+    fn under(&self, path: &str) -> Vec<String> {
+        let prefix = format!("{path}/");
+        self.by_path.keys().filter(|p| *p == path || p.starts_with(&prefix)).cloned().collect()
+    }
+
+    /// `path` no longer names `ino`: another of its paths becomes the main one, if any.
+    fn unname(&mut self, ino: u64, path: &str) {
+        let aliases = self.aliases.get_mut(&ino);
+        if self.by_ino.get(&ino).is_some_and(|main| main == path) {
+            match aliases.and_then(|a| a.pop()) {
+                Some(other) => {
+                    self.by_ino.insert(ino, other);
+                }
+                None => {
+                    self.by_ino.remove(&ino);
+                }
+            }
+        } else if let Some(aliases) = aliases {
+            aliases.retain(|a| a != path);
+        }
+        if self.aliases.get(&ino).is_some_and(Vec::is_empty) {
+            self.aliases.remove(&ino);
+        }
     }
 }
 
@@ -127,6 +169,25 @@ mod tests {
         nodes.remove("library");
         assert_eq!(nodes.path(dune), None);
         assert!(nodes.ino("new") > other, "numbers are never reused");
+    }
+
+    #[test]
+    fn hard_links_share_a_number() {
+        let mut nodes = Nodes::default();
+        let a = nodes.ino("a");
+        nodes.link(a, "b");
+        nodes.link(a, "d/c");
+        assert_eq!(nodes.get("b"), Some(a));
+        nodes.remove("a");
+        let main = nodes.path(a).unwrap();
+        assert!(main == "b" || main == "d/c", "{main}");
+        nodes.rename("d", "e");
+        assert_eq!(nodes.get("e/c"), Some(a));
+        nodes.remove("b");
+        assert_eq!(nodes.path(a).as_deref(), Some("e/c"));
+        nodes.remove("e");
+        assert_eq!(nodes.path(a), None);
+        assert!(nodes.aliases.is_empty());
     }
 
     #[test]
