@@ -50,10 +50,13 @@ impl Nodes {
     /// Give `path` the number `ino` too (a hard link), replacing whatever `path` was.
     pub fn link(&mut self, ino: u64, path: &str) {
         self.remove(path);
-        if !self.by_ino.contains_key(&ino) {
-            self.by_ino.insert(ino, path.to_owned());
-        } else {
-            self.aliases.entry(ino).or_default().push(path.to_owned());
+        match self.by_ino.entry(ino) {
+            std::collections::hash_map::Entry::Vacant(main) => {
+                main.insert(path.to_owned());
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.aliases.entry(ino).or_default().push(path.to_owned());
+            }
         }
         self.by_path.insert(path.to_owned(), ino);
     }
