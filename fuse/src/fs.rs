@@ -27,8 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
-    TimeOrNow, WriteFlags,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
@@ -918,6 +918,11 @@ impl Filesystem for StardustFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         // `O_TRUNC` must arrive with the open it belongs to: without this the kernel truncates
         // by path first, which would look like a save of an empty document.
+        // `ls -l` gets names and attributes in one round trip where the kernel offers it.
+        let plus = InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO;
+        if config.add_capabilities(plus).is_err() {
+            tracing::debug!("the kernel does not offer READDIRPLUS");
+        }
         config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -1501,6 +1506,44 @@ impl Filesystem for StardustFs {
             index += 1;
             let child = nodes.ino(&nodes::join(&listing.path, name));
             if reply.add(INodeNo(child), index as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let Some(listing) = lock(&self.dirs).get(&fh.0).cloned() else {
+            reply.error(Errno::EBADF);
+            return;
+        };
+        let parent = nodes::parent(&listing.path).to_owned();
+        let mut index = offset as usize;
+        while index < listing.entries.len() + 2 {
+            let path = match index {
+                0 => listing.path.clone(),
+                1 => parent.clone(),
+                _ => nodes::join(&listing.path, &listing.entries[index - 2].0),
+            };
+            let name = match index {
+                0 => ".",
+                1 => "..",
+                _ => listing.entries[index - 2].0.as_str(),
+            };
+            index += 1;
+            // An entry gone since `opendir` is left out, as a fresh listing would.
+            let Ok((mut attr, ttl)) = self.stat(&path) else { continue };
+            if index == 1 {
+                attr.ino = ino;
+            }
+            if reply.add(attr.ino, index as u64, name, &ttl, &attr, Generation(0)) {
                 break;
             }
         }

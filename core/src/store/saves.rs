@@ -109,19 +109,20 @@ impl Store {
         loop {
             let n = REJECTED_COUNTER.fetch_add(1, Ordering::Relaxed);
             let name = format!("{stamp}-{n}-{flat}");
-            match write_new(&dir.join(&name), bytes) {
+            // The `.why` goes first, so whoever sees the kept bytes finds the reason beside them.
+            let text = self.why_text(path, bytes, why, &time);
+            match write_new(&dir.join(format!("{name}.why")), text.as_bytes()) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
                     return Err(StoreError::io(
-                        format!("cannot keep the refused save of {path}"),
+                        format!("cannot write why the save of {path} was refused"),
                         e,
                     ));
                 }
             }
-            let text = self.why_text(path, bytes, why, &time);
-            write_new(&dir.join(format!("{name}.why")), text.as_bytes()).map_err(|e| {
-                StoreError::io(format!("cannot write why the save of {path} was refused"), e)
+            write_new(&dir.join(&name), bytes).map_err(|e| {
+                StoreError::io(format!("cannot keep the refused save of {path}"), e)
             })?;
             if let Ok(folder) = fs::File::open(&dir) {
                 // Best effort: the files themselves are synced.
