@@ -659,6 +659,28 @@ fn sigterm_unmounts_and_exits_zero() {
     assert_eq!(m.stop(), Some(0), "{}", m.log());
     assert!(!is_mounted(&m.dir));
     assert!(m.log().contains("unmounting"), "{}", m.log());
+
+    // With a file still open, the folder is detached at once and the mount serves the open
+    // file until it is closed, then exits 0.
+    let mut m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let mut open = fs::File::open(m.path("books/dune.json")).unwrap();
+    m.signal("-TERM");
+    eventually("the folder is detached", || !is_mounted(&m.dir));
+    let mut child = m.child.take().unwrap();
+    assert!(child.try_wait().unwrap().is_none(), "exited with a file open: {}", m.log());
+    let mut content = String::new();
+    std::io::Read::read_to_string(&mut open, &mut content).unwrap();
+    assert_eq!(content, DUNE);
+    drop(open);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running after the last close: {}", m.log());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", m.log());
 }
 
 #[test]
