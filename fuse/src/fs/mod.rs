@@ -22,7 +22,7 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, Per
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -32,11 +32,15 @@ use fuser::{
 };
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
-use nix::sys::time::TimeSpec;
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
 
 use crate::nodes::{self, Nodes, ROOT};
 use crate::private;
+
+mod attr;
+mod rename;
+
+use attr::{disk_attr, mem_attr, time_of, timespec};
 
 /// How long the kernel may cache names and attributes. Commits made through other paths
 /// invalidate them at once, so this only bounds edits made on disk behind the store's back.
@@ -62,6 +66,16 @@ struct MemFile {
     ctime: SystemTime,
     /// Open handles; a document's entry goes away with its last handle.
     open: u32,
+}
+
+/// The moment a handle's content may be decided.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum When {
+    /// Each `close` (and `dup2` over the descriptor).
+    Flush,
+    Fsync,
+    /// The last close; nobody hears the answer.
+    Release,
 }
 
 #[derive(Debug)]
@@ -180,21 +194,6 @@ impl StardustFs {
     /// A save replaced the document at `path`: it is no longer away.
     fn settle(&self, path: &str) {
         lock(&self.away).remove(path);
-    }
-
-    /// The scratch file `holder` is going away (deleted, or moved to `to`): the documents whose
-    /// bytes it held are deleted from the store, except one that the move saves again.
-    fn release_away(&self, holder: &str, to: Option<&str>) -> Result<(), Errno> {
-        let docs: Vec<String> = lock(&self.away)
-            .iter()
-            .filter(|(doc, held)| *held == holder && Some(doc.as_str()) != to)
-            .map(|(doc, _)| doc.clone())
-            .collect();
-        for doc in docs {
-            self.commit(&doc, vec![Change::delete(doc.clone())], Errno::EPERM)?;
-            self.settle(&doc);
-        }
-        Ok(())
     }
 
     fn kind(&self, path: &str) -> PathKind {
@@ -437,14 +436,11 @@ impl StardustFs {
         }
     }
 
-    /// Decide what a handle holds, if it is a document with something to decide. `at_flush`
+    /// Decide what a handle holds, if it is a document with something to decide. A flush
     /// skips the just-truncated state that `bash >` flushes before it writes.
-    fn decide_handle(
-        &self,
-        handle: &mut Handle,
-        at_flush: bool,
-        errno: Errno,
-    ) -> Result<(), Errno> {
+    fn decide_handle(&self, handle: &mut Handle, when: When) -> Result<(), Errno> {
+        let errno = Errno::EIO;
+        let at_flush = when == When::Flush;
         match handle {
             Handle::Doc { ino, content, written, truncated } => {
                 let due = *written || (*truncated && !at_flush);
@@ -474,7 +470,7 @@ impl StardustFs {
                 self.decide(*ino, &path, content, errno)
             }
             Handle::Disk { file, .. } => {
-                if !at_flush {
+                if when == When::Fsync {
                     file.sync_all().map_err(io_errno)?;
                 }
                 Ok(())
@@ -523,216 +519,6 @@ impl StardustFs {
             entries.push((PRIVATE_DIR.to_owned(), FileType::Directory));
         }
         Ok(entries)
-    }
-
-    fn do_rename(&self, from: &str, to: &str, flags: RenameFlags) -> Result<(), Errno> {
-        if flags.contains(RenameFlags::RENAME_EXCHANGE)
-            || flags.contains(RenameFlags::RENAME_WHITEOUT)
-        {
-            return Err(Errno::EINVAL);
-        }
-        if Self::is_private(from) || Self::is_private(to) {
-            return Err(Errno::EROFS);
-        }
-        let to_exists = lock(&self.mem).contains_key(to) || self.disk_meta(to).is_ok();
-        if flags.contains(RenameFlags::RENAME_NOREPLACE) && to_exists {
-            return Err(Errno::EEXIST);
-        }
-        if from == to {
-            return Ok(());
-        }
-        let to_kind = self.kind(to);
-        let to_dir = self.disk_meta(to).is_ok_and(|m| m.is_dir());
-
-        // A memory file: its bytes either become a document (a commit), stay in memory, or
-        // land on disk as a plain file.
-        let from_mem = lock(&self.mem).get(from).map(|f| f.content.clone());
-        if let Some(content) = from_mem {
-            if to_dir {
-                return Err(Errno::EISDIR);
-            }
-            match to_kind {
-                PathKind::Document => {
-                    let ino = self.ino_of(from);
-                    self.decide(ino, to, content, Errno::EINVAL)?;
-                    self.release_away(from, Some(to))?;
-                    let mut mem = lock(&self.mem);
-                    mem.remove(to);
-                    // Handles still open keep their bytes in memory (under the new name) until
-                    // the last one closes; the disk holds the committed document.
-                    if let Some(file) = mem.remove(from).filter(|f| f.open > 0) {
-                        mem.insert(to.to_owned(), file);
-                    }
-                }
-                PathKind::Scratch => {
-                    let mut mem = lock(&self.mem);
-                    if let Some(file) = mem.remove(from) {
-                        mem.insert(to.to_owned(), file);
-                    }
-                    drop(mem);
-                    for held in lock(&self.away).values_mut().filter(|held| *held == from) {
-                        *held = to.to_owned();
-                    }
-                }
-                PathKind::Plain | PathKind::Private => {
-                    let (perm, _) =
-                        lock(&self.mem).get(from).map(|f| (f.perm, f.uid)).unwrap_or((0o644, 0));
-                    write_file(&self.abs(to), &content, perm).map_err(io_errno)?;
-                    if let Err(errno) = self.release_away(from, None) {
-                        let _ = fs::remove_file(self.abs(to));
-                        return Err(errno);
-                    }
-                    lock(&self.mem).remove(from);
-                }
-            }
-            self.move_path(from, to);
-            return Ok(());
-        }
-
-        let meta = self.disk_meta(from).map_err(io_errno)?;
-        let from_kind = self.kind(from);
-        if meta.is_dir() {
-            return self.rename_dir(from, to);
-        }
-        if to_dir {
-            return Err(Errno::EISDIR);
-        }
-        let from_doc = from_kind == PathKind::Document && meta.is_file();
-        match (from_doc, to_kind) {
-            (true, PathKind::Document) => {
-                let content = fs::read(self.abs(from)).map_err(io_errno)?;
-                let changes = vec![Change::delete(from), Change::put(to, content.clone())];
-                match self.store.commit(Origin::Mount, changes) {
-                    Ok(_) => self.settle(to),
-                    Err(err) => return Err(self.failed(to, Some(&content), &err, Errno::EINVAL)),
-                }
-            }
-            (true, PathKind::Scratch) => {
-                // Vim's backup rename before it writes the file anew: the bytes move to the
-                // scratch file and the document hides until the new save replaces it.
-                let mut file = self.mem_from_meta(&meta);
-                file.content = fs::read(self.abs(from)).map_err(io_errno)?;
-                lock(&self.mem).insert(to.to_owned(), file);
-                lock(&self.away).insert(from.to_owned(), to.to_owned());
-                self.move_path(from, to);
-                return Ok(());
-            }
-            (true, _) => {
-                // A document moved out of the documents (`mv x.json x.bak`): its bytes go to
-                // the new name first, then the store deletes the document.
-                let content = fs::read(self.abs(from)).map_err(io_errno)?;
-                let perm = (meta.mode() & 0o7777) as u16;
-                write_file(&self.abs(to), &content, perm).map_err(io_errno)?;
-                if let Err(errno) = self.commit(from, vec![Change::delete(from)], Errno::EINVAL) {
-                    let _ = fs::remove_file(self.abs(to));
-                    return Err(errno);
-                }
-            }
-            (false, PathKind::Document) => {
-                // A plain file renamed onto a document (`x.json.new` -> `x.json`): a save.
-                if !meta.is_file() {
-                    return Err(Errno::EINVAL);
-                }
-                let content = fs::read(self.abs(from)).map_err(io_errno)?;
-                let ino = self.ino_of(from);
-                self.decide(ino, to, content, Errno::EINVAL)?;
-                fs::remove_file(self.abs(from)).map_err(io_errno)?;
-            }
-            (false, PathKind::Scratch) if meta.is_file() => {
-                let content = fs::read(self.abs(from)).map_err(io_errno)?;
-                let mut file = self.mem_from_meta(&meta);
-                file.content = content;
-                lock(&self.mem).insert(to.to_owned(), file);
-                fs::remove_file(self.abs(from)).map_err(io_errno)?;
-            }
-            (false, _) => {
-                fs::rename(self.abs(from), self.abs(to)).map_err(io_errno)?;
-            }
-        }
-        lock(&self.mem).remove(to);
-        self.move_path(from, to);
-        Ok(())
-    }
-
-    fn mem_from_meta(&self, meta: &fs::Metadata) -> MemFile {
-        let now = SystemTime::now();
-        MemFile {
-            content: Vec::new(),
-            perm: (meta.mode() & 0o7777) as u16,
-            uid: meta.uid(),
-            gid: meta.gid(),
-            atime: now,
-            mtime: now,
-            ctime: now,
-            open: 0,
-        }
-    }
-
-    /// Rename a folder. The documents in it move in one transaction (deleted at the old path,
-    /// created at the new one); everything else follows on disk.
-    fn rename_dir(&self, from: &str, to: &str) -> Result<(), Errno> {
-        let abs_from = self.abs(from);
-        let abs_to = self.abs(to);
-        if let Ok(meta) = fs::symlink_metadata(&abs_to) {
-            if !meta.is_dir() {
-                return Err(Errno::ENOTDIR);
-            }
-            if fs::read_dir(&abs_to).map_err(io_errno)?.next().is_some() {
-                return Err(Errno::ENOTEMPTY);
-            }
-        }
-        if to.starts_with(&format!("{from}/")) {
-            return Err(Errno::EINVAL);
-        }
-        let mut documents = Vec::new();
-        let mut stack = vec![abs_from.clone()];
-        while let Some(dir) = stack.pop() {
-            for entry in fs::read_dir(&dir).map_err(io_errno)? {
-                let entry = entry.map_err(io_errno)?;
-                let kind = entry.file_type().map_err(io_errno)?;
-                let path = entry.path();
-                if kind.is_dir() {
-                    stack.push(path);
-                } else if kind.is_file()
-                    && let Some(rel) = relative(&self.root, &path)
-                    && self.kind(&rel) == PathKind::Document
-                {
-                    documents.push(rel);
-                }
-            }
-        }
-        if documents.is_empty() {
-            fs::rename(&abs_from, &abs_to).map_err(io_errno)?;
-        } else {
-            let mut changes = Vec::new();
-            for doc in &documents {
-                let content = fs::read(self.abs(doc)).map_err(io_errno)?;
-                let moved = format!("{to}{}", &doc[from.len()..]);
-                changes.push(Change::delete(doc.clone()));
-                if self.kind(&moved) == PathKind::Document {
-                    changes.push(Change::put(moved, content));
-                } else {
-                    let target = self.abs(&moved);
-                    if let Some(parent) = target.parent() {
-                        fs::create_dir_all(parent).map_err(io_errno)?;
-                    }
-                    write_file(&target, &content, 0o644).map_err(io_errno)?;
-                }
-            }
-            self.commit(from, changes, Errno::EINVAL)?;
-            merge_move(&abs_from, &abs_to).map_err(io_errno)?;
-        }
-        let prefix = format!("{from}/");
-        let mut mem = lock(&self.mem);
-        let moved: Vec<String> = mem.keys().filter(|k| k.starts_with(&prefix)).cloned().collect();
-        for key in moved {
-            if let Some(file) = mem.remove(&key) {
-                mem.insert(format!("{to}{}", &key[from.len()..]), file);
-            }
-        }
-        drop(mem);
-        self.move_path(from, to);
-        Ok(())
     }
 
     fn set_size(
@@ -798,113 +584,6 @@ fn ino_parent(nodes: &Mutex<Nodes>, path: &str) -> u64 {
 
 fn nodes_name(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_owned()
-}
-
-fn relative(root: &Path, path: &Path) -> Option<String> {
-    let rel = path.strip_prefix(root).ok()?;
-    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
-    Some(parts?.join("/"))
-}
-
-/// Move everything in `from` into `to` (created if missing), then remove `from`.
-fn merge_move(from: &Path, to: &Path) -> io::Result<()> {
-    if fs::symlink_metadata(to).is_err() {
-        return fs::rename(from, to);
-    }
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() && target.is_dir() {
-            merge_move(&entry.path(), &target)?;
-        } else {
-            fs::rename(entry.path(), target)?;
-        }
-    }
-    fs::remove_dir(from)
-}
-
-fn write_file(path: &Path, content: &[u8], perm: u16) -> io::Result<()> {
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(u32::from(perm))
-        .open(path)?;
-    file.write_all_at(content, 0)?;
-    file.sync_data()
-}
-
-fn to_time(secs: i64, nsecs: i64) -> SystemTime {
-    let nanos = Duration::from_nanos(nsecs.max(0) as u64);
-    if secs >= 0 {
-        UNIX_EPOCH + Duration::from_secs(secs as u64) + nanos
-    } else {
-        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + nanos
-    }
-}
-
-fn disk_attr(ino: u64, meta: &fs::Metadata) -> FileAttr {
-    FileAttr {
-        ino: INodeNo(ino),
-        size: meta.size(),
-        blocks: meta.blocks(),
-        atime: to_time(meta.atime(), meta.atime_nsec()),
-        mtime: to_time(meta.mtime(), meta.mtime_nsec()),
-        ctime: to_time(meta.ctime(), meta.ctime_nsec()),
-        crtime: to_time(meta.ctime(), meta.ctime_nsec()),
-        kind: FileType::from_std(meta.file_type()).unwrap_or(FileType::RegularFile),
-        perm: (meta.mode() & 0o7777) as u16,
-        nlink: meta.nlink() as u32,
-        uid: meta.uid(),
-        gid: meta.gid(),
-        rdev: meta.rdev() as u32,
-        blksize: meta.blksize() as u32,
-        flags: 0,
-    }
-}
-
-fn mem_attr(file: &MemFile) -> FileAttr {
-    let size = file.content.len() as u64;
-    FileAttr {
-        ino: INodeNo(0),
-        size,
-        blocks: size.div_ceil(512),
-        atime: file.atime,
-        mtime: file.mtime,
-        ctime: file.ctime,
-        crtime: file.ctime,
-        kind: FileType::RegularFile,
-        perm: file.perm,
-        nlink: 1,
-        uid: file.uid,
-        gid: file.gid,
-        rdev: 0,
-        blksize: 4096,
-        flags: 0,
-    }
-}
-
-fn timespec(t: Option<TimeOrNow>) -> TimeSpec {
-    match t {
-        None => TimeSpec::UTIME_OMIT,
-        Some(TimeOrNow::Now) => TimeSpec::UTIME_NOW,
-        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => TimeSpec::from_duration(d),
-            Err(before) => {
-                let d = before.duration();
-                let nanos = d.subsec_nanos();
-                let secs = -(d.as_secs() as i64) - i64::from(nanos > 0);
-                TimeSpec::new(secs, if nanos > 0 { 1_000_000_000 - i64::from(nanos) } else { 0 })
-            }
-        },
-    }
-}
-
-fn time_of(t: TimeOrNow) -> SystemTime {
-    match t {
-        TimeOrNow::SpecificTime(t) => t,
-        TimeOrNow::Now => SystemTime::now(),
-    }
 }
 
 /// Give a new file or folder the requesting user's ownership (the mount runs as root).
@@ -1415,9 +1094,8 @@ impl Filesystem for StardustFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        let result = self
-            .handle(fh)
-            .and_then(|handle| self.decide_handle(&mut lock(&handle), true, Errno::EIO));
+        let result =
+            self.handle(fh).and_then(|handle| self.decide_handle(&mut lock(&handle), When::Flush));
         match result {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -1432,9 +1110,8 @@ impl Filesystem for StardustFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let result = self
-            .handle(fh)
-            .and_then(|handle| self.decide_handle(&mut lock(&handle), false, Errno::EIO));
+        let result =
+            self.handle(fh).and_then(|handle| self.decide_handle(&mut lock(&handle), When::Fsync));
         match result {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -1456,7 +1133,7 @@ impl Filesystem for StardustFs {
             let mut handle = lock(&handle);
             // The last chance to save: `truncate` with no write after it is decided here.
             // Nobody hears the answer, so a failure is only logged (and its bytes kept).
-            let _ = self.decide_handle(&mut handle, false, Errno::EIO);
+            let _ = self.decide_handle(&mut handle, When::Release);
             if let Handle::Mem { .. } = &*handle {
                 drop(handle);
                 self.release_mem(ino.0);
