@@ -348,6 +348,12 @@ with open('books/new.json', 'w') as g:
     let out = python("f = open('books/new.json', 'w'); f.write('oops'); f.close()", &m.dir);
     assert!(text(&out.stderr).contains("OSError: [Errno 5]"), "{}", text(&out.stderr));
     assert_eq!(m.on_disk("books/new.json"), "{\"id\": \"book/new\"}\n");
+    // `truncate(2)` by path is a save of its own, refused here at once.
+    let out = python("import os; os.truncate('books/new.json', 3)", &m.dir);
+    assert!(text(&out.stderr).contains("OSError: [Errno 5]"), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/new.json"), "{\"id\": \"book/new\"}\n");
+    assert_eq!(m.rejected().last().unwrap().1, "{\"i");
+    assert_eq!(m.saves().len(), 2);
 }
 
 #[test]
@@ -564,6 +570,11 @@ fn plain_and_scratch_files_and_bad_input() {
     fs::rename(m.path("books/dune.json~"), m.path("books/copy.json")).unwrap_err();
     assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
 
+    // A new document closed without content is not created: there is nothing to save.
+    fs::File::create(m.path("books/empty.json")).unwrap();
+    eventually("the empty new document is gone", || !m.path("books/empty.json").exists());
+    assert!(!m.store.join("books/empty.json").exists());
+
     // Beyond the size cap: EFBIG, nothing committed.
     let mut file = fs::OpenOptions::new().write(true).open(m.path("books/dune.json")).unwrap();
     let err = file.write_all(&vec![b' '; 8192]).unwrap_err();
@@ -680,7 +691,7 @@ fn sigterm_unmounts_and_exits_zero() {
         assert!(Instant::now() < deadline, "still running after the last close: {}", m.log());
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert_eq!(status.code(), Some(0), "{}", m.log());
+    assert_eq!(status.code(), Some(0), "{status:?}: {}", m.log());
 }
 
 #[test]
