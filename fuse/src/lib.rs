@@ -151,6 +151,12 @@ impl Mount {
             }
         }
         let result = session.join().map_err(|_| io::Error::other("the mount's thread panicked"))?;
+        // Once the kernel tears a detached mount down, a reader of the device may hear
+        // ECONNABORTED instead of ENODEV: both mean the mount is over.
+        let result = match result {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ECONNABORTED as i32) => Ok(()),
+            other => other,
+        };
         self.stop.store(true, Ordering::Relaxed);
         if let Some(feed) = self.feed.take() {
             let _ = feed.join();

@@ -12,7 +12,8 @@
 //!
 //! Invariants: a just-truncated handle with no write since (`bash >` closes a duplicate
 //! before writing) is never decided at `flush`; a refused decision leaves the handle usable;
-//! no handle lock is held while the handle map is locked (pending sizes read both).
+//! the handle map's lock is never held while waiting for a handle's lock (a handle stays
+//! locked for the whole of a commit).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -217,13 +218,22 @@ impl StardustFs {
     /// The size a document shows while a handle holds unsaved bytes for it.
     fn pending_size(&self, ino: u64) -> Option<u64> {
         let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
-        handles.iter().find_map(|h| match &*lock(h) {
-            Handle::Doc { ino: i, content, written, truncated }
-                if *i == ino && (*written || *truncated) =>
-            {
-                Some(content.len() as u64)
+        handles.iter().find_map(|h| {
+            // A handle busy with a commit is skipped rather than waited for: `stat` of any file
+            // must not wait for a save.
+            let handle = match h.try_lock() {
+                Ok(handle) => handle,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            };
+            match &*handle {
+                Handle::Doc { ino: i, content, written, truncated }
+                    if *i == ino && (*written || *truncated) =>
+                {
+                    Some(content.len() as u64)
+                }
+                _ => None,
             }
-            _ => None,
         })
     }
 
