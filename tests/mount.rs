@@ -747,3 +747,28 @@ fn pjdfstest_passes_in_a_plain_folder() {
     let summary = stdout.lines().find(|l| l.starts_with("Summary:")).unwrap_or_default();
     assert!(summary.starts_with("Summary: 0 failed"), "{summary}");
 }
+
+#[test]
+fn mount_refuses_a_folder_inside_the_store_or_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    fs::create_dir_all(store.join("inside")).unwrap();
+    let run = |dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .arg("mount")
+            .arg(&store)
+            .arg(dir)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    };
+    let out = run(&store.join("inside"));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error[invalid-arguments]"), "{stderr}");
+    assert!(stderr.contains("inside the store"), "{stderr}");
+    let out = run(&tmp.path().join("missing"));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot mount at"), "{}", text(&out.stderr));
+    assert!(!is_mounted(&store.join("inside")));
+}

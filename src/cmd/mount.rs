@@ -22,7 +22,15 @@ pub(crate) fn run(store: &Path, dir: &Path, options: MountOptions) -> anyhow::Re
     let on_end = || {
         let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
     };
-    let mount = stardust_fuse::mount(store.clone(), dir, &options, on_end)?;
+    let mount = stardust_fuse::mount(store.clone(), dir, &options, on_end).map_err(|e| {
+        // A folder that is missing or inside the store is the caller's to fix.
+        match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidInput => {
+                anyhow::Error::from(stardust_core::Error::InvalidArguments(e.to_string()))
+            }
+            _ => anyhow::Error::from(e).context(format!("cannot mount at {}", dir.display())),
+        }
+    })?;
     tracing::info!(
         "mounted {} at {}; stop with Ctrl-C or SIGTERM",
         store.root().display(),
