@@ -518,6 +518,8 @@ fn create_delete_rename_and_folders_are_transactions() {
     let m = Mounted::new(&[
         ("books/dune.json", DUNE),
         ("people/frank.json", "{\"id\": \"person/frank\"}\n"),
+        ("people/sub/ann.json", "{\"id\": \"person/ann\"}\n"),
+        ("people/notes.txt", "notes"),
     ]);
     fs::write(m.path("books/a.json"), "{\"id\": \"book/a\"}\n").unwrap();
     fs::rename(m.path("books/a.json"), m.path("books/b.json")).unwrap();
@@ -528,7 +530,14 @@ fn create_delete_rename_and_folders_are_transactions() {
     fs::remove_dir(m.path("shelf")).unwrap();
     assert!(!m.store.join("shelf").exists());
     assert_eq!(m.on_disk("authors/frank.json"), "{\"id\": \"person/frank\"}\n");
+    assert_eq!(m.on_disk("authors/sub/ann.json"), "{\"id\": \"person/ann\"}\n");
+    assert_eq!(m.on_disk("authors/notes.txt"), "notes");
+    assert_eq!(
+        fs::read_to_string(m.path("authors/sub/ann.json")).unwrap(),
+        "{\"id\": \"person/ann\"}\n"
+    );
     assert!(!m.store.join("people").exists());
+    assert!(!m.path("people").exists());
     let pair = |a: &str, ca: &str, b: &str, cb: &str| {
         vec![(a.to_owned(), ca.to_owned()), (b.to_owned(), cb.to_owned())]
     };
@@ -538,7 +547,17 @@ fn create_delete_rename_and_folders_are_transactions() {
             mount_save(created("books/a.json")),
             mount_save(pair("books/a.json", "deleted", "books/b.json", "created")),
             mount_save(vec![("books/b.json".to_owned(), "deleted".to_owned())]),
-            mount_save(pair("authors/frank.json", "created", "people/frank.json", "deleted")),
+            // The folder's documents move in one transaction.
+            mount_save(
+                [
+                    ("authors/frank.json", "created"),
+                    ("authors/sub/ann.json", "created"),
+                    ("people/frank.json", "deleted"),
+                    ("people/sub/ann.json", "deleted"),
+                ]
+                .map(|(p, c)| (p.to_owned(), c.to_owned()))
+                .to_vec()
+            ),
         ]
     );
     // A refused rename fails with EINVAL and changes nothing.
