@@ -81,8 +81,9 @@ enum When {
 
 #[derive(Debug)]
 enum Handle {
-    /// A file on disk: plain files, documents opened for reading, kept rejected saves.
-    Disk { ino: u64, file: File },
+    /// A file on disk: plain files, documents opened for reading, kept rejected saves. Shared
+    /// so that reads (the kernel reads ahead in parallel) need not hold the handle's lock.
+    Disk { ino: u64, file: Arc<File> },
     /// A generated read-only file (`.stardust/`), fixed at open.
     Bytes(Vec<u8>),
     /// A memory file; its content lives in the memory table under its current path.
@@ -294,12 +295,17 @@ impl StardustFs {
     /// Commit `content` as the document at `path`. A refusal (or any failure) keeps the bytes
     /// under `.stardust/rejected/` and answers `errno`.
     fn decide(&self, ino: u64, path: &str, content: Vec<u8>, errno: Errno) -> Result<(), Errno> {
+        let started = std::time::Instant::now();
         let result = self.store.commit(Origin::Mount, vec![Change::put(path, content.clone())]);
         self.send(Inval::Inode(ino));
         match result {
             Ok(committed) => {
                 if let Some(txn) = committed.transaction {
-                    tracing::info!("saved {path} through the mount as seq {}", txn.seq);
+                    let took = started.elapsed();
+                    tracing::info!(
+                        "saved {path} through the mount as seq {} ({took:.1?})",
+                        txn.seq
+                    );
                 }
                 self.settle(path);
                 Ok(())
@@ -392,7 +398,7 @@ impl StardustFs {
                 }
                 Some(private::Entry::OnDisk(file)) => {
                     let file = File::open(file).map_err(io_errno)?;
-                    Ok((self.fh(Handle::Disk { ino, file }), FopenFlags::empty()))
+                    Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
                 }
                 Some(private::Entry::Dir) => Err(Errno::EISDIR),
                 None => Err(Errno::ENOENT),
@@ -424,7 +430,7 @@ impl StardustFs {
             .truncate(trunc)
             .open(&abs)
             .map_err(io_errno)?;
-        Ok((self.fh(Handle::Disk { ino, file }), FopenFlags::empty()))
+        Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
     }
 
     /// Close one handle of a memory file.
@@ -577,6 +583,22 @@ impl StardustFs {
         let file = fs::OpenOptions::new().write(true).open(self.abs(path)).map_err(io_errno)?;
         file.set_len(size).map_err(io_errno)
     }
+}
+
+/// Up to `size` bytes of `file` from `offset` (fewer only at the end of the file).
+fn read_at(file: &File, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0; size as usize];
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_errno(e)),
+        }
+    }
+    buf.truncate(done);
+    Ok(buf)
 }
 
 /// One file name as the store names it: UTF-8, and never a way out of its folder.
@@ -1020,29 +1042,24 @@ impl Filesystem for StardustFs {
             let end = start.saturating_add(size as usize).min(bytes.len());
             bytes[start..end].to_vec()
         };
-        let result = self.handle(fh).and_then(|handle| match &*lock(&handle) {
-            Handle::Disk { file, .. } => {
-                let mut buf = vec![0; size as usize];
-                let mut done = 0;
-                while done < buf.len() {
-                    match file.read_at(&mut buf[done..], offset + done as u64) {
-                        Ok(0) => break,
-                        Ok(n) => done += n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(io_errno(e)),
-                    }
-                }
-                buf.truncate(done);
-                Ok(buf)
-            }
-            Handle::Bytes(bytes) => Ok(slice(bytes)),
-            Handle::Doc { content, .. } => Ok(slice(content)),
-            Handle::Mem { .. } => {
-                let path = self.path_of(ino)?;
-                let mem = lock(&self.mem);
-                mem.get(&path).map(|f| slice(&f.content)).ok_or(Errno::ENOENT)
-            }
+        let handle = self.handle(fh);
+        let disk = handle.as_ref().ok().and_then(|h| match &*lock(h) {
+            Handle::Disk { file, .. } => Some(file.clone()),
+            _ => None,
         });
+        let result = match (handle, disk) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(file)) => read_at(&file, offset, size),
+            (Ok(handle), None) => match &*lock(&handle) {
+                Handle::Bytes(bytes) => Ok(slice(bytes)),
+                Handle::Doc { content, .. } => Ok(slice(content)),
+                Handle::Mem { .. } => self.path_of(ino).and_then(|path| {
+                    let mem = lock(&self.mem);
+                    mem.get(&path).map(|f| slice(&f.content)).ok_or(Errno::ENOENT)
+                }),
+                Handle::Disk { .. } => Err(Errno::EBADF),
+            },
+        };
         match result {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(e),
