@@ -112,6 +112,23 @@ enum Command {
         #[command(subcommand)]
         command: cmd::backup::BackupCommand,
     },
+    /// Show the store as ordinary files at DIR until SIGINT or SIGTERM (then unmount).
+    ///
+    /// Reads return committed content; every save of a document goes through the save
+    /// authority (a refused save fails with EIO at close/fsync, EINVAL at rename, and its
+    /// bytes are kept in DIR/.stardust/rejected/).
+    Mount {
+        /// The store directory.
+        store: PathBuf,
+        /// An empty folder outside the store.
+        dir: PathBuf,
+        /// The largest document or scratch file a write may make, in bytes (EFBIG beyond).
+        #[arg(long, default_value_t = 64 * 1024 * 1024)]
+        max_file_size: u64,
+        /// Threads serving the kernel's requests.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -162,6 +179,10 @@ fn main() -> ExitCode {
         Command::Serve { store, idle_exit } => cmd::serve::run(&store, idle_exit),
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Backup { command } => cmd::backup::run(command),
+        Command::Mount { store, dir, max_file_size, threads } => {
+            let options = stardust_fuse::MountOptions { max_file_size, threads };
+            cmd::mount::run(&store, &dir, options)
+        }
     };
     match result {
         Ok(code) => code,

@@ -7,6 +7,7 @@ pub(crate) mod eval;
 pub(crate) mod fmt;
 pub(crate) mod log;
 pub(crate) mod lsp;
+pub(crate) mod mount;
 pub(crate) mod query;
 pub(crate) mod serve;
 

@@ -26,6 +26,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod saves;
 mod time;
 mod txn;
 mod watch;
@@ -45,6 +46,7 @@ pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
 pub use fsio::{FailHook, FailPoint};
 pub use log::{Damage, Verification};
+pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
 pub use txn::{ChangeKind, DocumentChange, Origin, Transaction, Version};
 
