@@ -91,6 +91,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Run the store's one core: LSP, MCP and the command line attach to it over a Unix
+    /// socket (recorded in STORE/.stardust/run/daemon.json) until SIGINT or SIGTERM.
+    Serve {
+        /// The store directory.
+        store: PathBuf,
+        /// Stop after this many seconds with no client connected.
+        #[arg(long, value_name = "SECONDS")]
+        idle_exit: Option<u64>,
+    },
     /// Serve the Language Server Protocol on standard input and output.
     Lsp {
         /// The store directory; by default the nearest folder at or above the working
@@ -117,6 +126,23 @@ enum Command {
     Backup {
         #[command(subcommand)]
         command: cmd::backup::BackupCommand,
+    },
+    /// Show the store as ordinary files at DIR until SIGINT or SIGTERM (then unmount).
+    ///
+    /// Reads return committed content; every save of a document goes through the save
+    /// authority (a refused save fails with EIO at close/fsync, EINVAL at rename, and its
+    /// bytes are kept in DIR/.stardust/rejected/).
+    Mount {
+        /// The store directory.
+        store: PathBuf,
+        /// An empty folder outside the store.
+        dir: PathBuf,
+        /// The largest document or scratch file a write may make, in bytes (EFBIG beyond).
+        #[arg(long, default_value_t = 64 * 1024 * 1024)]
+        max_file_size: u64,
+        /// Threads serving the kernel's requests.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
     },
     /// Write a document in the other notation to standard output.
     Convert {
@@ -165,11 +191,16 @@ fn main() -> ExitCode {
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
         }
+        Command::Serve { store, idle_exit } => cmd::serve::run(&store, idle_exit),
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Mcp { store, allow_mutation, mcp_http } => {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
         }
         Command::Backup { command } => cmd::backup::run(command),
+        Command::Mount { store, dir, max_file_size, threads } => {
+            let options = stardust_fuse::MountOptions { max_file_size, threads };
+            cmd::mount::run(&store, &dir, options)
+        }
     };
     match result {
         Ok(code) => code,

@@ -32,7 +32,8 @@ impl Client {
     /// Start in `cwd`, with `--store` when `flag` is given; `store` is where URIs point.
     fn start_in(store: &Path, flag: Option<&Path>, cwd: &Path) -> Client {
         let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
-        command.arg("lsp").current_dir(cwd);
+        // A core started for a test's store goes soon after its last client.
+        command.arg("lsp").current_dir(cwd).env("STARDUST_IDLE_EXIT", "2");
         if let Some(flag) = flag {
             command.arg("--store").arg(flag);
         }
@@ -821,9 +822,46 @@ fn notifications_are_sent_only_when_asked_for() {
 }
 
 #[test]
-fn a_store_owned_by_another_process_is_served_read_only() {
+fn two_editors_share_one_core_and_hear_each_other() {
     let tmp = library();
     let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
+    let (mut second, result) = Client::subscribed(tmp.path(), "second");
+    // Both attached to the store's one core (started by the first): both may run commands.
+    assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], false);
+    let status = second.run("stardust.status", json!({}));
+    let clients: Vec<&str> = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["client"].as_str())
+        .collect();
+    assert_eq!(clients, ["owner", "second"], "{status}");
+    let preview = second.run(
+        "stardust.entity.create",
+        json!({"entities": [{"id": "person/shared", "type": "person", "name": "Shared", "roles": ["author"]}]}),
+    );
+    second.run("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let heard = owner.wait(|m| m["method"] == "stardust/entitiesChanged");
+    assert_eq!(heard["params"]["entities"], json!([{"id": "person/shared", "change": "created"}]));
+    // A preview belongs to the session that made it, even on a shared core.
+    let theirs =
+        second.run("stardust.entity.rename", json!({"id": "person/shared", "newId": "person/s"}));
+    let refused =
+        owner.command("stardust.preview.confirm", json!({"previewId": theirs["previewId"]}));
+    assert_eq!(refused["error"]["data"]["code"], "preview-not-found", "{refused}");
+    second.shutdown();
+    owner.shutdown();
+}
+
+#[test]
+fn a_store_owned_by_another_process_is_served_read_only() {
+    let tmp = library();
+    // Not a core: a process holding the store itself, so no core can start for it.
+    let store = stardust_core::store::Store::open(
+        tmp.path(),
+        stardust_core::store::OpenOptions { watch: false, ..Default::default() },
+    )
+    .unwrap();
     let (mut second, result) = Client::subscribed(tmp.path(), "second");
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["notifications"], json!([]));
@@ -847,12 +885,19 @@ fn a_store_owned_by_another_process_is_served_read_only() {
         json!({"changes": [{"uri": created, "type": 1}]}),
     );
     assert!(!codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));
+    second.shutdown();
+    drop(store);
+}
+
+#[test]
+fn an_empty_argument_array_means_no_arguments() {
+    let tmp = library();
+    let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
     // An empty array (an empty Lua table) means no arguments, as does no argument at all.
     let status = owner.run("stardust.status", json!([]));
     let bare = owner.request("workspace/executeCommand", json!({"command": "stardust.status"}));
     assert_eq!(bare["sessions"], status["sessions"]);
     assert_eq!(status["sessions"][0]["client"], "owner", "{status}");
-    second.shutdown();
     owner.shutdown();
 }
 
@@ -1028,6 +1073,7 @@ fn a_client_that_never_reads_costs_bounded_memory() {
         .arg("lsp")
         .arg("--store")
         .arg(tmp.path())
+        .env("STARDUST_IDLE_EXIT", "2")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -1062,8 +1108,15 @@ fn a_client_that_never_reads_costs_bounded_memory() {
         last = now;
     }
     assert!(last < 20_000, "the server kept reading requests while its answers went unread");
+    // Both the attacher and the core it relays to stay bounded.
     let peak = peak_rss_mb(child.id());
     assert!(peak < 300, "peak memory {peak} MB after {last} unread answers");
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join(".stardust/run/daemon.json")).unwrap(),
+    )
+    .unwrap();
+    let core = peak_rss_mb(record["pid"].as_u64().unwrap() as u32);
+    assert!(core < 300, "the core's peak memory {core} MB after {last} unread answers");
     // It is still alive, waiting for the client to read.
     assert!(child.try_wait().unwrap().is_none());
     child.kill().unwrap();

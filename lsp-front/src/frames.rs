@@ -137,6 +137,9 @@ pub struct ThreadWriter {
 struct Budget {
     queued: usize,
     waiting: Option<Waker>,
+    /// The output failed (the client went away): every later write fails at once instead of
+    /// waiting for room that will never come.
+    closed: bool,
 }
 
 fn lock(budget: &Mutex<Budget>) -> MutexGuard<'_, Budget> {
@@ -166,6 +169,7 @@ impl ThreadWriter {
                 let waiting = {
                     let mut budget = lock(&room);
                     budget.queued = budget.queued.saturating_sub(written);
+                    budget.closed = result.is_err();
                     budget.waiting.take()
                 };
                 if let Some(waker) = waiting {
@@ -189,6 +193,12 @@ impl AsyncWrite for ThreadWriter {
     ) -> Poll<std::io::Result<usize>> {
         {
             let mut budget = lock(&self.budget);
+            if budget.closed {
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the client's output is closed",
+                )));
+            }
             if budget.queued >= MAX_QUEUED_OUTPUT {
                 budget.waiting = Some(cx.waker().clone());
                 return Poll::Pending;

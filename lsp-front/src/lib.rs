@@ -16,7 +16,7 @@ mod server;
 
 use std::path::{Path, PathBuf};
 
-pub use server::run_stdio;
+pub use server::{run_attached, run_stdio};
 
 /// The store root for a server started in `cwd` with `--store` = `flag`: the flag, else the
 /// nearest folder at or above `cwd` holding `stardust.toml` or `.stardust/`. `None` means the

@@ -38,13 +38,42 @@ use crate::convert::{self, Paths};
 /// Requests are cheap to queue; the limit only guards against a runaway client.
 const MAX_CONCURRENT_REQUESTS: usize = 1024;
 
+/// Where the server's store comes from.
+#[derive(Clone)]
+pub enum StoreSource {
+    /// Open the store itself: the flag's, else the client's root (`stardust lsp` alone).
+    Open(Option<PathBuf>),
+    /// A core already serving the store (`stardust serve`, the daemon): this connection is one
+    /// of its sessions.
+    Attached(Arc<Service>),
+}
+
 /// Serve LSP on stdin/stdout until the client exits or closes the input.
 pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
     let store = crate::find_store(store.as_deref(), &cwd);
+    run(std::io::stdin(), std::io::stdout(), StoreSource::Open(store))
+}
+
+/// Serve LSP on one connection to a running core (the daemon's socket).
+pub fn run_attached(
+    service: Arc<Service>,
+    input: impl std::io::Read + Send + 'static,
+    output: impl std::io::Write + Send + 'static,
+) -> anyhow::Result<()> {
+    run(input, output, StoreSource::Attached(service))
+}
+
+fn run(
+    input: impl std::io::Read + Send + 'static,
+    output: impl std::io::Write + Send + 'static,
+    store: StoreSource,
+) -> anyhow::Result<()> {
+    let shared = Arc::new(Shared::default());
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    runtime.block_on(async move {
+    let state_shared = shared.clone();
+    let result = runtime.block_on(async move {
         let (main_loop, _) = async_lsp::MainLoop::new_server(|client| {
             ServiceBuilder::new()
                 .layer(TracingLayer::default())
@@ -54,15 +83,22 @@ pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
                 .layer(ConcurrencyLayer::new(
                     NonZeroUsize::new(MAX_CONCURRENT_REQUESTS).expect("non-zero"),
                 ))
-                .service(router(State::new(client, store)))
+                .service(router(State { client, shared: state_shared, store }))
         });
-        let input = crate::frames::checked_input(std::io::stdin());
-        let output = crate::frames::ThreadWriter::new(std::io::stdout());
+        let input = crate::frames::checked_input(input);
+        let output = crate::frames::ThreadWriter::new(output);
         match main_loop.run(input, output).await {
             Ok(()) | Err(async_lsp::Error::Eof) => Ok(()),
             Err(err) => Err(anyhow::anyhow!("the LSP session failed: {err}")),
         }
-    })
+    });
+    // The connection is over: its previews go (a shared core keeps serving others).
+    let mut inner = shared.lock();
+    let session = inner.session.take();
+    if let (Some(Source::Store(service)), Some(session)) = (&inner.source, session) {
+        service.close_session(&session);
+    }
+    result
 }
 
 /// One open editor buffer.
@@ -230,14 +266,10 @@ impl Drop for Shared {
 pub(crate) struct State {
     client: ClientSocket,
     shared: Arc<Shared>,
-    store: Option<PathBuf>,
+    store: StoreSource,
 }
 
 impl State {
-    fn new(client: ClientSocket, store: Option<PathBuf>) -> State {
-        State { client, shared: Arc::new(Shared::default()), store }
-    }
-
     pub(crate) fn shared(&self) -> Arc<Shared> {
         self.shared.clone()
     }
@@ -295,9 +327,9 @@ fn router(state: State) -> Router<State> {
         .request::<request::Initialize, _>(|st, params| {
             let shared = st.shared.clone();
             let client = st.client.clone();
-            let flag = st.store.clone();
+            let store = st.store.clone();
             async move {
-                tokio::task::spawn_blocking(move || initialize(&shared, client, flag, params))
+                tokio::task::spawn_blocking(move || initialize(&shared, client, store, params))
                     .await
                     .map_err(internal)?
             }
@@ -329,7 +361,7 @@ fn router(state: State) -> Router<State> {
 fn initialize(
     shared: &Arc<Shared>,
     client: ClientSocket,
-    flag: Option<PathBuf>,
+    store: StoreSource,
     params: InitializeParams,
 ) -> Result<InitializeResult, ResponseError> {
     let encoding = convert::negotiate(
@@ -343,6 +375,24 @@ fn initialize(
         .map(|f| f.uri.clone())
         .or(params.root_uri.clone())
         .and_then(|uri| uri.to_file_path().ok());
+    let client_name =
+        params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
+    let flag = match store {
+        StoreSource::Open(flag) => flag,
+        StoreSource::Attached(service) => {
+            let root = service.store().root().to_owned();
+            let session = service.open_session(Front::Lsp, &client_name);
+            return finish_initialize(
+                shared,
+                client,
+                root,
+                Source::Store(service),
+                Some(session),
+                encoding,
+                &params,
+            );
+        }
+    };
     let root = flag.or(from_client).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
@@ -357,8 +407,6 @@ fn initialize(
             format!("cannot open the store {}: {err}", root.display()),
         )
     })?;
-    let client_name =
-        params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let (source, session) = match Store::open(&root, OpenOptions::default()) {
         Ok(store) => {
             let service = Arc::new(Service::new(store));
@@ -381,6 +429,19 @@ fn initialize(
             (Source::ReadOnly { base, code: err.code(), why }, None)
         }
     };
+    finish_initialize(shared, client, root, source, session, encoding, &params)
+}
+
+/// Install the store and the client's choices, start forwarding changes, and answer.
+fn finish_initialize(
+    shared: &Arc<Shared>,
+    client: ClientSocket,
+    root: PathBuf,
+    source: Source,
+    session: Option<Session>,
+    encoding: Encoding,
+    params: &InitializeParams,
+) -> Result<InitializeResult, ResponseError> {
     let wants = crate::commands::Wants::from_capabilities(&params.capabilities);
     let renames_files = params
         .capabilities

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 use stardust_core::store::{
-    DocumentChange, OpenOptions, Store, StoreError, Transaction, Verification, read_log, verify_log,
+    OpenOptions, Store, StoreError, Transaction, Verification, read_log, verify_log,
 };
 
 use crate::OutputFormat;
@@ -37,7 +37,7 @@ pub(crate) fn run(store: &Path, since: u64, format: OutputFormat) -> anyhow::Res
     for txn in &transactions {
         match format {
             OutputFormat::Text => writeln!(out, "{}", line(txn))?,
-            OutputFormat::Json => writeln!(out, "{}", transaction_json(txn))?,
+            OutputFormat::Json => writeln!(out, "{}", txn.to_json())?,
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -124,27 +124,4 @@ fn line(txn: &Transaction) -> String {
         parts.push(format!("and {} more", txn.documents.len() - NAMED));
     }
     format!("{:>6}  {}  {}  {}", txn.seq, txn.time, txn.origin, parts.join(", "))
-}
-
-fn transaction_json(txn: &Transaction) -> serde_json::Value {
-    json!({
-        "seq": txn.seq,
-        "time": txn.time,
-        "origin": txn.origin.to_string(),
-        "documents": txn.documents.iter().map(document_json).collect::<Vec<_>>(),
-    })
-}
-
-fn document_json(doc: &DocumentChange) -> serde_json::Value {
-    json!({
-        "path": doc.path,
-        "change": doc.kind().as_str(),
-        "before": doc.before.map(|v| v.to_string()),
-        "after": doc.after.map(|v| v.to_string()),
-        "entities": {
-            "created": doc.created,
-            "changed": doc.changed,
-            "deleted": doc.deleted,
-        },
-    })
 }

@@ -1,9 +1,27 @@
-//! `stardust lsp [--store STORE]`: the LSP front on standard input and output.
+//! `stardust lsp [--store STORE]`: the LSP front on standard input and output, attached to the
+//! store's core (started in the background when none runs), so that the editor shares it with
+//! agents and the mount. When no core can run (another kind of process owns the store) or no
+//! store is known before the client names its root, the server runs in this process.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use stardust_daemon::attach::{self, Autostart};
+use stardust_daemon::{FrontKind, Hello};
+
 pub(crate) fn run(store: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    if let Some(root) = stardust_lsp::find_store(store, &cwd).and_then(|r| r.canonicalize().ok()) {
+        let exe = std::env::current_exe()?;
+        let start = Autostart { exe: &exe, idle_exit: super::idle_exit() };
+        match attach::connect(&root, &Hello::new(FrontKind::Lsp, "stardust lsp"), Some(start)) {
+            Ok(stream) => {
+                attach::relay_stdio(stream)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(err) => tracing::warn!("{err:#}; serving the store from this process"),
+        }
+    }
     stardust_lsp::run_stdio(store.map(Path::to_owned))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,9 @@ pub(crate) mod fmt;
 pub(crate) mod log;
 pub(crate) mod lsp;
 pub(crate) mod mcp;
+pub(crate) mod mount;
 pub(crate) mod query;
+pub(crate) mod serve;
 
 use std::process::ExitCode;
 
@@ -29,4 +31,11 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
         "config-invalid" | "invalid-arguments" | "outside-store" => ExitCode::from(2),
         _ => ExitCode::from(1),
     }
+}
+
+/// How long a core started in the background by an attacher waits with no client before it
+/// exits: `STARDUST_IDLE_EXIT` seconds, else five minutes.
+pub(crate) fn idle_exit() -> std::time::Duration {
+    let seconds = std::env::var("STARDUST_IDLE_EXIT").ok().and_then(|s| s.parse().ok());
+    std::time::Duration::from_secs(seconds.unwrap_or(300))
 }

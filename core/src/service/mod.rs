@@ -12,8 +12,8 @@ mod gate;
 mod preview;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
@@ -136,7 +136,7 @@ const RECENT_DECISIONS: usize = 50;
 
 /// One open store served to any number of sessions.
 pub struct Service {
-    store: Store,
+    store: Arc<Store>,
     previews: Mutex<Previews>,
     sessions: Mutex<BTreeMap<u64, Session>>,
     next_session: AtomicU64,
@@ -153,6 +153,11 @@ impl std::fmt::Debug for Service {
 
 impl Service {
     pub fn new(store: Store) -> Service {
+        Service::shared(Arc::new(store))
+    }
+
+    /// A service over a store that other parts of the same process use too (the mount).
+    pub fn shared(store: Arc<Store>) -> Service {
         Service {
             store,
             previews: Mutex::new(Previews::default()),
@@ -172,6 +177,11 @@ impl Service {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, for parts of the process that outlive a borrow (the mount's threads).
+    pub fn store_arc(&self) -> Arc<Store> {
+        self.store.clone()
     }
 
     /// Start a session for a connection of `front` from the client named `client`.

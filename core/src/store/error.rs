@@ -31,6 +31,11 @@ pub enum StoreError {
         problems: Vec<(String, Diagnostic)>,
     },
 
+    #[error(
+        "the core of {store} is shutting down and takes no more changes; retry once it restarts"
+    )]
+    Closed { store: PathBuf },
+
     #[error("no document {0}; check the path (store-relative, '/'-separated)")]
     NotFound(String),
 
@@ -68,7 +73,7 @@ impl StoreError {
     /// The stable kebab-case code shared by every front (SPEC §16).
     pub fn code(&self) -> &'static str {
         match self {
-            StoreError::Busy { .. } => "busy",
+            StoreError::Busy { .. } | StoreError::Closed { .. } => "busy",
             StoreError::Conflict { .. } => "conflict",
             StoreError::Refused { .. } => "refused",
             StoreError::NotFound(_) => "not-found",

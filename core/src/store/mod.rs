@@ -26,6 +26,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod saves;
 mod time;
 mod txn;
 mod watch;
@@ -45,6 +46,7 @@ pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
 pub use fsio::{FailHook, FailPoint};
 pub use log::{Damage, Verification};
+pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
 pub use txn::{ChangeKind, DocumentChange, Origin, Transaction, Version};
 
@@ -208,6 +210,8 @@ struct Writer {
     log: LogWriter,
     /// Set when a failed commit could not be undone; every later write is refused.
     poisoned: Option<String>,
+    /// Set by [`Store::close`]: the process is stopping and takes no more commits.
+    closed: bool,
     _lock: StoreLock,
 }
 
@@ -290,6 +294,12 @@ impl Store {
     /// for when events may have been missed.
     pub fn rescan(&self) -> StoreResult<Option<Transaction>> {
         self.inner.rescan()
+    }
+
+    /// Wait for the commit in flight, if any, and refuse every later one (`busy`): for a
+    /// process that is stopping. Reads keep working.
+    pub fn close(&self) {
+        self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
     }
 
     /// Receive the changes of every transaction committed from now on.
@@ -542,7 +552,7 @@ fn recover(
         }
         after
     };
-    let writer = Writer { log, poisoned: None, _lock: lock };
+    let writer = Writer { log, poisoned: None, closed: false, _lock: lock };
     Ok((writer, Snapshot { seq, analysis }, offsets))
 }
 
@@ -656,6 +666,9 @@ impl Inner {
         let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(reason) = &writer.poisoned {
             return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
+        }
+        if writer.closed {
+            return Err(StoreError::Closed { store: self.root.clone() });
         }
         Ok(writer)
     }

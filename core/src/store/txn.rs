@@ -186,6 +186,34 @@ pub struct Transaction {
 }
 
 impl Transaction {
+    /// The transaction as JSON, the one shape `stardust log --format json` prints and the
+    /// mount shows at `.stardust/transactions/<seq>.json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let documents: Vec<serde_json::Value> = self
+            .documents
+            .iter()
+            .map(|doc| {
+                serde_json::json!({
+                    "path": doc.path,
+                    "change": doc.kind().as_str(),
+                    "before": doc.before.map(|v| v.to_string()),
+                    "after": doc.after.map(|v| v.to_string()),
+                    "entities": {
+                        "created": doc.created,
+                        "changed": doc.changed,
+                        "deleted": doc.deleted,
+                    },
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "seq": self.seq,
+            "time": self.time,
+            "origin": self.origin.to_string(),
+            "documents": documents,
+        })
+    }
+
     /// The entity-level changes of the whole transaction: an entity that left one document
     /// and appeared in another, or changed inside one, is `changed`. Sorted by id.
     pub fn entity_changes(&self) -> Vec<(String, ChangeKind)> {

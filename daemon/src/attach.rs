@@ -1,0 +1,192 @@
+//! Attaching to a store's core: find it (or start it in the background), say hello, and relay.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use crate::Hello;
+use crate::record;
+
+/// How long an attacher waits for a core it started to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How to start a core when none runs: the `stardust` executable and the idle period after
+/// which a core started this way exits.
+#[derive(Clone, Debug)]
+pub struct Autostart<'a> {
+    pub exe: &'a Path,
+    pub idle_exit: Duration,
+}
+
+/// Connect to the core of `store` and say `hello`. With `autostart`, a core is started in the
+/// background (detached, logging to `.stardust/run/serve.log`) when none runs; two attachers
+/// starting one at once end up on the same core, because only one can take the store's lock.
+pub fn connect(
+    store: &Path,
+    hello: &Hello,
+    autostart: Option<Autostart<'_>>,
+) -> anyhow::Result<UnixStream> {
+    let record = match (record::live(store), autostart) {
+        (Some(record), _) => record,
+        (None, None) => anyhow::bail!("no core runs for {}", store.display()),
+        (None, Some(start)) => {
+            let child = spawn(store, &start)?;
+            wait_for_core(store, child)?
+        }
+    };
+    let mut stream = UnixStream::connect(&record.socket)
+        .with_context(|| format!("cannot connect to {}", record.socket.display()))?;
+    writeln!(stream, "{}", serde_json::to_string(hello)?)?;
+    let answer = read_line(&mut stream)?;
+    let answer: Value = serde_json::from_slice(&answer).context("the core's answer is not JSON")?;
+    if answer["ok"] != true {
+        anyhow::bail!(
+            "the core refused the connection: {}",
+            answer["error"]["message"].as_str().unwrap_or("no reason given")
+        );
+    }
+    Ok(stream)
+}
+
+/// Whether a core runs for `store` now.
+pub fn running(store: &Path) -> bool {
+    record::live(store).is_some()
+}
+
+fn spawn(store: &Path, start: &Autostart<'_>) -> anyhow::Result<std::process::Child> {
+    let run = record::run_dir(store);
+    std::fs::create_dir_all(&run).with_context(|| format!("cannot create {}", run.display()))?;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(run.join("serve.log"))?;
+    Command::new(start.exe)
+        .arg("serve")
+        .arg(store)
+        .arg("--idle-exit")
+        .arg(start.idle_exit.as_secs().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        // Its own process group: the terminal's Ctrl-C for the attacher does not reach it.
+        .process_group(0)
+        .spawn()
+        .context("cannot start `stardust serve` in the background")
+}
+
+/// Wait until a core listens for `store`: the one we started, or the one that won the race
+/// against it. If ours stopped and no core shows up soon after, none will: another kind of
+/// process (a standalone `stardust mount`, say) owns the store.
+fn wait_for_core(store: &Path, mut child: std::process::Child) -> anyhow::Result<record::Record> {
+    let started = Instant::now();
+    let mut ended: Option<Instant> = None;
+    loop {
+        if let Some(record) = record::live(store) {
+            return Ok(record);
+        }
+        if ended.is_none() && child.try_wait().ok().flatten().is_some() {
+            ended = Some(Instant::now());
+        }
+        if ended.is_some_and(|at| at.elapsed() > Duration::from_secs(2)) {
+            anyhow::bail!(
+                "no core could start for {} (another process may own it); see {}",
+                store.display(),
+                record::run_dir(store).join("serve.log").display()
+            );
+        }
+        if started.elapsed() > START_TIMEOUT {
+            anyhow::bail!(
+                "the core started for {} did not come up within {}s; see {}",
+                store.display(),
+                START_TIMEOUT.as_secs(),
+                record::run_dir(store).join("serve.log").display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One line, read a byte at a time so that nothing after it is consumed.
+fn read_line(stream: &mut UnixStream) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while line.len() < 64 * 1024 {
+        if stream.read(&mut byte)? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the core closed the connection",
+            ));
+        }
+        if byte[0] == b'\n' {
+            return Ok(line);
+        }
+        line.push(byte[0]);
+    }
+    Err(io::Error::new(io::ErrorKind::InvalidData, "the core's answer line is too long"))
+}
+
+/// Copy standard input to the core and the core's output to standard output, until the core
+/// closes the connection (or standard input ends and the core has answered everything).
+pub fn relay_stdio(stream: UnixStream) -> io::Result<()> {
+    let mut to_core = stream.try_clone()?;
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut io::stdin().lock(), &mut to_core);
+        let _ = to_core.shutdown(std::net::Shutdown::Write);
+    });
+    // Standard output is line-buffered and protocol frames do not end in newlines: flush
+    // every chunk as it comes.
+    let mut from_core = stream;
+    let mut out = io::stdout().lock();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from_core.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        out.write_all(&buffer[..n])?;
+        out.flush()?;
+    }
+}
+
+/// A command-line session with a core: registry commands as JSON lines.
+#[derive(Debug)]
+pub struct Client {
+    writer: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+/// A command the core answered with an error (SPEC §16 code, message, details).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct RemoteError {
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+}
+
+impl Client {
+    pub fn new(stream: UnixStream) -> io::Result<Client> {
+        Ok(Client { writer: stream.try_clone()?, reader: BufReader::new(stream) })
+    }
+
+    /// Run `command` with `arguments` on the core.
+    pub fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
+        writeln!(self.writer, "{}", json!({"command": command, "arguments": arguments}))?;
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            anyhow::bail!("the core closed the connection before answering {command}");
+        }
+        let mut answer: Value = serde_json::from_str(&line)?;
+        if let Some(error) = answer.get_mut("error") {
+            let code = error["code"].as_str().unwrap_or("internal").to_owned();
+            let message = error["message"].as_str().unwrap_or_default().to_owned();
+            return Err(RemoteError { code, message, details: error.take() }.into());
+        }
+        Ok(answer["result"].take())
+    }
+}

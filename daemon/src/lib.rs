@@ -1,0 +1,53 @@
+//! One core per store (SPEC §15): `stardust serve` owns the store and serves every front over
+//! a Unix socket; `stardust lsp`, `stardust mcp` and the command line attach to it, starting
+//! one in the background when none runs, so an editor, an agent and the mount share one core.
+#![deny(clippy::print_stdout)]
+
+pub mod attach;
+pub mod record;
+pub mod server;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the hello exchange; an attacher and a core must agree on it.
+pub const PROTOCOL: u32 = 1;
+
+/// Which protocol a connection speaks after its hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrontKind {
+    Lsp,
+    Mcp,
+    /// JSON lines of registry commands, for the command line.
+    Cli,
+}
+
+impl FrontKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrontKind::Lsp => "lsp",
+            FrontKind::Mcp => "mcp",
+            FrontKind::Cli => "cli",
+        }
+    }
+}
+
+/// The first line of every connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    pub stardust: u32,
+    pub front: FrontKind,
+    /// Who is attaching (for logs and `stardust.status`; the LSP and MCP clients name
+    /// themselves again in their own protocol).
+    pub client: String,
+    /// `stardust mcp --allow-mutation`: the attacher's own flag, passed to the MCP front.
+    #[serde(default)]
+    pub allow_mutation: bool,
+}
+
+impl Hello {
+    pub fn new(front: FrontKind, client: &str) -> Hello {
+        Hello { stardust: PROTOCOL, front, client: client.to_owned(), allow_mutation: false }
+    }
+}

@@ -1,0 +1,245 @@
+//! `stardust serve`: the one core of a store, listening on a Unix socket for every front.
+//!
+//! Each connection starts with one line of JSON, the [`Hello`], answered by one line (`{"ok":
+//! true}` or `{"error": {...}}`); after that the connection speaks its front's protocol. LSP
+//! and MCP connections are handed to the fronts (the binary supplies them as [`Handlers`], so
+//! this crate depends on none); `cli` connections speak JSON lines of registry commands.
+//! Every connection is a session of the one [`Service`], so a commit made through any of them
+//! reaches every subscriber at once.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use stardust_core::service::{Front, Service};
+use stardust_core::store::{OpenOptions, Store};
+
+use crate::record::{self, Record};
+use crate::{FrontKind, Hello, PROTOCOL};
+
+/// Serves one connection of a front on the shared service, until the connection ends.
+pub type Handler =
+    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream) -> anyhow::Result<()> + Send + Sync>;
+
+/// The fronts the core hands LSP and MCP connections to.
+#[derive(Clone)]
+pub struct Handlers {
+    pub lsp: Handler,
+    pub mcp: Handler,
+}
+
+/// The longest hello line accepted, and how long a new connection may take to send it.
+const MAX_HELLO: usize = 4096;
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A started core: the store is open (its lock held), the socket listens, the record is written.
+pub struct Daemon {
+    service: Arc<Service>,
+    root: PathBuf,
+    socket: PathBuf,
+    listener: UnixListener,
+    active: Arc<AtomicUsize>,
+    last_active: Arc<Mutex<Instant>>,
+    stopping: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon").field("root", &self.root).field("socket", &self.socket).finish()
+    }
+}
+
+impl Daemon {
+    /// Open the store (a second core fails here with `busy`), listen, and record where.
+    pub fn start(store: &Path) -> anyhow::Result<Daemon> {
+        let store = Store::open(store, OpenOptions::default())?;
+        let root = store.root().to_owned();
+        let socket = record::socket_path(&root).context("cannot prepare the socket folder")?;
+        // We hold the store's lock, so a socket file left at our path is a dead core's.
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+        listener.set_nonblocking(true)?;
+        record::write(&root, &Record { pid: std::process::id(), socket: socket.clone() })
+            .context("cannot write .stardust/run/daemon.json")?;
+        tracing::info!("serving {} on {}", root.display(), socket.display());
+        Ok(Daemon {
+            service: Arc::new(Service::new(store)),
+            root,
+            socket,
+            listener,
+            active: Arc::new(AtomicUsize::new(0)),
+            last_active: Arc::new(Mutex::new(Instant::now())),
+            stopping: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn service(&self) -> Arc<Service> {
+        self.service.clone()
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// How long no connection has been open (zero while one is).
+    pub fn idle_for(&self) -> Duration {
+        if self.active.load(Ordering::SeqCst) > 0 {
+            return Duration::ZERO;
+        }
+        lock(&self.last_active).elapsed()
+    }
+
+    /// A handle that makes [`Daemon::accept`] return.
+    pub fn stopper(&self) -> Arc<AtomicBool> {
+        self.stopping.clone()
+    }
+
+    /// Accept connections until the stopper is set, each served on its own thread.
+    pub fn accept(&self, handlers: &Handlers) {
+        while !self.stopping.load(Ordering::SeqCst) {
+            match self.listener.accept() {
+                Ok((stream, _)) => self.spawn(stream, handlers.clone()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                Err(e) => {
+                    tracing::warn!("cannot accept a connection: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    fn spawn(&self, stream: UnixStream, handlers: Handlers) {
+        let service = self.service.clone();
+        let active = self.active.clone();
+        let last_active = self.last_active.clone();
+        active.fetch_add(1, Ordering::SeqCst);
+        std::thread::spawn(move || {
+            if let Err(e) = connection(service, stream, &handlers) {
+                tracing::warn!("a connection ended with an error: {e:#}");
+            }
+            *lock(&last_active) = Instant::now();
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Stop: no new connections, wait for the commit in flight and refuse later ones, and
+    /// remove the socket and the record.
+    pub fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.service.store().close();
+        let _ = std::fs::remove_file(&self.socket);
+        record::remove_if(&self.root, std::process::id());
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One connection: check the peer, read its hello, hand it to its front.
+fn connection(
+    service: Arc<Service>,
+    stream: UnixStream,
+    handlers: &Handlers,
+) -> anyhow::Result<()> {
+    stream.set_nonblocking(false)?;
+    let mut writer = stream.try_clone()?;
+    let peer = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)?;
+    if peer.uid() != record::uid() {
+        answer(&mut writer, Err(("busy", "this core serves only its own user".to_owned())))?;
+        anyhow::bail!("refused a connection from uid {}", peer.uid());
+    }
+    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
+    let mut reader = BufReader::new(stream);
+    let hello = match read_hello(&mut reader) {
+        Ok(hello) => hello,
+        // A liveness probe (`record::live`) connects and goes: nothing to say.
+        Err(why) if why.is_empty() => return Ok(()),
+        Err(why) => {
+            answer(&mut writer, Err(("invalid-arguments", why.clone())))?;
+            anyhow::bail!("a bad hello: {why}");
+        }
+    };
+    answer(&mut writer, Ok(()))?;
+    let stream = reader.into_inner();
+    stream.set_read_timeout(None)?;
+    tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
+    match hello.front {
+        FrontKind::Lsp => (handlers.lsp)(service, &hello, stream),
+        FrontKind::Mcp => (handlers.mcp)(service, &hello, stream),
+        FrontKind::Cli => cli(&service, &hello, stream),
+    }
+}
+
+fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
+    let mut line = Vec::new();
+    let mut limited = reader.by_ref().take(MAX_HELLO as u64);
+    limited.read_until(b'\n', &mut line).map_err(|e| format!("no hello line: {e}"))?;
+    if line.is_empty() {
+        return Err(String::new());
+    }
+    if !line.ends_with(b"\n") {
+        return Err(format!("the hello line must end with a newline within {MAX_HELLO} bytes"));
+    }
+    let hello: Hello =
+        serde_json::from_slice(&line).map_err(|e| format!("a bad hello line: {e}"))?;
+    if hello.stardust != PROTOCOL {
+        return Err(format!(
+            "this core speaks protocol {PROTOCOL}, the client {}; use the same stardust binary",
+            hello.stardust
+        ));
+    }
+    Ok(hello)
+}
+
+fn answer(writer: &mut UnixStream, result: Result<(), (&str, String)>) -> std::io::Result<()> {
+    let line = match result {
+        Ok(()) => json!({"ok": true}),
+        Err((code, message)) => json!({"error": {"code": code, "message": message}}),
+    };
+    writeln!(writer, "{line}")
+}
+
+/// The command line's connection: one JSON request a line (`{"command", "arguments"}`), one
+/// JSON answer a line (`{"result"}` or `{"error": {code, message, ...details}}`).
+fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<()> {
+    let session = service.open_session(Front::Cli, &hello.client);
+    let mut writer = stream.try_clone()?;
+    let result = (|| -> anyhow::Result<()> {
+        for line in BufReader::new(stream).lines() {
+            let line = line?;
+            let answer = match serde_json::from_str::<Value>(&line) {
+                Ok(request) => {
+                    let name = request["command"].as_str().unwrap_or_default();
+                    let args = request.get("arguments").cloned().unwrap_or(Value::Null);
+                    match service.execute(&session, name, args) {
+                        Ok(result) => json!({"result": result}),
+                        Err(err) => {
+                            let mut error = err.details(&service.store().snapshot().analysis);
+                            error["code"] = json!(err.code());
+                            error["message"] = json!(err.to_string());
+                            json!({"error": error})
+                        }
+                    }
+                }
+                Err(e) => {
+                    json!({"error": {"code": "invalid-arguments", "message": format!("a request is one JSON object a line: {e}")}})
+                }
+            };
+            writeln!(writer, "{answer}")?;
+        }
+        Ok(())
+    })();
+    service.close_session(&session);
+    result
+}

@@ -1,0 +1,218 @@
+//! stardust-fuse: the store shown as ordinary files (SPEC §14). Every program reads the
+//! committed documents, and every save goes through the core's save authority.
+//!
+//! This crate converts FUSE requests into store calls and back; the rules (which names are
+//! documents or scratch files, what a refusal keeps) live in `stardust_core::store`.
+
+mod fs;
+mod nodes;
+mod private;
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
+use stardust_core::store::{ChangeKind, Notice, Store};
+
+use crate::fs::{Inval, StardustFs};
+use crate::nodes::Nodes;
+
+/// How to mount.
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// The largest document or scratch file accepted (they are held in memory while written);
+    /// a write beyond it fails with `EFBIG`.
+    pub max_file_size: u64,
+    /// Threads serving kernel requests.
+    pub threads: usize,
+}
+
+impl Default for MountOptions {
+    fn default() -> MountOptions {
+        MountOptions { max_file_size: 64 * 1024 * 1024, threads: 4 }
+    }
+}
+
+/// A running mount. Dropping it without [`Mount::unmount`] unmounts too, less politely.
+pub struct Mount {
+    dir: PathBuf,
+    unmounter: SessionUnmounter,
+    session: Option<JoinHandle<io::Result<()>>>,
+    stop: Arc<AtomicBool>,
+    feed: Option<JoinHandle<()>>,
+    inval: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+/// Show `store` at the folder `dir` until [`Mount::unmount`]. `on_end` runs when the mount
+/// ends for any reason (unmounted from outside, say), so a foreground process can stop.
+pub fn mount(
+    store: Arc<Store>,
+    dir: &Path,
+    options: &MountOptions,
+    on_end: impl FnOnce() + Send + 'static,
+) -> io::Result<Mount> {
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot mount at {}: {e}", dir.display())))?;
+    if dir.starts_with(store.root()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "cannot mount at {}: it is inside the store {}, so the mount would show itself; \
+                 choose a folder outside the store",
+                dir.display(),
+                store.root().display()
+            ),
+        ));
+    }
+    let nodes = Arc::new(Mutex::new(Nodes::default()));
+    let (tx, rx) = mpsc::channel();
+    let filesystem = StardustFs::new(
+        store.clone(),
+        dir.clone(),
+        options.max_file_size,
+        tx.clone(),
+        nodes.clone(),
+    );
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName(format!("stardust:{}", store.root().display())),
+        MountOption::Subtype("stardust".to_owned()),
+        MountOption::DefaultPermissions,
+        MountOption::NoAtime,
+    ];
+    config.n_threads = Some(options.threads.max(1));
+    // Run by root (a system mount, CI), every user reaches the files, as on any mounted disk;
+    // the kernel checks permissions against the files' modes (`default_permissions`).
+    if nix::unistd::geteuid().is_root() {
+        config.acl = SessionACL::All;
+    }
+    let mut session = Session::new(filesystem, &dir, &config)?;
+    let notifier = session.notifier();
+    let unmounter = session.unmount_callable();
+    let session =
+        std::thread::Builder::new().name("stardust-fuse".to_owned()).spawn(move || {
+            let result = session.run();
+            on_end();
+            result
+        })?;
+    let inval = std::thread::Builder::new()
+        .name("stardust-fuse-inval".to_owned())
+        .spawn(move || invalidate(&notifier, &rx))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let feed = {
+        let stop = stop.clone();
+        let subscription = store.subscribe();
+        std::thread::Builder::new().name("stardust-fuse-feed".to_owned()).spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(notice) = subscription.next_timeout(Duration::from_millis(200)) {
+                    forward(&notice, &nodes, &tx);
+                }
+            }
+        })?
+    };
+    Ok(Mount { dir, unmounter, session: Some(session), stop, feed: Some(feed), inval: Some(inval) })
+}
+
+impl Mount {
+    /// The mounted folder (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Unmount and wait until every request in flight is answered. If programs still hold
+    /// files open, the folder is detached at once and the mount goes on serving them until
+    /// they close.
+    pub fn unmount(mut self) -> io::Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        let Some(session) = self.session.take() else { return Ok(()) };
+        if let Err(e) = self.unmounter.unmount() {
+            tracing::warn!("cannot unmount {} ({e}); detaching it instead", self.dir.display());
+            let status = std::process::Command::new("fusermount3")
+                .arg("-u")
+                .arg("-z")
+                .arg(&self.dir)
+                .status();
+            if !status.is_ok_and(|s| s.success()) {
+                tracing::warn!("fusermount3 -uz {} failed", self.dir.display());
+            }
+        }
+        let result = session.join().map_err(|_| io::Error::other("the mount's thread panicked"))?;
+        // Once the kernel tears a detached mount down, a reader of the device may hear
+        // ECONNABORTED instead of ENODEV: both mean the mount is over.
+        let result = match result {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ECONNABORTED as i32) => Ok(()),
+            other => other,
+        };
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(feed) = self.feed.take() {
+            let _ = feed.join();
+        }
+        if let Some(inval) = self.inval.take() {
+            let _ = inval.join();
+        }
+        result
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            tracing::warn!("unmounting {} failed: {e}", self.dir.display());
+        }
+    }
+}
+
+/// Turn a commit made by any path into the kernel cache entries it outdates.
+fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
+    let nodes = nodes.lock().unwrap_or_else(|e| e.into_inner());
+    match notice {
+        Notice::Changes { documents, .. } => {
+            for doc in documents {
+                if let Some(ino) = nodes.get(&doc.path) {
+                    let _ = tx.send(Inval::Inode(ino));
+                }
+                if doc.change != ChangeKind::Changed
+                    && let Some(parent) = nodes.get(nodes::parent(&doc.path))
+                {
+                    let name = doc.path.rsplit('/').next().unwrap_or(&doc.path).to_owned();
+                    let _ = tx.send(Inval::Entry(parent, name));
+                }
+            }
+        }
+        Notice::Overflow { .. } => {
+            for (ino, _) in nodes.all() {
+                let _ = tx.send(Inval::Inode(ino));
+            }
+        }
+    }
+}
+
+/// Send invalidations to the kernel until every sender is gone. The kernel answers `ENOENT`
+/// for entries it does not cache, which is fine.
+fn invalidate(notifier: &Notifier, rx: &mpsc::Receiver<Inval>) {
+    for inval in rx {
+        let result = match &inval {
+            Inval::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
+            Inval::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), OsStr::new(name)),
+        };
+        if let Err(e) = result
+            && e.raw_os_error() != Some(2)
+        {
+            tracing::debug!("cannot invalidate {inval:?}: {e}");
+        }
+    }
+}

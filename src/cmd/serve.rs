@@ -1,0 +1,56 @@
+//! `stardust serve STORE`: the one core of a store (SPEC §15), serving LSP, MCP and the command
+//! line over a Unix socket until SIGINT or SIGTERM, or until it has been idle long enough.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{SigSet, Signal};
+use stardust_daemon::server::{Daemon, Handlers};
+
+pub(crate) fn run(store: &Path, idle_exit: Option<u64>) -> anyhow::Result<ExitCode> {
+    // Block the stop signals before any thread starts: every thread inherits the mask, so they
+    // wait for this thread's `sigwait` instead of killing the process mid-commit.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block()?;
+
+    let daemon = Arc::new(Daemon::start(store)?);
+    let handlers = Handlers {
+        lsp: Arc::new(|service, _hello, stream| {
+            let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
+            let served = stardust_lsp::run_attached(service, stream, output);
+            // The front's reader may still wait on the socket: closing it ends that wait and
+            // tells the attacher the session is over.
+            let _ = closer.shutdown(std::net::Shutdown::Both);
+            served
+        }),
+        mcp: Arc::new(|_service, _hello, _stream| {
+            anyhow::bail!(
+                "this core does not serve MCP yet; run `stardust mcp --store STORE` alone"
+            )
+        }),
+    };
+    let accepting = daemon.clone();
+    std::thread::spawn(move || accepting.accept(&handlers));
+    if let Some(seconds) = idle_exit {
+        let watched = daemon.clone();
+        std::thread::spawn(move || {
+            let idle = Duration::from_secs(seconds);
+            loop {
+                std::thread::sleep(Duration::from_millis(200).min(idle));
+                if watched.idle_for() >= idle {
+                    tracing::info!("idle for {seconds}s with no client: stopping");
+                    let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
+                    return;
+                }
+            }
+        });
+    }
+    let signal = signals.wait()?;
+    tracing::info!("{signal}: stopping");
+    daemon.shutdown();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,793 @@
+//! End-to-end tests of `stardust mount`: the real binary really mounts a store (root and
+//! /dev/fuse needed, as in CI) and real programs save through it, each with its exact outcome.
+
+mod util;
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use util::text;
+
+const DUNE: &str = "{\"id\": \"book/dune\", \"title\": \"Dune\"}\n";
+const EIO: i32 = 5;
+
+/// A transaction's documents: (path, change).
+type Docs = Vec<(String, String)>;
+
+/// A mounted store that unmounts when dropped, even when the test fails.
+struct Mounted {
+    _tmp: tempfile::TempDir,
+    store: PathBuf,
+    dir: PathBuf,
+    child: Option<Child>,
+    stderr: PathBuf,
+}
+
+impl Mounted {
+    fn new(files: &[(&str, &str)]) -> Mounted {
+        Mounted::with_args(files, &[])
+    }
+
+    fn with_args(files: &[(&str, &str)], extra: &[&str]) -> Mounted {
+        Mounted::at("mnt", files, extra)
+    }
+
+    /// Mount at the folder `name` beside the store (named `s`).
+    fn at(name: &str, files: &[(&str, &str)], extra: &[&str]) -> Mounted {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join(if name == "mnt" { "store" } else { "s" });
+        let dir = tmp.path().join(name);
+        fs::create_dir_all(&store).unwrap();
+        fs::create_dir_all(&dir).unwrap();
+        for (path, content) in files {
+            let p = store.join(path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, content).unwrap();
+        }
+        let stderr = tmp.path().join("mount.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .arg("mount")
+            .arg(&store)
+            .arg(&dir)
+            .args(extra)
+            .env("RUST_LOG", "stardust=info,stardust_fuse=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("the stardust binary runs");
+        let mut mounted = Mounted { _tmp: tmp, store, dir, child: Some(child), stderr };
+        mounted.wait_mounted();
+        mounted
+    }
+
+    fn wait_mounted(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !is_mounted(&self.dir) {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("the mount exited ({status}): {}", self.log());
+            }
+            assert!(Instant::now() < deadline, "not mounted after 20s: {}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn on_disk(&self, rel: &str) -> String {
+        fs::read_to_string(self.store.join(rel)).unwrap()
+    }
+
+    /// `stardust log --format json` of the store: (seq, origin, [(path, change)]).
+    fn history(&self) -> Vec<(u64, String, Docs)> {
+        let out = util::stardust(&["log", self.store.to_str().unwrap(), "--format", "json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+            .lines()
+            .map(|line| {
+                let txn: serde_json::Value = serde_json::from_str(line).unwrap();
+                let docs = txn["documents"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| {
+                        (
+                            d["path"].as_str().unwrap().to_owned(),
+                            d["change"].as_str().unwrap().to_owned(),
+                        )
+                    })
+                    .collect();
+                (txn["seq"].as_u64().unwrap(), txn["origin"].as_str().unwrap().to_owned(), docs)
+            })
+            .collect()
+    }
+
+    /// The transactions after the first (the store's existing documents).
+    fn saves(&self) -> Vec<(String, Docs)> {
+        self.history().into_iter().skip(1).map(|(_, origin, docs)| (origin, docs)).collect()
+    }
+
+    /// The refused saves kept: (name, content, why), oldest first.
+    fn rejected(&self) -> Vec<(String, String, String)> {
+        let dir = self.store.join(".stardust/rejected");
+        let mut names: Vec<String> = match fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| !n.ends_with(".why"))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let content = fs::read_to_string(dir.join(&n)).unwrap();
+                let why = fs::read_to_string(dir.join(format!("{n}.why"))).unwrap();
+                (n, content, why)
+            })
+            .collect()
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Stop with SIGTERM and return the exit code.
+    fn stop(&mut self) -> Option<i32> {
+        self.signal("-TERM");
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the mount did not stop on SIGTERM: {}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if is_mounted(&self.dir) {
+            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.dir).status();
+        }
+    }
+}
+
+fn is_mounted(dir: &Path) -> bool {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let dir = dir.to_str().unwrap();
+    mounts.lines().any(|line| line.split(' ').nth(1) == Some(dir))
+}
+
+/// Wait until `done` holds: the kernel sends `release` after `close` returns, so what is
+/// decided at release shows a moment later.
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn sh(script: &str) -> Output {
+    Command::new("bash").arg("-c").arg(script).output().unwrap()
+}
+
+fn python(code: &str, cwd: &Path) -> Output {
+    Command::new("python3").arg("-c").arg(code).current_dir(cwd).output().unwrap()
+}
+
+fn changed(path: &str) -> Vec<(String, String)> {
+    vec![(path.to_owned(), "changed".to_owned())]
+}
+
+fn created(path: &str) -> Vec<(String, String)> {
+    vec![(path.to_owned(), "created".to_owned())]
+}
+
+fn mount_save(docs: Vec<(String, String)>) -> (String, Vec<(String, String)>) {
+    ("mount".to_owned(), docs)
+}
+
+/// Entries of a store folder (what reached the disk), sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn reads_show_committed_files_with_their_attributes() {
+    let m = Mounted::new(&[("books/dune.json", DUNE), ("README.md", "# library\n")]);
+    assert_eq!(fs::read_to_string(m.path("books/dune.json")).unwrap(), DUNE);
+    assert_eq!(fs::read_to_string(m.path("README.md")).unwrap(), "# library\n");
+    for rel in ["books/dune.json", "README.md", "books"] {
+        let shown = fs::metadata(m.path(rel)).unwrap();
+        let real = fs::metadata(m.store.join(rel)).unwrap();
+        assert_eq!(shown.len(), real.len(), "{rel}");
+        assert_eq!(shown.mode(), real.mode(), "{rel}");
+        assert_eq!(shown.mtime(), real.mtime(), "{rel}");
+        assert_eq!((shown.uid(), shown.gid()), (real.uid(), real.gid()), "{rel}");
+    }
+    assert_eq!(listing(&m.dir), [".stardust", "README.md", "books"]);
+
+    // A document keeps its inode number across saves (which replace the file on disk).
+    let ino = fs::metadata(m.path("books/dune.json")).unwrap().ino();
+    let disk_ino = fs::metadata(m.store.join("books/dune.json")).unwrap().ino();
+    fs::write(m.path("books/dune.json"), DUNE.replace("Dune", "Dune!")).unwrap();
+    assert_ne!(fs::metadata(m.store.join("books/dune.json")).unwrap().ino(), disk_ino);
+    assert_eq!(fs::metadata(m.path("books/dune.json")).unwrap().ino(), ino);
+
+    // The virtual .stardust/: one file per transaction, store.json, rejected/.
+    let names = listing(&m.path(".stardust/transactions"));
+    assert_eq!(names, ["00000000000000000001.json", "00000000000000000002.json"]);
+    let txn: serde_json::Value = serde_json::from_slice(
+        &fs::read(m.path(".stardust/transactions/00000000000000000002.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(txn["origin"], "mount");
+    assert_eq!(txn["documents"][0]["path"], "books/dune.json");
+    assert_eq!(txn["documents"][0]["change"], "changed");
+    let meta = fs::metadata(m.path(".stardust/transactions/00000000000000000002.json")).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o444);
+    let store: serde_json::Value =
+        serde_json::from_slice(&fs::read(m.path(".stardust/store.json")).unwrap()).unwrap();
+    assert_eq!(store["store"], fs::canonicalize(&m.store).unwrap().to_str().unwrap());
+    assert_eq!(store["mount"], fs::canonicalize(&m.dir).unwrap().to_str().unwrap());
+    assert!(store["socket"].is_null());
+    assert!(listing(&m.path(".stardust/rejected")).is_empty());
+    assert!(fs::metadata(m.path(".stardust/transactions/00000000000000000003.json")).is_err());
+}
+
+#[test]
+fn cp_and_tee_save_in_place_or_fail_with_eio() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let src = m._tmp.path().join("messiah.json");
+    fs::write(&src, "{\"id\": \"book/messiah\"}\n").unwrap();
+    let out = sh(&format!("cp {} {}", src.display(), m.path("books/messiah.json").display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/messiah.json"), "{\"id\": \"book/messiah\"}\n");
+
+    let out = sh(&format!(
+        "echo '{{\"id\": \"book/dune\", \"year\": 1965}}' | tee {}",
+        m.path("books/dune.json").display()
+    ));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/dune.json"), "{\"id\": \"book/dune\", \"year\": 1965}\n");
+
+    // A refused save: cp reports the failed close, nothing changes, the bytes are kept.
+    fs::write(&src, "{\"id\": \"book/dune\"}\n").unwrap();
+    let out = sh(&format!("cp {} {}", src.display(), m.path("books/messiah.json").display()));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("Input/output error"), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/messiah.json"), "{\"id\": \"book/messiah\"}\n");
+    assert_eq!(
+        fs::read_to_string(m.path("books/messiah.json")).unwrap(),
+        "{\"id\": \"book/messiah\"}\n"
+    );
+    let rejected = m.rejected();
+    assert_eq!(rejected.len(), 1);
+    let (name, content, why) = &rejected[0];
+    assert!(name.ends_with("-books%2Fmessiah.json"), "{name}");
+    assert_eq!(content, "{\"id\": \"book/dune\"}\n");
+    assert!(why.contains("books/messiah.json:1:8: error[duplicate-id]"), "{why}");
+    // The mount shows the kept file too.
+    assert_eq!(
+        fs::read_to_string(m.path(&format!(".stardust/rejected/{name}"))).unwrap(),
+        *content
+    );
+
+    assert_eq!(
+        m.saves(),
+        [mount_save(created("books/messiah.json")), mount_save(changed("books/dune.json"))]
+    );
+}
+
+#[test]
+fn python_open_w_refused_flush_does_not_poison_the_handle() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let code = r#"
+import os
+f = open('books/dune.json', 'w')
+f.write('{"id": "book/dune", "title": ')
+try:
+    f.flush(); os.fsync(f.fileno())
+    print('saved')
+except OSError as e:
+    print('errno', e.errno)
+f.seek(0); f.truncate()
+f.write('{"id": "book/dune", "title": "Dune", "year": 1965}\n')
+f.close()
+print('closed')
+with open('books/new.json', 'w') as g:
+    g.write('{"id": "book/new"}\n')
+"#;
+    let out = python(code, &m.dir);
+    assert_eq!(text(&out.stdout), format!("errno {EIO}\nclosed\n"), "{}", text(&out.stderr));
+    assert_eq!(
+        m.on_disk("books/dune.json"),
+        "{\"id\": \"book/dune\", \"title\": \"Dune\", \"year\": 1965}\n"
+    );
+    assert_eq!(m.on_disk("books/new.json"), "{\"id\": \"book/new\"}\n");
+    let rejected = m.rejected();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].1, "{\"id\": \"book/dune\", \"title\": ");
+    assert_eq!(
+        m.saves(),
+        [mount_save(changed("books/dune.json")), mount_save(created("books/new.json"))]
+    );
+
+    // A refused close fails `close()` itself.
+    let out = python("f = open('books/new.json', 'w'); f.write('oops'); f.close()", &m.dir);
+    assert!(text(&out.stderr).contains("OSError: [Errno 5]"), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/new.json"), "{\"id\": \"book/new\"}\n");
+    // `truncate(2)` by path is a save of its own, refused here at once.
+    let out = python("import os; os.truncate('books/new.json', 3)", &m.dir);
+    assert!(text(&out.stderr).contains("OSError: [Errno 5]"), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/new.json"), "{\"id\": \"book/new\"}\n");
+    assert_eq!(m.rejected().last().unwrap().1, "{\"i");
+    assert_eq!(m.saves().len(), 2);
+}
+
+#[test]
+fn temp_file_then_rename_sed_and_os_replace() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let out = sh(&format!("sed -i 's/Dune/Dune Messiah/' {}", m.path("books/dune.json").display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/dune.json"), DUNE.replace("Dune", "Dune Messiah"));
+    // sed's temporary file never reached the store.
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+
+    let code = r#"
+import os, tempfile
+fd, tmp = tempfile.mkstemp(dir='books')
+os.write(fd, b'{"id": "book/dune", "title": "Replaced"}\n'); os.close(fd)
+os.replace(tmp, 'books/dune.json')
+with open('books/dune.json.new', 'w') as f:
+    f.write('{"id": "book/dune", "title": "Renamed"}\n')
+os.replace('books/dune.json.new', 'books/dune.json')
+with open('books/bad.json.new', 'w') as f:
+    f.write('{"id": ')
+try:
+    os.replace('books/bad.json.new', 'books/dune.json')
+except OSError as e:
+    print('errno', e.errno)
+"#;
+    let out = python(code, &m.dir);
+    assert_eq!(text(&out.stdout), "errno 22\n", "{}", text(&out.stderr));
+    assert_eq!(m.on_disk("books/dune.json"), "{\"id\": \"book/dune\", \"title\": \"Renamed\"}\n");
+    // The refused rename left its source in place (a plain file) and kept the bytes.
+    assert_eq!(listing(&m.store.join("books")), ["bad.json.new", "dune.json"]);
+    assert_eq!(m.rejected().len(), 1);
+    assert_eq!(m.rejected()[0].1, "{\"id\": ");
+    assert_eq!(m.saves(), vec![mount_save(changed("books/dune.json")); 3]);
+}
+
+#[test]
+fn bash_redirect_never_commits_the_truncated_state() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let out = sh(&format!(
+        "cat > {} <<'EOF'\n{{\"id\": \"book/dune\", \"title\": \"Redirected\"}}\nEOF",
+        m.path("books/dune.json").display()
+    ));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = sh(&format!("echo '{{\"id\": \"book/x\"}}' > {}", m.path("books/x.json").display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        m.on_disk("books/dune.json"),
+        "{\"id\": \"book/dune\", \"title\": \"Redirected\"}\n"
+    );
+    assert_eq!(m.on_disk("books/x.json"), "{\"id\": \"book/x\"}\n");
+    // Exactly one transaction each, and no empty document was ever offered.
+    assert_eq!(
+        m.saves(),
+        [mount_save(changed("books/dune.json")), mount_save(created("books/x.json"))]
+    );
+    assert!(m.rejected().is_empty(), "{:?}", m.rejected());
+
+    // `truncate` with no write after it is decided when the file is closed: an empty JSON
+    // document is refused, and the document keeps its content.
+    let out = sh(&format!("truncate -s 0 {}", m.path("books/x.json").display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    eventually("the truncation is decided", || !m.rejected().is_empty());
+    assert_eq!(m.on_disk("books/x.json"), "{\"id\": \"book/x\"}\n");
+    let rejected = m.rejected();
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].1, "");
+    assert!(rejected[0].2.contains("error[syntax]"), "{}", rejected[0].2);
+}
+
+#[test]
+fn vim_saves_through_swap_files_and_backups() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    for backupcopy in ["auto", "no", "yes"] {
+        let title = format!("Dune {backupcopy}");
+        let out = Command::new("vim")
+            .args(["-u", "NONE", "-N", "-es"])
+            .arg("-c")
+            .arg(format!("set backupcopy={backupcopy} writebackup swapfile"))
+            .arg("-c")
+            .arg(format!("%s/\"title\": \"[^\"]*\"/\"title\": \"{title}\"/"))
+            .arg("-c")
+            .arg("wq")
+            .arg(m.path("books/dune.json"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vim {backupcopy}: {} {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert_eq!(
+            m.on_disk("books/dune.json"),
+            format!("{{\"id\": \"book/dune\", \"title\": \"{title}\"}}\n")
+        );
+        assert_eq!(listing(&m.store.join("books")), ["dune.json"], "vim {backupcopy}");
+    }
+    // Each save is exactly one transaction: swap files, the `4913` probe and backups never
+    // reach the store.
+    assert_eq!(m.saves(), vec![mount_save(changed("books/dune.json")); 3]);
+
+    // A refused save: vim reports the failed write, the document and the history keep.
+    let before = m.saves().len();
+    let out = Command::new("vim")
+        .args(["-u", "NONE", "-N", "-es", "-c", "%s/}/,}/", "-c", "wq"])
+        .arg(m.path("books/dune.json"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(m.on_disk("books/dune.json"), "{\"id\": \"book/dune\", \"title\": \"Dune yes\"}\n");
+    assert_eq!(m.saves().len(), before);
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+    assert!(!m.rejected().is_empty());
+}
+
+#[test]
+fn rename_original_then_write_is_one_save() {
+    let m = Mounted::new(&[
+        ("books/dune.json", DUNE),
+        ("books/gone.json", "{\"id\": \"book/gone\"}\n"),
+    ]);
+    let (doc, backup) = (m.path("books/dune.json"), m.path("books/dune.json~"));
+    // Vim with `backupcopy=no`: move the original aside, write the file anew, drop the backup.
+    fs::rename(&doc, &backup).unwrap();
+    assert!(!doc.exists(), "the moved document is hidden");
+    assert_eq!(fs::read_to_string(&backup).unwrap(), DUNE);
+    let mut file = fs::File::create(&doc).unwrap();
+    file.write_all(b"{\"id\": \"book/dune\", \"title\": \"New\"}\n").unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    fs::remove_file(&backup).unwrap();
+    assert_eq!(m.on_disk("books/dune.json"), "{\"id\": \"book/dune\", \"title\": \"New\"}\n");
+    assert_eq!(m.saves(), [mount_save(changed("books/dune.json"))]);
+
+    // Refused: the new save fails, the backup is moved back, and history never lost the
+    // document.
+    fs::rename(&doc, &backup).unwrap();
+    let mut file = fs::File::create(&doc).unwrap();
+    file.write_all(b"{\"id\": ").unwrap();
+    assert_eq!(file.sync_all().unwrap_err().raw_os_error(), Some(EIO));
+    drop(file);
+    fs::rename(&backup, &doc).unwrap();
+    assert_eq!(fs::read_to_string(&doc).unwrap(), "{\"id\": \"book/dune\", \"title\": \"New\"}\n");
+    assert_eq!(m.saves().len(), 1);
+
+    // Moved aside and then deleted: the document is deleted.
+    fs::rename(m.path("books/gone.json"), m.path("books/gone.json~")).unwrap();
+    fs::remove_file(m.path("books/gone.json~")).unwrap();
+    assert!(!m.store.join("books/gone.json").exists());
+    assert_eq!(
+        m.saves()[1],
+        mount_save(vec![("books/gone.json".to_owned(), "deleted".to_owned())])
+    );
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+}
+
+#[test]
+fn create_delete_rename_and_folders_are_transactions() {
+    let m = Mounted::new(&[
+        ("books/dune.json", DUNE),
+        ("people/frank.json", "{\"id\": \"person/frank\"}\n"),
+        ("people/sub/ann.json", "{\"id\": \"person/ann\"}\n"),
+        ("people/notes.txt", "notes"),
+    ]);
+    fs::write(m.path("books/a.json"), "{\"id\": \"book/a\"}\n").unwrap();
+    fs::rename(m.path("books/a.json"), m.path("books/b.json")).unwrap();
+    fs::remove_file(m.path("books/b.json")).unwrap();
+    fs::create_dir(m.path("shelf")).unwrap();
+    assert!(m.store.join("shelf").is_dir());
+    fs::rename(m.path("people"), m.path("authors")).unwrap();
+    fs::remove_dir(m.path("shelf")).unwrap();
+    assert!(!m.store.join("shelf").exists());
+    assert_eq!(m.on_disk("authors/frank.json"), "{\"id\": \"person/frank\"}\n");
+    assert_eq!(m.on_disk("authors/sub/ann.json"), "{\"id\": \"person/ann\"}\n");
+    assert_eq!(m.on_disk("authors/notes.txt"), "notes");
+    assert_eq!(
+        fs::read_to_string(m.path("authors/sub/ann.json")).unwrap(),
+        "{\"id\": \"person/ann\"}\n"
+    );
+    assert!(!m.store.join("people").exists());
+    assert!(!m.path("people").exists());
+    let pair = |a: &str, ca: &str, b: &str, cb: &str| {
+        vec![(a.to_owned(), ca.to_owned()), (b.to_owned(), cb.to_owned())]
+    };
+    assert_eq!(
+        m.saves(),
+        [
+            mount_save(created("books/a.json")),
+            mount_save(pair("books/a.json", "deleted", "books/b.json", "created")),
+            mount_save(vec![("books/b.json".to_owned(), "deleted".to_owned())]),
+            // The folder's documents move in one transaction.
+            mount_save(
+                [
+                    ("authors/frank.json", "created"),
+                    ("authors/sub/ann.json", "created"),
+                    ("people/frank.json", "deleted"),
+                    ("people/sub/ann.json", "deleted"),
+                ]
+                .map(|(p, c)| (p.to_owned(), c.to_owned()))
+                .to_vec()
+            ),
+        ]
+    );
+    // A refused rename fails with EINVAL and changes nothing.
+    // (A refused close is not reported by `fs::write`, which ignores close errors.)
+    let _ = fs::write(m.path("books/c.json"), "{\"id\": \"book/dune\"}");
+    assert!(!m.store.join("books/c.json").exists());
+    eventually("the refused new document is gone", || !m.path("books/c.json").exists());
+    fs::write(m.path("notes.txt"), "{\"id\": \"book/dune\"}").unwrap();
+    let err = fs::rename(m.path("notes.txt"), m.path("books/c.json")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(22));
+    assert!(m.store.join("notes.txt").exists());
+    assert!(!m.store.join("books/c.json").exists());
+}
+
+#[test]
+fn plain_and_scratch_files_and_bad_input() {
+    let m = Mounted::with_args(&[("books/dune.json", DUNE)], &["--max-file-size", "4096"]);
+    // Non-documents pass through, unvalidated and outside history.
+    fs::write(m.path("notes.md"), "{ not json").unwrap();
+    assert_eq!(m.on_disk("notes.md"), "{ not json");
+    // Scratch files live in the mount only, until renamed onto a document.
+    fs::write(m.path("books/.dune.json.swp"), "swap").unwrap();
+    fs::write(m.path("books/4913"), "").unwrap();
+    fs::write(m.path("books/dune.json~"), DUNE).unwrap();
+    assert_eq!(fs::read_to_string(m.path("books/.dune.json.swp")).unwrap(), "swap");
+    assert_eq!(listing(&m.path("books")), [".dune.json.swp", "4913", "dune.json", "dune.json~"]);
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+    fs::remove_file(m.path("books/4913")).unwrap();
+    fs::rename(m.path("books/dune.json~"), m.path("books/copy.json")).unwrap_err();
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+
+    // A new document closed without content is not created: there is nothing to save.
+    fs::File::create(m.path("books/empty.json")).unwrap();
+    eventually("the empty new document is gone", || !m.path("books/empty.json").exists());
+    assert!(!m.store.join("books/empty.json").exists());
+
+    // Beyond the size cap: EFBIG, nothing committed.
+    let mut file = fs::OpenOptions::new().write(true).open(m.path("books/dune.json")).unwrap();
+    let err = file.write_all(&vec![b' '; 8192]).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(27), "{err}");
+    drop(file);
+    assert_eq!(m.on_disk("books/dune.json"), DUNE);
+
+    // The private folder is read-only.
+    let err = fs::write(m.path(".stardust/store.json"), "x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "{err}");
+    let err = fs::write(m.path(".stardust/new"), "x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "{err}");
+    let err = fs::remove_file(m.path(".stardust/store.json")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "{err}");
+
+    // `..` never leaves the mount: the kernel resolves it inside.
+    fs::write(m.path("books/../up.txt"), "up").unwrap();
+    assert_eq!(m.on_disk("up.txt"), "up");
+    assert!(m.saves().is_empty(), "{:?}", m.saves());
+}
+
+#[test]
+fn concurrent_writers_each_commit_whole_documents() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let versions: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"book/dune\", \"writer\": {i}, \"pad\": \"{}\"}}\n",
+                "x".repeat(3000)
+            )
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for version in &versions {
+            let path = m.path("books/dune.json");
+            s.spawn(move || {
+                for _ in 0..5 {
+                    fs::write(&path, version).unwrap();
+                }
+            });
+        }
+    });
+    let last = m.on_disk("books/dune.json");
+    assert!(versions.contains(&last), "a mix of writers: {last:.80}");
+    let saves = m.saves();
+    assert!(!saves.is_empty() && saves.len() <= 30, "{}", saves.len());
+    // Every committed version is one writer's whole document.
+    let out = util::stardust(&["log", m.store.to_str().unwrap(), "--format", "json"]);
+    let wanted: Vec<String> = versions.iter().map(|v| sha256(v)).collect();
+    for line in text(&out.stdout).lines().skip(1) {
+        let txn: serde_json::Value = serde_json::from_str(line).unwrap();
+        let after = txn["documents"][0]["after"].as_str().unwrap();
+        assert!(wanted.iter().any(|w| w == after), "{after}");
+    }
+    assert!(m.rejected().is_empty());
+}
+
+fn sha256(text: &str) -> String {
+    let out =
+        Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(
+            |mut c| {
+                c.stdin.take().unwrap().write_all(text.as_bytes())?;
+                c.wait_with_output()
+            },
+        );
+    text_first_word(&out.unwrap().stdout)
+}
+
+fn text_first_word(bytes: &[u8]) -> String {
+    text(bytes).split_whitespace().next().unwrap().to_owned()
+}
+
+#[test]
+fn edits_behind_the_store_appear_at_once() {
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    // Let the kernel cache the document's attributes and pages.
+    assert_eq!(fs::read_to_string(m.path("books/dune.json")).unwrap(), DUNE);
+    let longer = DUNE.replace("Dune", "Dune, the first book of the saga");
+    fs::write(m.store.join("books/dune.json"), &longer).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while m.history().len() < 2 {
+        assert!(Instant::now() < deadline, "the edit was not taken in: {}", m.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(fs::metadata(m.path("books/dune.json")).unwrap().len(), longer.len() as u64);
+    assert_eq!(fs::read_to_string(m.path("books/dune.json")).unwrap(), longer);
+    assert_eq!(m.history()[1].1, "external");
+}
+
+#[test]
+fn sigterm_unmounts_and_exits_zero() {
+    let mut m = Mounted::new(&[("books/dune.json", DUNE)]);
+    assert_eq!(m.stop(), Some(0), "{}", m.log());
+    assert!(!is_mounted(&m.dir));
+    assert!(m.log().contains("unmounting"), "{}", m.log());
+
+    // With a file still open, the folder is detached at once and the mount serves the open
+    // file until it is closed, then exits 0.
+    let mut m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let mut open = fs::File::open(m.path("books/dune.json")).unwrap();
+    m.signal("-TERM");
+    eventually("the folder is detached", || !is_mounted(&m.dir));
+    let mut child = m.child.take().unwrap();
+    assert!(child.try_wait().unwrap().is_none(), "exited with a file open: {}", m.log());
+    let mut content = String::new();
+    std::io::Read::read_to_string(&mut open, &mut content).unwrap();
+    assert_eq!(content, DUNE);
+    drop(open);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "still running after the last close: {}", m.log());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}: {}", m.log());
+}
+
+#[test]
+fn kill_9_leaves_whole_documents_and_fusermount_recovers() {
+    let mut m = Mounted::new(&[("books/dune.json", DUNE)]);
+    fs::write(m.path("books/dune.json"), DUNE.replace("Dune", "Saved")).unwrap();
+    m.signal("-KILL");
+    let mut child = m.child.take().unwrap();
+    child.wait().unwrap();
+    assert!(is_mounted(&m.dir), "still mounted (the kernel keeps a dead mount)");
+    let status = Command::new("fusermount3").arg("-u").arg(&m.dir).status().unwrap();
+    assert!(status.success());
+    assert!(!is_mounted(&m.dir));
+    assert_eq!(m.on_disk("books/dune.json"), DUNE.replace("Dune", "Saved"));
+    // The store opens again and its history is whole.
+    let out = util::stardust(&["log", m.store.to_str().unwrap(), "--verify"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let history = m.history();
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[1].1, "mount");
+}
+
+#[test]
+fn pjdfstest_passes_in_a_plain_folder() {
+    // The mount's name is longer than the store's (`s`), so paths of PATH_MAX bytes in the
+    // mount are shorter than that in the store below it; and short, so that socket paths fit
+    // in `sun_path`.
+    let m = Mounted::at("pjd", &[], &[]);
+    let dir = m.path("p");
+    fs::create_dir(&dir).unwrap();
+    fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let bin = std::env::var("PJDFSTEST").unwrap_or_else(|_| "pjdfstest".to_owned());
+    let out = Command::new(&bin)
+        .arg("-c")
+        .arg(util::repo().join("tests/pjdfstest.toml"))
+        .arg("-p")
+        .arg(&dir)
+        .current_dir(&dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {bin} ({e}): install it with `cargo install pjdfstest --locked` \
+                 (needs libacl1-dev), as .ci/run does, or name it in $PJDFSTEST"
+            )
+        });
+    let stdout = text(&out.stdout);
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.trim_end().ends_with("FAILED")).collect();
+    assert!(
+        out.status.success() && failed.is_empty(),
+        "unexpected failures: {failed:#?}\n{}",
+        m.log()
+    );
+    let summary = stdout.lines().find(|l| l.starts_with("Summary:")).unwrap_or_default();
+    assert!(summary.starts_with("Summary: 0 failed"), "{summary}");
+}
+
+#[test]
+fn mount_refuses_a_folder_inside_the_store_or_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    fs::create_dir_all(store.join("inside")).unwrap();
+    let run = |dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .arg("mount")
+            .arg(&store)
+            .arg(dir)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    };
+    let out = run(&store.join("inside"));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error[invalid-arguments]"), "{stderr}");
+    assert!(stderr.contains("inside the store"), "{stderr}");
+    let out = run(&tmp.path().join("missing"));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot mount at"), "{}", text(&out.stderr));
+    assert!(!is_mounted(&store.join("inside")));
+}
