@@ -96,6 +96,9 @@ enum Command {
     Serve {
         /// The store directory.
         store: PathBuf,
+        /// Also show the store at this folder (as `stardust mount` does), through this core.
+        #[arg(long, value_name = "DIR")]
+        mount: Option<PathBuf>,
         /// Stop after this many seconds with no client connected.
         #[arg(long, value_name = "SECONDS")]
         idle_exit: Option<u64>,
@@ -191,7 +194,9 @@ fn main() -> ExitCode {
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
         }
-        Command::Serve { store, idle_exit } => cmd::serve::run(&store, idle_exit),
+        Command::Serve { store, mount, idle_exit } => {
+            cmd::serve::run(&store, mount.as_deref(), idle_exit)
+        }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Mcp { store, allow_mutation, mcp_http } => {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)

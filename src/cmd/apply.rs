@@ -6,8 +6,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use stardust_core::service::{Front, Service};
+use stardust_core::service::{Front, Service, Session};
 use stardust_core::store::{OpenOptions, Store};
+use stardust_daemon::attach::{self, Client};
+use stardust_daemon::{FrontKind, Hello};
 
 use crate::OutputFormat;
 
@@ -27,11 +29,8 @@ pub(crate) fn run(
             ))
         })?
     };
-    // A one-shot command: edits made behind the store's back are taken in when it opens.
-    let service =
-        Service::new(Store::open(store, OpenOptions { watch: false, ..OpenOptions::default() })?);
-    let session = service.open_session(Front::Cli, "cli");
-    let preview = service.execute(&session, "stardust.patch.apply", json!({ "document": text }))?;
+    let mut core = Core::open(store)?;
+    let preview = core.call("stardust.patch.apply", json!({ "document": text }))?;
     let mut out = std::io::stdout().lock();
     if !yes {
         match format {
@@ -44,11 +43,8 @@ pub(crate) fn run(
             ExitCode::from(1)
         });
     }
-    let confirmed = service.execute(
-        &session,
-        "stardust.preview.confirm",
-        json!({ "previewId": preview["previewId"] }),
-    )?;
+    let confirmed =
+        core.call("stardust.preview.confirm", json!({ "previewId": preview["previewId"] }))?;
     match format {
         OutputFormat::Json => writeln!(out, "{confirmed}")?,
         OutputFormat::Text => {
@@ -59,6 +55,36 @@ pub(crate) fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the commands run: through the store's running core when there is one (so this never
+/// races it), else on the store opened here.
+enum Core {
+    Attached(Client),
+    Local(Service, Session),
+}
+
+impl Core {
+    fn open(store: &Path) -> anyhow::Result<Core> {
+        if let Ok(root) = store.canonicalize()
+            && attach::running(&root)
+        {
+            let stream = attach::connect(&root, &Hello::new(FrontKind::Cli, "cli"), None)?;
+            return Ok(Core::Attached(Client::new(stream)?));
+        }
+        // A one-shot command: edits made behind the store's back are taken in when it opens.
+        let store = Store::open(store, OpenOptions { watch: false, ..OpenOptions::default() })?;
+        let service = Service::new(store);
+        let session = service.open_session(Front::Cli, "cli");
+        Ok(Core::Local(service, session))
+    }
+
+    fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
+        match self {
+            Core::Attached(client) => client.call(command, arguments),
+            Core::Local(service, session) => Ok(service.execute(session, command, arguments)?),
+        }
+    }
 }
 
 /// The preview for people: each document's diff, the resolved names, the diagnostics delta,

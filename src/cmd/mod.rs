@@ -23,6 +23,8 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_core::backup::BackupError>() {
         e.code()
+    } else if let Some(e) = err.downcast_ref::<stardust_daemon::attach::RemoteError>() {
+        e.code.as_str()
     } else {
         err.downcast_ref::<stardust_core::Error>().map_or("internal", |e| e.code())
     };

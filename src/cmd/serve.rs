@@ -9,7 +9,11 @@ use std::time::Duration;
 use nix::sys::signal::{SigSet, Signal};
 use stardust_daemon::server::{Daemon, Handlers};
 
-pub(crate) fn run(store: &Path, idle_exit: Option<u64>) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(
+    store: &Path,
+    mount: Option<&Path>,
+    idle_exit: Option<u64>,
+) -> anyhow::Result<ExitCode> {
     // Block the stop signals before any thread starts: every thread inherits the mask, so they
     // wait for this thread's `sigwait` instead of killing the process mid-commit.
     let mut signals = SigSet::empty();
@@ -18,6 +22,22 @@ pub(crate) fn run(store: &Path, idle_exit: Option<u64>) -> anyhow::Result<ExitCo
     signals.thread_block()?;
 
     let daemon = Arc::new(Daemon::start(store)?);
+    // The mount shares the core's store: its saves and every other path's commits are one
+    // history, and each invalidates the other's caches.
+    let mounted = match mount {
+        Some(dir) => {
+            let service = daemon.service();
+            let on_end = || {
+                let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
+            };
+            let options = stardust_fuse::MountOptions::default();
+            let mount = stardust_fuse::mount(service.store_arc(), dir, &options, on_end)?;
+            service.set_mount(Some(mount.dir().display().to_string()));
+            tracing::info!("mounted at {}", mount.dir().display());
+            Some(mount)
+        }
+        None => None,
+    };
     let handlers = Handlers {
         lsp: Arc::new(|service, _hello, stream| {
             let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
@@ -35,7 +55,8 @@ pub(crate) fn run(store: &Path, idle_exit: Option<u64>) -> anyhow::Result<ExitCo
     };
     let accepting = daemon.clone();
     std::thread::spawn(move || accepting.accept(&handlers));
-    if let Some(seconds) = idle_exit {
+    // A mounted core is in use as long as the mount is: it never stops for idleness.
+    if let Some(seconds) = idle_exit.filter(|_| mounted.is_none()) {
         let watched = daemon.clone();
         std::thread::spawn(move || {
             let idle = Duration::from_secs(seconds);
@@ -52,5 +73,8 @@ pub(crate) fn run(store: &Path, idle_exit: Option<u64>) -> anyhow::Result<ExitCo
     let signal = signals.wait()?;
     tracing::info!("{signal}: stopping");
     daemon.shutdown();
+    if let Some(mount) = mounted {
+        mount.unmount()?;
+    }
     Ok(ExitCode::SUCCESS)
 }
