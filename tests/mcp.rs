@@ -31,6 +31,8 @@ impl Mcp {
             .arg("--store")
             .arg(store)
             .args(flags)
+            // A core started for the test goes soon after its last client.
+            .env("STARDUST_IDLE_EXIT", "2")
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -311,8 +313,10 @@ fn the_gated_posture_follows_the_client_name_and_fails_closed() {
     for (name, allowed) in cases {
         let mut mcp = Mcp::open(tmp.path(), &[], name);
         assert_eq!(mcp.tool_names().contains(&"preview_confirm".to_owned()), allowed, "{name:?}");
+        // One core serves the store to the three clients in turn: this session's decision
+        // is the latest.
         let status = mcp.ok("status", json!({}));
-        let decision = &status["decisions"][0];
+        let decision = status["decisions"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(decision["allowed"], allowed, "{name:?}: {decision}");
         if name.is_empty() {
             assert!(
@@ -794,4 +798,46 @@ fn without_a_store_the_server_says_how_to_name_one() {
     assert!(out.stdout.is_empty(), "stdout carries only protocol");
     let stderr = util::text(&out.stderr);
     assert!(stderr.contains("error[not-found]") && stderr.contains("--store"), "{stderr}");
+}
+
+#[test]
+fn agents_share_the_stores_core_with_each_other_and_the_command_line() {
+    let tmp = library();
+    let mut writer = Mcp::open(tmp.path(), &["--allow-mutation"], "agent-a");
+    assert!(tmp.path().join(".stardust/run/daemon.json").exists(), "a core serves the store");
+    // A second agent on the same store: the same core, its own session and gate.
+    let mut reader = Mcp::open(tmp.path(), &[], "agent-b");
+    assert!(writer.tool_names().contains(&"preview_confirm".to_owned()));
+    assert!(!reader.tool_names().contains(&"preview_confirm".to_owned()));
+    let status = reader.ok("status", json!({}));
+    let clients: Vec<&str> = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(clients, ["agent-a", "agent-b"]);
+    // A commit through the command line reaches the subscribed agent.
+    let uri = "stardust://entities/book/dune";
+    assert_eq!(reader.request("resources/subscribe", json!({"uri": uri}))["result"], json!({}));
+    let patch = tmp.path().join("pages.patch.dust");
+    std::fs::write(&patch, "ops [{set {id book/dune pages 415}}]\n").unwrap();
+    let applied =
+        util::stardust(&["apply", tmp.path().to_str().unwrap(), patch.to_str().unwrap(), "--yes"]);
+    assert!(applied.status.success(), "{}", util::text(&applied.stderr));
+    let updated = reader.notification("notifications/resources/updated", Duration::from_secs(2));
+    assert_eq!(updated.len(), 1, "{updated:?}");
+    assert_eq!(updated[0]["params"]["uri"], uri);
+    let dune = reader.ok("entity_get", json!({"id": "book/dune"}));
+    assert_eq!(dune["value"]["pages"], 415);
+    // A commit by one agent is what the other reads next.
+    let preview = writer.ok(
+        "mutation_execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 416}}),
+    );
+    let committed = writer.ok("preview_confirm", json!({"previewId": preview["previewId"]}));
+    assert!(committed["seq"].as_u64().is_some());
+    let dune = reader.ok("entity_get", json!({"id": "book/dune"}));
+    assert_eq!(dune["value"]["pages"], 416);
+    assert!(writer.close() && reader.close());
 }

@@ -35,7 +35,11 @@ async fn rmcp_client_lists_and_calls_tools() {
     copy_dir(&util::repo().join("examples/library"), tmp.path());
     let store = tmp.path().to_owned();
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stardust")).configure(|cmd| {
-        cmd.arg("mcp").arg("--store").arg(&store).env_remove("RUST_LOG");
+        cmd.arg("mcp")
+            .arg("--store")
+            .arg(&store)
+            .env("STARDUST_IDLE_EXIT", "2")
+            .env_remove("RUST_LOG");
     });
     let client = ClientConfig::new(
         ClientCapabilities::default(),

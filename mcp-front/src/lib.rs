@@ -23,6 +23,27 @@ pub use http::run_http;
 pub use server::{McpServer, Options};
 pub use tools::{CONFIRM_TOOL, command_of, tool_name};
 
+/// Serve one MCP connection of a store's core (`stardust serve`) on `stream`, a session of the
+/// shared `service`, until the client closes it.
+pub fn run_attached(
+    service: Arc<Service>,
+    options: Options,
+    stream: std::os::unix::net::UnixStream,
+) -> anyhow::Result<()> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        stream.set_nonblocking(true)?;
+        let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
+        let running = McpServer::new(service, options)
+            .serve((read, write))
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
+        running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
+        Ok(())
+    })
+}
+
 /// Serve MCP on standard input and output until the client closes the input.
 pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> {
     let runtime =

@@ -1,5 +1,7 @@
 //! `stardust mcp [--store STORE] [--allow-mutation] [--mcp-http ADDR]`: the MCP front on
-//! standard input and output, or on streamable HTTP on loopback.
+//! standard input and output, attached to the store's core (started in the background when
+//! none runs) so that an agent shares it with editors and the mount; or, with `--mcp-http`,
+//! on streamable HTTP on loopback, serving the store from this process.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,6 +11,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use stardust_core::service::Service;
 use stardust_core::store::{OpenOptions, Store};
+use stardust_daemon::attach::{self, Autostart};
+use stardust_daemon::{FrontKind, Hello};
 
 pub(crate) fn run(
     store: Option<&Path>,
@@ -24,10 +28,26 @@ pub(crate) fn run(
         )
         .into());
     };
+    let options = stardust_mcp::Options { allow_mutation };
+    // On stdio, share the store's core with editors and the mount (starting one when none
+    // runs); serve alone only when no core can run.
+    if http.is_none()
+        && let Ok(canonical) = root.canonicalize()
+    {
+        let exe = std::env::current_exe()?;
+        let start = Autostart { exe: &exe, idle_exit: super::idle_exit() };
+        let hello = Hello { allow_mutation, ..Hello::new(FrontKind::Mcp, "stardust mcp") };
+        match attach::connect(&canonical, &hello, Some(start)) {
+            Ok(stream) => {
+                attach::relay_stdio(stream)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(err) => tracing::warn!("{err:#}; serving the store from this process"),
+        }
+    }
     let store = Store::open(&root, OpenOptions::default())?;
     tracing::info!("serving the store {} over MCP", store.root().display());
     let service = Arc::new(Service::new(store));
-    let options = stardust_mcp::Options { allow_mutation };
     match http {
         Some(addr) => stardust_mcp::run_http(service, options, addr, |bound| {
             tracing::info!("MCP over streamable HTTP at http://{bound}/mcp");

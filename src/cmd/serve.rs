@@ -47,10 +47,12 @@ pub(crate) fn run(
             let _ = closer.shutdown(std::net::Shutdown::Both);
             served
         }),
-        mcp: Arc::new(|_service, _hello, _stream| {
-            anyhow::bail!(
-                "this core does not serve MCP yet; run `stardust mcp --store STORE` alone"
-            )
+        mcp: Arc::new(|service, hello, stream| {
+            let closer = stream.try_clone()?;
+            let options = stardust_mcp::Options { allow_mutation: hello.allow_mutation };
+            let served = stardust_mcp::run_attached(service, options, stream);
+            let _ = closer.shutdown(std::net::Shutdown::Both);
+            served
         }),
     };
     let accepting = daemon.clone();
