@@ -1,5 +1,6 @@
 //! Round trips to `stardust mcp` over stdio, the way an agent's host makes them: the release
-//! binary on a generated store of 100,000 entities, newline-delimited JSON-RPC on its pipes.
+//! binary on a generated store of 100,000 entities, newline-delimited JSON-RPC on its pipes,
+//! relayed to the store's core (started by the first run; a second run within 5 s reuses it).
 //!
 //! ```text
 //! cargo run --release -p stardust-core --example gen_store -- /tmp/mcp-bench-100k --docs 10000 --entities 100000
@@ -79,6 +80,8 @@ fn main() {
         .args(["mcp", "--store"])
         .arg(&store)
         .env("RUST_LOG", "warn")
+        // `stardust mcp` attaches to the store's core, starting one: let it go soon after.
+        .env("STARDUST_IDLE_EXIT", "5")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
