@@ -102,6 +102,10 @@ enum Command {
         /// Stop after this many seconds with no client connected.
         #[arg(long, value_name = "SECONDS")]
         idle_exit: Option<u64>,
+        /// Also serve MCP over streamable HTTP on this loopback address (e.g. 127.0.0.1:8765;
+        /// the endpoint is `http://ADDR/mcp`), through this core.
+        #[arg(long, value_name = "ADDR")]
+        mcp_http: Option<std::net::SocketAddr>,
     },
     /// Serve the Language Server Protocol on standard input and output.
     Lsp {
@@ -194,8 +198,8 @@ fn main() -> ExitCode {
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
         }
-        Command::Serve { store, mount, idle_exit } => {
-            cmd::serve::run(&store, mount.as_deref(), idle_exit)
+        Command::Serve { store, mount, idle_exit, mcp_http } => {
+            cmd::serve::run(&store, mount.as_deref(), idle_exit, mcp_http)
         }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Mcp { store, allow_mutation, mcp_http } => {

@@ -841,3 +841,77 @@ fn agents_share_the_stores_core_with_each_other_and_the_command_line() {
     assert_eq!(dune["value"]["pages"], 416);
     assert!(writer.close() && reader.close());
 }
+
+#[test]
+fn the_core_serves_mcp_over_http_beside_stdio_agents() {
+    let tmp = library();
+    let mut core = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--mcp-http", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(core.stderr.take().unwrap());
+    let port: u16 = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the core stopped before listening");
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            let rest = &line[at + "http://127.0.0.1:".len()..];
+            break rest[..rest.find('/').unwrap()].parse().unwrap();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    // A stdio agent attaches to the same core and commits.
+    let mut agent = Mcp::open(tmp.path(), &["--allow-mutation"], "stdio-agent");
+    let preview = agent.ok(
+        "mutation_execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 417}}),
+    );
+    agent.ok("preview_confirm", json!({"previewId": preview["previewId"]}));
+    // The HTTP agent reads that commit, and has no preview_confirm (the store's posture is off).
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "http-agent", "version": "1"}}});
+    let (_, headers, _) = http(port, &[], &init);
+    let session = headers.iter().find(|(k, _)| k == "mcp-session-id").unwrap().1.clone();
+    let with_session = [("Mcp-Session-Id", session.as_str())];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(http(port, &with_session, &initialized).0, 202);
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "entity_get", "arguments": {"id": "book/dune"}}});
+    let (_, _, body) = http(port, &with_session, &get);
+    let answer = messages(&body).into_iter().find(|m| m["id"] == 2).unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["value"]["pages"], 417);
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let (_, _, body) = http(port, &with_session, &list);
+    let tools = messages(&body).into_iter().find(|m| m["id"] == 3).unwrap();
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"query_execute") && !names.contains(&"preview_confirm"));
+    let status = agent.ok("status", json!({}));
+    let clients: Vec<&str> = status["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(clients, ["stdio-agent", "http-agent"]);
+    assert!(agent.close());
+    let pid = core.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let status = core.wait().unwrap();
+    assert!(status.success(), "the core stops cleanly on SIGTERM: {status}");
+    // Only loopback addresses are served.
+    let out =
+        util::stardust(&["serve", tmp.path().to_str().unwrap(), "--mcp-http", "0.0.0.0:8765"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(util::text(&out.stderr).contains("loopback only"), "{}", util::text(&out.stderr));
+}

@@ -1,6 +1,8 @@
 //! `stardust serve STORE`: the one core of a store (SPEC §15), serving LSP, MCP and the command
-//! line over a Unix socket until SIGINT or SIGTERM, or until it has been idle long enough.
+//! line over a Unix socket (and MCP over streamable HTTP with `--mcp-http`) until SIGINT or
+//! SIGTERM, or until it has been idle long enough.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,7 +15,14 @@ pub(crate) fn run(
     store: &Path,
     mount: Option<&Path>,
     idle_exit: Option<u64>,
+    mcp_http: Option<SocketAddr>,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = mcp_http.filter(|a| !a.ip().is_loopback()) {
+        return Err(stardust_core::Error::InvalidArguments(format!(
+            "--mcp-http serves on loopback only; give 127.0.0.1:PORT or [::1]:PORT, not {addr}"
+        ))
+        .into());
+    }
     // Block the stop signals before any thread starts: every thread inherits the mask, so they
     // wait for this thread's `sigwait` instead of killing the process mid-commit.
     let mut signals = SigSet::empty();
@@ -55,10 +64,34 @@ pub(crate) fn run(
             served
         }),
     };
+    // MCP over HTTP shares the core's service: its sessions see every other front's commits.
+    if let Some(addr) = mcp_http {
+        let service = daemon.service();
+        let (ready, bound) = std::sync::mpsc::channel();
+        let failed = ready.clone();
+        std::thread::spawn(move || {
+            let on_ready = move |at: SocketAddr| {
+                let _ = ready.send(Ok(at));
+            };
+            let options = stardust_mcp::Options::default();
+            if let Err(err) = stardust_mcp::run_http(service, options, addr, on_ready) {
+                let _ = failed.send(Err(err));
+            }
+        });
+        match bound.recv() {
+            Ok(Ok(at)) => tracing::info!("MCP over streamable HTTP at http://{at}/mcp"),
+            Ok(Err(err)) => {
+                daemon.shutdown();
+                return Err(err.context(format!("cannot serve MCP over HTTP on {addr}")));
+            }
+            Err(_) => anyhow::bail!("the MCP HTTP server stopped before it listened"),
+        }
+    }
     let accepting = daemon.clone();
     std::thread::spawn(move || accepting.accept(&handlers));
-    // A mounted core is in use as long as the mount is: it never stops for idleness.
-    if let Some(seconds) = idle_exit.filter(|_| mounted.is_none()) {
+    // A mounted core is in use as long as the mount is, one serving HTTP as long as agents may
+    // connect: neither stops for idleness.
+    if let Some(seconds) = idle_exit.filter(|_| mounted.is_none() && mcp_http.is_none()) {
         let watched = daemon.clone();
         std::thread::spawn(move || {
             let idle = Duration::from_secs(seconds);
