@@ -549,8 +549,11 @@ fn bad_input_gets_typed_errors_and_never_stops_the_server() {
     mcp.send_raw("{this is not json");
     mcp.send_raw("");
     let huge = "x".repeat(4 * 1024 * 1024);
-    let big = mcp.call("expression_evaluate", json!({"expression": format!("'{huge}'")}));
-    assert!(big.is_object(), "a 4 MB argument is answered");
+    // A 4 MB argument is read; its 4 MB answer is refused, not cut, and says how to ask less.
+    let big = mcp.fail("expression_evaluate", json!({"expression": format!("'{huge}'")}));
+    assert_eq!(big["code"], "unsupported", "{big}");
+    assert!(big["bytes"].as_u64().unwrap() > 4 * 1024 * 1024);
+    assert!(big["message"].as_str().unwrap().contains("64 KiB"), "{big}");
     let alive = mcp.ok("entity_get", json!({"id": "book/dune"}));
     assert_eq!(alive["path"], "books/dune.dust");
     // A client that leaves in the middle of a call: the server finishes and exits cleanly.

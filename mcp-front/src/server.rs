@@ -137,7 +137,20 @@ impl Conn {
                 .map_err(CommandError::from)
         };
         match outcome {
-            Ok(value) => ok_result(name, value),
+            Ok(value) => {
+                // Lists were paged or cut to fit; what is still larger is one huge value.
+                let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
+                if bytes > page::MAX_PAGE_BYTES {
+                    let message = format!(
+                        "the answer of {name} is {} KiB, more than the 64 KiB one answer may \
+                         hold; ask for a part of it (a query on some fields, hover at a place), \
+                         or read a whole entity or document as a resource",
+                        bytes.div_ceil(1024)
+                    );
+                    return error_result("unsupported", &message, json!({ "bytes": bytes }));
+                }
+                ok_result(name, value)
+            }
             Err(err) => {
                 let details = err.details(&self.service.store().snapshot().analysis);
                 error_result(err.code(), &err.to_string(), details)
