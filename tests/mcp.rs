@@ -215,7 +215,7 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
     expected.extend(
         ["diagnostics", "hover", "definition", "references", "document_symbols"]
             .iter()
-            .chain(&["workspace_symbols", "describe_type"])
+            .chain(&["workspace_symbols", "code_actions", "describe_type"])
             .map(|s| s.to_string()),
     );
     let names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
@@ -760,6 +760,17 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
         .unwrap()
         .to_owned();
     assert!(text.starts_with("diagnostics: 1 of 1\n{"), "{text}");
+    // The repairs at that place, with their exact edits (the closest id first).
+    let at = json!({"path": "dangling-ref.dust", "position": {"line": 5, "column": 12}});
+    let actions = mcp.ok("code_actions", at);
+    let fix = &actions["actions"][0];
+    assert_eq!(fix["kind"], "quickfix", "{actions}");
+    assert_eq!(fix["diagnostic"]["code"], "dangling-ref");
+    assert_eq!(fix["preferred"], true);
+    assert_eq!(fix["edits"][0]["newText"], "@person/frank-herbert", "{fix}");
+    assert_eq!(fix["edits"][0]["range"], d["range"]);
+    let last = actions["actions"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["kind"].clone(), last["to"].clone()), (json!("convert"), json!("json")));
 }
 
 #[test]

@@ -138,6 +138,13 @@ pub fn tools() -> Vec<NavTool> {
             output: paged_output("symbols"),
         },
         NavTool {
+            name: "code_actions",
+            title: "List repairs at a place",
+            description: "The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount.",
+            input: object(with(address(), page_properties()), &[]),
+            output: paged_output("actions"),
+        },
+        NavTool {
             name: "describe_type",
             title: "Describe an entity type",
             description: "A type's fields, required fields, types, allowed values, reference targets and descriptions, from its schema: what a valid new entity needs.",
@@ -210,9 +217,42 @@ pub fn run(
                 .collect();
             page::page("symbols", items, args)
         }
+        "code_actions" => {
+            let (doc, offset) = place(analysis, root, args)?;
+            let span = stardust_core::text::Span::empty(offset);
+            let items = ide::code_actions(analysis, &doc.path, span)
+                .iter()
+                .map(|a| action(analysis, &doc.path, a))
+                .collect();
+            page::page("actions", items, args)
+        }
         "describe_type" => ide::describe_type(analysis, text(args, "type").unwrap_or_default()),
         other => Err(Error::InvalidArguments(format!("unknown tool {other}"))),
     }
+}
+
+/// A code action as the `code_actions` tool answers it: edits with the tool's ranges.
+fn action(analysis: &Analysis, path: &str, action: &ide::Action) -> Value {
+    let edits: Vec<Value> = action
+        .edits
+        .iter()
+        .map(|e| {
+            let mut at = ide::location_json(analysis, path, e.span);
+            at["newText"] = json!(e.text);
+            at
+        })
+        .collect();
+    json!({
+        "title": action.title,
+        "kind": match action.kind {
+            ide::ActionKind::QuickFix => "quickfix",
+            ide::ActionKind::Convert => "convert",
+        },
+        "preferred": action.preferred,
+        "diagnostic": action.diagnostic.as_ref().map(|d| json!({"code": d.code, "message": d.message})),
+        "edits": edits,
+        "to": action.to.map(|l| l.as_str()),
+    })
 }
 
 fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {

@@ -137,6 +137,7 @@ mod tests {
                 "references",
                 "document_symbols",
                 "workspace_symbols",
+                "code_actions",
                 "describe_type",
             ]
         );
