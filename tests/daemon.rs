@@ -294,3 +294,60 @@ fn a_stale_record_is_replaced() {
     assert!(text(&second.stderr).contains("error[busy]"), "{}", text(&second.stderr));
     assert!(serve.stop().success());
 }
+
+#[test]
+fn a_core_killed_with_9_is_replaced_and_nothing_is_lost() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let serve = Serve::start(&store, None);
+    let mut editor = Editor::attach(&store, "e2e-editor");
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    editor.wait(|m| m["method"] == "stardust/entitiesChanged");
+    let pid = serve.child.id().to_string();
+    Command::new("kill").args(["-KILL", &pid]).status().unwrap();
+    // The editor's server relays the end of its connection: its output closes.
+    let deadline = Instant::now() + TIMEOUT;
+    while editor.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the attached lsp did not notice the core's death");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(serve);
+    // The record is stale now; the next attacher starts a fresh core, which has the commit.
+    let mut again = Editor::attach(&store, "e2e-editor");
+    let got = again.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.entity.get", "arguments": [{"id": "person/bo"}]}),
+    );
+    assert_eq!(got["value"]["name"], "Bo");
+    let status = again.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}]}),
+    );
+    assert_eq!(status["seq"], done["seq"], "{status}");
+    assert_ne!(record(&store).unwrap()["pid"].to_string(), pid);
+}
+
+#[test]
+fn a_wrong_protocol_on_the_socket_is_refused_and_the_core_goes_on() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let serve = Serve::start(&store, None);
+    let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
+    for junk in
+        ["GET / HTTP/1.1\r\n\r\n", "{\"stardust\": 99, \"front\": \"lsp\", \"client\": \"x\"}\n"]
+    {
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        stream.write_all(junk.as_bytes()).unwrap();
+        let mut answer = String::new();
+        BufReader::new(stream).read_line(&mut answer).unwrap();
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["error"]["code"], "invalid-arguments", "{answer}");
+    }
+    // Hundreds of connections that come and go leave it serving.
+    for _ in 0..300 {
+        drop(std::os::unix::net::UnixStream::connect(&socket).unwrap());
+    }
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    assert_eq!(done["resolved"]["?bo"], "person/bo");
+    assert!(serve.stop().success());
+}
