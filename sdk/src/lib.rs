@@ -151,7 +151,8 @@ pub struct ConnectOptions {
     pub exe: Option<PathBuf>,
     /// Whether to start a core when none runs (default `true`).
     pub autostart: bool,
-    /// How long a core started by this client stays up with no connection (default 300 s).
+    /// How long a core started by this client stays up with no connection: by default
+    /// `STARDUST_IDLE_EXIT` seconds, else 300, as for `stardust lsp`.
     pub idle_exit: Duration,
     /// How long a subscription keeps trying to reconnect after the core went away (default
     /// 30 s).
@@ -163,7 +164,12 @@ impl Default for ConnectOptions {
         ConnectOptions {
             exe: None,
             autostart: true,
-            idle_exit: Duration::from_secs(300),
+            idle_exit: Duration::from_secs(
+                std::env::var("STARDUST_IDLE_EXIT")
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(300),
+            ),
             reconnect_timeout: Duration::from_secs(30),
         }
     }
@@ -219,7 +225,8 @@ pub struct Entity {
 impl Entity {
     /// The value as a typed record.
     pub fn value_as<T: DeserializeOwned>(&self) -> Result<T> {
-        T::deserialize(&self.value).map_err(|err| Error::Decode(format!("entity {}: {err}", self.id)))
+        T::deserialize(&self.value)
+            .map_err(|err| Error::Decode(format!("entity {}: {err}", self.id)))
     }
 }
 
@@ -232,7 +239,11 @@ impl Client {
     }
 
     /// [`Client::connect`] with explicit options.
-    pub fn connect_with(store: impl AsRef<Path>, name: &str, options: ConnectOptions) -> Result<Client> {
+    pub fn connect_with(
+        store: impl AsRef<Path>,
+        name: &str,
+        options: ConnectOptions,
+    ) -> Result<Client> {
         let store = store.as_ref().to_owned();
         let conn = Conn::open(&store, name, &options, &[])?;
         Ok(Client { store, name: name.to_owned(), options, conn: Mutex::new(conn) })

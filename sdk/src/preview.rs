@@ -117,14 +117,16 @@ impl<'c> Preview<'c> {
     /// `problems` in `data`), `preview-stale` (a document changed since; preview again) or
     /// `preview-expired`. A preview is single-use: this consumes it, success or failure.
     pub fn confirm(self) -> Result<Committed> {
-        let answer = self.client.execute("stardust.preview.confirm", json!({"previewId": self.id}))?;
+        let answer =
+            self.client.execute("stardust.preview.confirm", json!({"previewId": self.id}))?;
         serde_json::from_value(answer)
             .map_err(|err| Error::Protocol(format!("a confirm answer that does not read: {err}")))
     }
 
     /// Drop the preview. `false` when the core no longer had it (expired or already used).
     pub fn discard(self) -> Result<bool> {
-        let answer = self.client.execute("stardust.preview.discard", json!({"previewId": self.id}))?;
+        let answer =
+            self.client.execute("stardust.preview.discard", json!({"previewId": self.id}))?;
         Ok(answer["discarded"] == true)
     }
 }

@@ -36,7 +36,12 @@ pub(crate) struct Conn {
 impl Conn {
     /// Attach to the core of `store` as the LSP client `name` and initialize, opting in to the
     /// change notifications in `wants` (`"entitiesChanged"`, `"documentsChanged"`).
-    pub fn open(store: &Path, name: &str, options: &ConnectOptions, wants: &[&str]) -> Result<Conn> {
+    pub fn open(
+        store: &Path,
+        name: &str,
+        options: &ConnectOptions,
+        wants: &[&str],
+    ) -> Result<Conn> {
         let exe = options.executable();
         let autostart = match (&exe, options.autostart) {
             (Some(exe), true) => Some(Autostart { exe, idle_exit: options.idle_exit }),
@@ -73,7 +78,10 @@ impl Conn {
 
     /// Run a registry command (`workspace/executeCommand` with one argument object).
     pub fn execute(&mut self, command: &str, arguments: Value) -> Result<Value> {
-        self.request("workspace/executeCommand", json!({"command": command, "arguments": [arguments]}))
+        self.request(
+            "workspace/executeCommand",
+            json!({"command": command, "arguments": [arguments]}),
+        )
     }
 
     /// Send a request and wait for its answer, keeping notifications that come meanwhile.
