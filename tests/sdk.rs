@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use stardust_sdk::{Client, ConnectOptions, EntityChange, Event, Subscription};
+use stardust_sdk::{Change, Client, ConnectOptions, EntityChange, Event, Subscription};
 use util::{stardust, text};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -108,16 +108,29 @@ fn apply(store: &Path, patch: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Read events until one reaches `seq`, checking that seqs only go up.
-fn events_through(events: &mut Subscription<EntityChange>, seq: u64) -> Vec<Event<EntityChange>> {
-    let mut seen: Vec<Event<EntityChange>> = Vec::new();
-    while seen.last().is_none_or(|e| e.seq() < seq) {
-        let event = events.next().expect("a subscription does not end").unwrap();
-        if let Some(last) = seen.last() {
-            assert!(event.seq() > last.seq(), "seq order: {seen:?} then {event:?}");
+/// Read events until one reaches `seq`, checking that seqs only go up. Fails (rather than
+/// waits forever) when no event reaches `seq` in time: a commit was missed.
+fn events_through<C: Change + std::fmt::Debug + Send + 'static>(
+    events: &mut Option<Subscription<C>>,
+    seq: u64,
+) -> Vec<Event<C>> {
+    let mut subscription = events.take().expect("a subscription");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen: Vec<Event<C>> = Vec::new();
+        while seen.last().is_none_or(|e| e.seq() < seq) {
+            let event = subscription.next().expect("a subscription does not end").unwrap();
+            if let Some(last) = seen.last() {
+                assert!(event.seq() > last.seq(), "seq order: {seen:?} then {event:?}");
+            }
+            seen.push(event);
         }
-        seen.push(event);
-    }
+        let _ = tx.send((subscription, seen));
+    });
+    let (subscription, seen) = rx
+        .recv_timeout(TIMEOUT)
+        .unwrap_or_else(|_| panic!("no event reached seq {seq}: a commit was missed"));
+    *events = Some(subscription);
     assert_eq!(seen.last().unwrap().seq(), seq, "no event past the last commit: {seen:?}");
     seen
 }
@@ -126,7 +139,9 @@ fn ids(events: &[Event<EntityChange>]) -> BTreeSet<String> {
     events
         .iter()
         .flat_map(|e| match e {
-            Event::Changed { changes, .. } => changes.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
+            Event::Changed { changes, .. } => {
+                changes.iter().map(|c| c.id.clone()).collect::<Vec<_>>()
+            }
             Event::Reread { .. } => panic!("no re-read expected: {events:?}"),
         })
         .collect()
@@ -174,7 +189,10 @@ fn a_patch_with_temporary_names_returns_the_ids_on_disk() {
         .unwrap();
     assert_eq!(books.columns, ["?b", "?t"]);
     assert_eq!(books.total, 2);
-    assert_eq!(books.rows[1], Book { id: "book/dune-messiah-2".into(), title: "Dune Messiah".into() });
+    assert_eq!(
+        books.rows[1],
+        Book { id: "book/dune-messiah-2".into(), title: "Dune Messiah".into() }
+    );
     let page = client
         .query_page::<(String,)>(json!({"find": ["?b"], "where": [["?b", "type", "book"]]}), 1, 0)
         .unwrap();
@@ -183,7 +201,10 @@ fn a_patch_with_temporary_names_returns_the_ids_on_disk() {
     assert_eq!(wrong.code(), "type-error", "{wrong}");
 
     assert_eq!(client.evaluate("@book/dune-messiah.author.name").unwrap(), json!("Ann"));
-    assert_eq!(client.evaluate_at("title", Some("book/dune-messiah")).unwrap(), json!("Dune Messiah"));
+    assert_eq!(
+        client.evaluate_at("title", Some("book/dune-messiah")).unwrap(),
+        json!("Dune Messiah")
+    );
 }
 
 #[test]
@@ -219,13 +240,15 @@ fn a_client_starts_a_core_when_none_runs() {
         idle_exit: Duration::from_secs(1),
         ..Default::default()
     };
-    {
+    let pid = {
         let client = Client::connect_with(root, "sdk-test", options).unwrap();
-        assert!(record(root).is_some(), "a core runs for the store");
         assert_eq!(client.get("person/ann").unwrap().value["name"], "Ann");
-    }
-    // Idle with no connection, the core started for the client stops by itself.
+        record(root).expect("a core runs for the store")["pid"].as_u64().unwrap()
+    };
+    // Idle with no connection, the core started for the client stops by itself, and this
+    // process (its parent) reaps it: no zombie is left behind.
     wait_until("the started core has stopped", || record(root).is_none());
+    wait_until("the core's process is reaped", || !Path::new(&format!("/proc/{pid}")).exists());
 
     let refused = Client::connect_with(root, "sdk-test", no_autostart()).unwrap_err();
     assert!(refused.to_string().contains("no core runs"), "{refused}");
@@ -237,8 +260,8 @@ fn a_subscriber_sees_every_commit_in_seq_order() {
     let root = store.path();
     let _serve = Serve::start(root);
     let client = connect(root, "writer");
-    let mut events = connect(root, "reader").subscribe_entities().unwrap();
-    let mut documents = client.subscribe_documents().unwrap();
+    let mut events = Some(connect(root, "reader").subscribe_entities().unwrap());
+    let mut documents = Some(client.subscribe_documents().unwrap());
 
     let writer = std::thread::spawn(move || {
         (0..30).map(|i| create_person(&client, &format!("Person {i}"))).collect::<Vec<_>>()
@@ -250,11 +273,17 @@ fn a_subscriber_sees_every_commit_in_seq_order() {
     let expected: BTreeSet<String> = created.iter().map(|(_, id)| id.clone()).collect();
     assert_eq!(ids(&seen), expected);
 
-    let docs = std::iter::from_fn(|| documents.next())
-        .map(Result::unwrap)
-        .take_while(|e| e.seq() < last)
-        .count();
-    assert!(docs >= 1, "documents are notified too");
+    // The document subscription of the writer's client sees the 30 new documents.
+    let paths: BTreeSet<String> = events_through(&mut documents, last)
+        .into_iter()
+        .flat_map(|e| match e {
+            Event::Changed { changes, .. } => {
+                changes.into_iter().map(|c| c.path).collect::<Vec<_>>()
+            }
+            Event::Reread { .. } => panic!("no re-read expected"),
+        })
+        .collect();
+    assert_eq!(paths.len(), 30, "{paths:?}");
 }
 
 #[test]
@@ -263,7 +292,7 @@ fn a_subscriber_resumes_without_gaps_after_the_core_restarts() {
     let root = store.path();
     let serve = Serve::start(root);
     let client = connect(root, "writer");
-    let mut events = connect(root, "reader").subscribe_entities().unwrap();
+    let mut events = Some(connect(root, "reader").subscribe_entities().unwrap());
 
     let (first, bo) = create_person(&client, "Bo");
     let before = events_through(&mut events, first);
@@ -285,10 +314,10 @@ fn a_subscriber_resumes_without_gaps_after_the_core_restarts() {
         BTreeSet::from(["person/cy".to_owned(), "person/ann".to_owned(), dee]),
         "{after:?}"
     );
-    assert_eq!(events.seq(), last);
+    assert_eq!(events.as_ref().unwrap().seq(), last);
 
     // A subscription resumed from a seq in another process catches up the same way.
-    let mut resumed = client.subscribe_entities_since(first).unwrap();
+    let mut resumed = Some(client.subscribe_entities_since(first).unwrap());
     let replay = events_through(&mut resumed, last);
     assert_eq!(ids(&replay), ids(&after));
 }
@@ -299,7 +328,7 @@ fn overflow_surfaces_as_a_reread_event() {
     let root = store.path();
     let _serve = Serve::start(root);
     let client = connect(root, "writer");
-    let mut events = client.subscribe_entities().unwrap();
+    let mut events = Some(client.subscribe_entities().unwrap());
 
     // Three new entities in three new documents: six pending entries, past max_pending.
     let committed = client
@@ -310,8 +339,8 @@ fn overflow_surfaces_as_a_reread_event() {
         .unwrap()
         .confirm()
         .unwrap();
-    let event = events.next().unwrap().unwrap();
-    assert_eq!(event, Event::Reread { seq: committed.seq });
+    let events_now = events_through(&mut events, committed.seq);
+    assert_eq!(events_now, [Event::Reread { seq: committed.seq }]);
 
     // Delivery resumes after the re-read.
     let (next, id) = create_person(&client, "D");
