@@ -1,5 +1,5 @@
 //! `watch STORE`: print one JSON line per change to the store's entities and documents, with
-//! its `seq`, until interrupted (SIGINT). Starts a core when none runs if `STARDUST_BIN` names
+//! its `seq`, until interrupted (SIGINT or SIGTERM, exit 0). Starts a core when none runs if `STARDUST_BIN` names
 //! the `stardust` executable.
 
 use std::io::Write;
@@ -20,6 +20,7 @@ fn main() {
 }
 
 fn run(store: &std::path::Path) -> stardust_sdk::Result<()> {
+    stop_on_signal();
     let client = Client::connect(store, "watch")?;
     let entities = client.subscribe_entities()?;
     let documents = client.subscribe_documents()?;
@@ -49,6 +50,24 @@ fn run(store: &std::path::Path) -> stardust_sdk::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Exit 0 on SIGINT or SIGTERM. The signals are blocked before any thread starts and taken
+/// with `sigwait`, so this works even where the shell started the program with SIGINT ignored
+/// (a background job of a script).
+fn stop_on_signal() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    if signals.thread_block().is_err() {
+        return;
+    }
+    std::thread::spawn(move || {
+        if signals.wait().is_ok() {
+            std::process::exit(0);
+        }
+    });
 }
 
 /// One event as a JSON line.
