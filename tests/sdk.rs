@@ -345,4 +345,11 @@ fn overflow_surfaces_as_a_reread_event() {
     // Delivery resumes after the re-read.
     let (next, id) = create_person(&client, "D");
     assert_eq!(ids(&events_through(&mut events, next)), BTreeSet::from([id]));
+
+    // Resuming from a seq the store has not reached (a store restored from an older backup)
+    // is a re-read too, as of the store's seq; later commits follow on from there.
+    let mut ahead = Some(client.subscribe_entities_since(next + 100).unwrap());
+    assert_eq!(events_through(&mut ahead, next), [Event::Reread { seq: next }]);
+    let (later, id) = create_person(&client, "E");
+    assert_eq!(ids(&events_through(&mut ahead, later)), BTreeSet::from([id]));
 }

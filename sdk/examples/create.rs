@@ -33,5 +33,8 @@ fn create(store: &str, kind: &str, name: &str) -> stardust_sdk::Result<serde_jso
         });
     }
     let committed = preview.confirm()?;
-    Ok(json!({"seq": committed.seq, "id": committed.resolved["?new"]}))
+    let id = committed.resolved.get("?new").ok_or_else(|| {
+        stardust_sdk::Error::Protocol("the confirm did not resolve the temporary name ?new".into())
+    })?;
+    Ok(json!({"seq": committed.seq, "id": id}))
 }

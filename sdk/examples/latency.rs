@@ -31,8 +31,9 @@ fn run(store: &str, n: usize) -> stardust_sdk::Result<()> {
             json!({"ops": [{"create": {"id": "?x", "type": "probe", "name": "latency probe"}}]}),
         )?
         .confirm()?
-        .resolved["?x"]
-        .clone();
+        .resolved
+        .remove("?x")
+        .unwrap_or_default();
     let events = client.subscribe_entities()?;
     let (tx, rx) = mpsc::channel::<(u64, Instant)>();
     std::thread::spawn(move || {

@@ -65,7 +65,7 @@
 //! }
 //! if preview.committable {
 //!     let committed = preview.confirm()?;
-//!     println!("seq {}: {}", committed.seq, committed.resolved["?m"]);
+//!     println!("seq {}: {:?}", committed.seq, committed.resolved.get("?m"));
 //! } else {
 //!     println!("refused: {:?}", preview.reasons);
 //!     preview.discard()?;
