@@ -85,6 +85,9 @@ fn wait_for_core(store: &Path, mut child: std::process::Child) -> anyhow::Result
     let mut ended: Option<Instant> = None;
     loop {
         if let Some(record) = record::live(store) {
+            // Reap the child whenever it ends, so that a long-lived attacher (an SDK
+            // subscription that restarts cores) leaves no zombies behind.
+            std::thread::spawn(move || child.wait());
             return Ok(record);
         }
         if ended.is_none() && child.try_wait().ok().flatten().is_some() {
