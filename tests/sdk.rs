@@ -177,6 +177,17 @@ fn a_patch_with_temporary_names_returns_the_ids_on_disk() {
     let second = client.get("book/dune-messiah-2").unwrap();
     assert_eq!(second.value["sequel-of"], "@book/dune-messiah");
     assert_eq!(client.seq().unwrap(), committed.seq);
+    // The commit is the SDK client's own (SPEC §6 origins).
+    let log = Command::new(exe())
+        .args(["log", root.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let last: Value =
+        serde_json::from_str(String::from_utf8_lossy(&log.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["seq"].as_u64(), last["origin"].as_str()),
+        (Some(committed.seq), Some("sdk:sdk-test"))
+    );
 
     // Typed rows: tuples and structs read from the rows' sequences.
     #[derive(serde::Deserialize, Debug, PartialEq)]

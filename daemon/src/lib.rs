@@ -17,6 +17,8 @@ pub const PROTOCOL: u32 = 1;
 #[serde(rename_all = "lowercase")]
 pub enum FrontKind {
     Lsp,
+    /// The LSP protocol, for a program using the SDK: its commits have origin `sdk:<client>`.
+    Sdk,
     Mcp,
     /// JSON lines of registry commands, for the command line.
     Cli,
@@ -26,6 +28,7 @@ impl FrontKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FrontKind::Lsp => "lsp",
+            FrontKind::Sdk => "sdk",
             FrontKind::Mcp => "mcp",
             FrontKind::Cli => "cli",
         }

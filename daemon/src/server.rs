@@ -175,7 +175,7 @@ fn connection(
     stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
     match hello.front {
-        FrontKind::Lsp => (handlers.lsp)(service, &hello, stream),
+        FrontKind::Lsp | FrontKind::Sdk => (handlers.lsp)(service, &hello, stream),
         FrontKind::Mcp => (handlers.mcp)(service, &hello, stream),
         FrontKind::Cli => cli(&service, &hello, stream),
     }

@@ -45,7 +45,7 @@ pub enum StoreSource {
     Open(Option<PathBuf>),
     /// A core already serving the store (`stardust serve`, the daemon): this connection is one
     /// of its sessions.
-    Attached(Arc<Service>),
+    Attached(Arc<Service>, Front),
 }
 
 /// Serve LSP on stdin/stdout until the client exits or closes the input.
@@ -58,10 +58,11 @@ pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
 /// Serve LSP on one connection to a running core (the daemon's socket).
 pub fn run_attached(
     service: Arc<Service>,
+    front: Front,
     input: impl std::io::Read + Send + 'static,
     output: impl std::io::Write + Send + 'static,
 ) -> anyhow::Result<()> {
-    run(input, output, StoreSource::Attached(service))
+    run(input, output, StoreSource::Attached(service, front))
 }
 
 fn run(
@@ -379,9 +380,9 @@ fn initialize(
         params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let flag = match store {
         StoreSource::Open(flag) => flag,
-        StoreSource::Attached(service) => {
+        StoreSource::Attached(service, front) => {
             let root = service.store().root().to_owned();
-            let session = service.open_session(Front::Lsp, &client_name);
+            let session = service.open_session(front, &client_name);
             return finish_initialize(
                 shared,
                 client,

@@ -47,7 +47,7 @@ impl Conn {
             (Some(exe), true) => Some(Autostart { exe, idle_exit: options.idle_exit }),
             _ => None,
         };
-        let stream = attach::connect(store, &Hello::new(FrontKind::Lsp, name), autostart).map_err(
+        let stream = attach::connect(store, &Hello::new(FrontKind::Sdk, name), autostart).map_err(
             |err| {
                 let mut message = format!("{err:#}");
                 if options.autostart && exe.is_none() {

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{SigSet, Signal};
+use stardust_core::service::Front;
+use stardust_daemon::FrontKind;
 use stardust_daemon::server::{Daemon, Handlers};
 
 pub(crate) fn run(
@@ -48,9 +50,14 @@ pub(crate) fn run(
         None => None,
     };
     let handlers = Handlers {
-        lsp: Arc::new(|service, _hello, stream| {
+        lsp: Arc::new(|service, hello, stream| {
             let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
-            let served = stardust_lsp::run_attached(service, stream, output);
+            // The SDK speaks LSP too; its session commits as `sdk:<client>`.
+            let front = match hello.front {
+                FrontKind::Sdk => Front::Sdk,
+                _ => Front::Lsp,
+            };
+            let served = stardust_lsp::run_attached(service, front, stream, output);
             // The front's reader may still wait on the socket: closing it ends that wait and
             // tells the attacher the session is over.
             let _ = closer.shutdown(std::net::Shutdown::Both);
