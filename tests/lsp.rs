@@ -228,31 +228,6 @@ impl Drop for Client {
     }
 }
 
-/// A copy of the sample library in a fresh temporary folder.
-fn library() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/library");
-    copy_dir(&src, tmp.path());
-    tmp
-}
-
-/// Copy a store without its private `.stardust/` (a run in the checkout may have made one).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_name() == ".stardust" {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 fn dune(tmp: &Path) -> String {
     std::fs::read_to_string(tmp.join("books/dune.dust")).unwrap()
 }
@@ -263,7 +238,7 @@ fn codes(diagnostics: &[Value]) -> Vec<String> {
 
 #[test]
 fn every_position_encoding_is_negotiated() {
-    let tmp = library();
+    let tmp = util::library();
     for (offered, chosen) in [
         (vec!["utf-8"], "utf-8"),
         (vec!["utf-32", "utf-16"], "utf-32"),
@@ -279,7 +254,7 @@ fn every_position_encoding_is_negotiated() {
 
 #[test]
 fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &["utf-16"]);
     let text = dune(tmp.path()).replace("@person/frank-herbert", "@person/frank-herbrt");
     let uri = client.open("books/dune.dust", &text);
@@ -324,7 +299,7 @@ fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
 
 #[test]
 fn unsaved_buffers_are_diagnosed_across_documents() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     // A new, unsaved entity that duplicates an id: both documents get the diagnostic.
     let dup = client.open("books/copy.dust", "id book/dune\ntype book\n");
@@ -338,7 +313,7 @@ fn unsaved_buffers_are_diagnosed_across_documents() {
 
 #[test]
 fn multi_byte_characters_count_in_the_negotiated_encoding() {
-    let tmp = library();
+    let tmp = util::library();
     // '😀' is 2 UTF-16 units and 1 UTF-32 unit; the dangling reference follows it.
     let text = "id book/x\ntype book\ntitle '😀' author @person/nobody\n";
     let byte_col = text.lines().nth(2).unwrap().find('@').unwrap();
@@ -377,7 +352,7 @@ fn end_of(text: &str) -> Value {
 
 #[test]
 fn a_burst_of_edits_ends_like_a_fresh_open() {
-    let tmp = library();
+    let tmp = util::library();
     let original = dune(tmp.path());
     // Type a broken document one character at a time, each an incremental edit at the end;
     // every tenth character also types a stray 'x' and deletes it again.
@@ -434,7 +409,7 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
 
 #[test]
 fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let uri = client.open("books/x.dust", "id book/x\ntype book\n");
     let before = client.published(&uri, 1);
@@ -449,7 +424,7 @@ fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
 
 #[test]
 fn malformed_frames_and_unknown_methods_do_not_stop_the_server() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     client.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
     client.send_raw(b"[1, 2, 3]");
@@ -476,7 +451,7 @@ fn find(text: &str, needle: &str, delta: usize) -> Value {
 
 #[test]
 fn hover_definition_and_references_follow_ids() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let text = dune(tmp.path());
     let uri = client.open("books/dune.dust", &text);
@@ -550,7 +525,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn symbols_of_a_document_and_of_the_workspace() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let uri = client.uri("books/dune.dust");
     let symbols =
@@ -578,7 +553,7 @@ fn symbols_of_a_document_and_of_the_workspace() {
 
 #[test]
 fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &["utf-32"]);
     let uri = client.open("books/x.dust", "id   book/x\ntype 'book'\ntitle  'Ü'\n");
     client.published(&uri, 1);
@@ -602,7 +577,7 @@ fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
 
 #[test]
 fn completion_offers_properties_values_and_references() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let text = "id book/x\ntype book\nauthor @person/fr\nstatus \n";
     let uri = client.open("books/x.dust", text);
@@ -640,7 +615,7 @@ fn completion_offers_properties_values_and_references() {
 
 #[test]
 fn documents_changed_on_disk_are_read_again() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let uri = client.open(
         "books/x.dust",
@@ -670,7 +645,7 @@ fn documents_changed_on_disk_are_read_again() {
 
 #[test]
 fn the_store_is_found_from_the_working_directory_or_the_client_root() {
-    let tmp = library();
+    let tmp = util::library();
     let elsewhere = tempfile::tempdir().unwrap();
     let root_uri = format!("file://{}", tmp.path().display());
     for (cwd, root) in
@@ -694,7 +669,7 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
 
 #[test]
 fn commands_are_advertised_with_their_contracts() {
-    let tmp = library();
+    let tmp = util::library();
     let (client, result) = Client::subscribed(tmp.path(), "e2e-editor");
     let caps = &result["capabilities"];
     let commands: Vec<&str> = caps["executeCommandProvider"]["commands"]
@@ -719,7 +694,7 @@ fn commands_are_advertised_with_their_contracts() {
 
 #[test]
 fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
     let uri = client.open(
         "books/x.dust",
@@ -772,7 +747,7 @@ fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
 
 #[test]
 fn a_refused_confirm_answers_with_the_problems() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
     let preview = client.run(
         "stardust.entity.create",
@@ -804,7 +779,7 @@ fn a_refused_confirm_answers_with_the_problems() {
 
 #[test]
 fn notifications_are_sent_only_when_asked_for() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut quiet, _) = Client::initialized(tmp.path(), &[]);
     let preview = quiet.run(
         "stardust.entity.create",
@@ -823,7 +798,7 @@ fn notifications_are_sent_only_when_asked_for() {
 
 #[test]
 fn two_editors_share_one_core_and_hear_each_other() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
     let (mut second, result) = Client::subscribed(tmp.path(), "second");
     // Both attached to the store's one core (started by the first): both may run commands.
@@ -855,7 +830,7 @@ fn two_editors_share_one_core_and_hear_each_other() {
 
 #[test]
 fn a_store_owned_by_another_process_is_served_read_only() {
-    let tmp = library();
+    let tmp = util::library();
     // Not a core: a process holding the store itself, so no core can start for it.
     let store = stardust_core::store::Store::open(
         tmp.path(),
@@ -891,7 +866,7 @@ fn a_store_owned_by_another_process_is_served_read_only() {
 
 #[test]
 fn an_empty_argument_array_means_no_arguments() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
     // An empty array (an empty Lua table) means no arguments, as does no argument at all.
     let status = owner.run("stardust.status", json!([]));
@@ -903,7 +878,7 @@ fn an_empty_argument_array_means_no_arguments() {
 
 #[test]
 fn code_actions_repair_diagnostics_and_convert_on_resolve() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
     let text =
         "id book/x\ntype book\ntitle X\nyear 2000\nstatus publised\nauthor @person/frank-herbrt\n";
@@ -957,7 +932,7 @@ fn code_actions_repair_diagnostics_and_convert_on_resolve() {
 
 #[test]
 fn renaming_an_entity_edits_every_reference_and_commits_nothing() {
-    let tmp = library();
+    let tmp = util::library();
     let (mut client, _) = Client::initialized(tmp.path(), &[]);
     let text = dune(tmp.path());
     let uri = client.open("books/dune.dust", &text);
@@ -1045,7 +1020,7 @@ fn long_work_reports_progress_and_can_be_cancelled() {
 
 #[test]
 fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error() {
-    let tmp = library();
+    let tmp = util::library();
     // `.stardust` is a file: the store cannot keep its log, but its documents can be read.
     std::fs::write(tmp.path().join(".stardust"), "not a folder").unwrap();
     let (mut client, result) = Client::subscribed(tmp.path(), "e2e-editor");
@@ -1068,7 +1043,7 @@ fn peak_rss_mb(pid: u32) -> u64 {
 
 #[test]
 fn a_client_that_never_reads_costs_bounded_memory() {
-    let tmp = library();
+    let tmp = util::library();
     let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
         .arg("lsp")
         .arg("--store")
@@ -1125,7 +1100,7 @@ fn a_client_that_never_reads_costs_bounded_memory() {
 
 #[test]
 fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmlessly() {
-    let tmp = library();
+    let tmp = util::library();
     let mut client = Client::start(tmp.path());
     let early = client.call("textDocument/hover", json!({"textDocument": {"uri": client.uri("books/dune.dust")}, "position": {"line": 0, "character": 0}}));
     assert_eq!(early["error"]["code"], -32002, "{early}");
@@ -1143,7 +1118,7 @@ fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmle
 
 #[test]
 fn past_max_pending_the_client_hears_overflow() {
-    let tmp = library();
+    let tmp = util::library();
     let config = tmp.path().join("stardust.toml");
     let mut toml = std::fs::read_to_string(&config).unwrap();
     toml.push_str("\n[notifications]\nmax_pending = 1\n");

@@ -168,25 +168,6 @@ impl Drop for Mcp {
     }
 }
 
-fn library() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&util::repo().join("examples/library"), tmp.path());
-    tmp
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 fn gated(store: &Path, allowlist: &[&str]) {
     let config = std::fs::read_to_string(store.join("stardust.toml")).unwrap();
     let list: Vec<String> = allowlist.iter().map(|n| format!("{n:?}")).collect();
@@ -199,7 +180,7 @@ fn gated(store: &Path, allowlist: &[&str]) {
 
 #[test]
 fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
-    let tmp = library();
+    let tmp = util::library();
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let listed = mcp.request("tools/list", json!({}));
     assert_eq!(listed["result"]["cacheScope"], "private", "per-client lists are not public");
@@ -242,7 +223,7 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
 
 #[test]
 fn a_preview_is_confirmed_once_and_subscribers_are_notified() {
-    let tmp = library();
+    let tmp = util::library();
     let before = std::fs::read_to_string(tmp.path().join("books/dune.dust")).unwrap();
     let mut mcp = Mcp::open(tmp.path(), &["--allow-mutation"], "test-agent");
     assert!(mcp.tool_names().contains(&"preview_confirm".to_owned()));
@@ -307,7 +288,7 @@ fn a_preview_is_confirmed_once_and_subscribers_are_notified() {
 
 #[test]
 fn the_gated_posture_follows_the_client_name_and_fails_closed() {
-    let tmp = library();
+    let tmp = util::library();
     gated(tmp.path(), &["claude-code"]);
     let cases = [("claude-code", true), ("codex", false), ("", false)];
     for (name, allowed) in cases {
@@ -331,7 +312,7 @@ fn the_gated_posture_follows_the_client_name_and_fails_closed() {
         assert!(mcp.close());
     }
     // A gated posture without an allowlist refuses to start.
-    let broken = library();
+    let broken = util::library();
     let config = std::fs::read_to_string(broken.path().join("stardust.toml")).unwrap();
     std::fs::write(
         broken.path().join("stardust.toml"),
@@ -350,7 +331,7 @@ fn the_gated_posture_follows_the_client_name_and_fails_closed() {
 
 #[test]
 fn pages_are_bounded_and_never_silently_cut() {
-    let tmp = library();
+    let tmp = util::library();
     // 300 people with long names: a full page of them is far over 64 KiB.
     let long = "n".repeat(900);
     let mut people = String::from("[");
@@ -412,7 +393,7 @@ fn pages_are_bounded_and_never_silently_cut() {
 
 #[test]
 fn navigation_by_position_and_by_entity() {
-    let tmp = library();
+    let tmp = util::library();
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     // Line 6 of books/dune.dust is `author     @person/frank-herbert`.
     let hover =
@@ -486,7 +467,7 @@ fn navigation_by_position_and_by_entity() {
 
 #[test]
 fn bad_input_gets_typed_errors_and_never_stops_the_server() {
-    let tmp = library();
+    let tmp = util::library();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.json"), "{}").unwrap();
     std::os::unix::fs::symlink(
@@ -564,7 +545,7 @@ fn bad_input_gets_typed_errors_and_never_stops_the_server() {
 
 #[test]
 fn an_answer_too_large_for_a_page_says_what_it_left_out() {
-    let tmp = library();
+    let tmp = util::library();
     let people: Vec<String> = (0..3000)
         .map(|i| format!(r#"{{"id": "person/p{i:04}", "type": "person", "name": "P{i}"}}"#))
         .collect();
@@ -648,7 +629,7 @@ fn messages(body: &str) -> Vec<Value> {
 
 #[test]
 fn streamable_http_on_loopback_checks_host_and_origin() {
-    let tmp = library();
+    let tmp = util::library();
     let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
         .args(["mcp", "--allow-mutation", "--mcp-http", "127.0.0.1:0", "--store"])
         .arg(tmp.path())
@@ -743,7 +724,7 @@ fn streamable_http_on_loopback_checks_host_and_origin() {
 #[test]
 fn diagnostics_name_their_entity_and_page_like_every_list() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&util::repo().join("examples/broken"), tmp.path());
+    util::copy_store(&util::repo().join("examples/broken"), tmp.path());
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let all = mcp.ok("diagnostics", json!({"limit": 500}));
     assert_eq!(all["total"], 16, "{all}");
@@ -775,7 +756,7 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
 
 #[test]
 fn edits_made_behind_the_servers_back_notify_subscribers_too() {
-    let tmp = library();
+    let tmp = util::library();
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let uri = "stardust://documents/books/dune.dust";
     assert_eq!(mcp.request("resources/subscribe", json!({"uri": uri}))["result"], json!({}));
@@ -816,7 +797,7 @@ fn without_a_store_the_server_says_how_to_name_one() {
 
 #[test]
 fn agents_share_the_stores_core_with_each_other_and_the_command_line() {
-    let tmp = library();
+    let tmp = util::library();
     let mut writer = Mcp::open(tmp.path(), &["--allow-mutation"], "agent-a");
     assert!(tmp.path().join(".stardust/run/daemon.json").exists(), "a core serves the store");
     // A second agent on the same store: the same core, its own session and gate.
@@ -858,7 +839,7 @@ fn agents_share_the_stores_core_with_each_other_and_the_command_line() {
 
 #[test]
 fn the_core_serves_mcp_over_http_beside_stdio_agents() {
-    let tmp = library();
+    let tmp = util::library();
     let mut core = Command::new(env!("CARGO_BIN_EXE_stardust"))
         .arg("serve")
         .arg(tmp.path())

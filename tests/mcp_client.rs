@@ -3,27 +3,12 @@
 
 mod util;
 
-use std::path::Path;
-
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::json;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 fn args(value: serde_json::Value) -> rmcp::model::JsonObject {
     value.as_object().cloned().unwrap()
@@ -32,7 +17,7 @@ fn args(value: serde_json::Value) -> rmcp::model::JsonObject {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_lists_and_calls_tools() {
     let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&util::repo().join("examples/library"), tmp.path());
+    util::copy_store(&util::repo().join("examples/library"), tmp.path());
     let store = tmp.path().to_owned();
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_stardust")).configure(|cmd| {
         cmd.arg("mcp")
