@@ -737,31 +737,58 @@ fn same_schemas(a: &Analysis, b: &Analysis) -> bool {
 }
 
 /// The save authority's rule (SPEC §6): the diagnostics with a code in `refuse` that `after`
-/// has and `before` has not, among the documents the change of `changed` affects. Ranges move
-/// with edits, so diagnostics are compared by document, code and message.
+/// has and `before` has not, among the documents the change of `changed` affects.
 pub fn new_problems(
     before: &Analysis,
     after: &Analysis,
     changed: &[String],
     refuse: &[DiagnosticCode],
-) -> Vec<(String, Diagnostic)> {
+) -> Found {
     let mut out = Vec::new();
     for path in after.affected_by(before, changed) {
-        let mut old: HashMap<(DiagnosticCode, String), usize> = HashMap::new();
-        for d in before.diagnostics_of(&path) {
-            *old.entry((d.code, d.message)).or_default() += 1;
-        }
-        for d in after.diagnostics_of(&path) {
-            if !refuse.contains(&d.code) {
-                continue;
-            }
-            match old.get_mut(&(d.code, d.message.clone())) {
-                Some(n) if *n > 0 => *n -= 1,
-                _ => out.push((path.clone(), d)),
-            }
-        }
+        let (old, new) = (before.diagnostics_of(&path), after.diagnostics_of(&path));
+        let refused = unmatched(&new, &old).filter(|d| refuse.contains(&d.code));
+        out.extend(refused.map(|d| (path.clone(), d.clone())));
     }
     out
+}
+
+/// Diagnostics with the store-relative path of their document.
+pub type Found = Vec<(String, Diagnostic)>;
+
+/// Every diagnostic a change adds and every one it removes, among the documents it affects
+/// (a preview's delta). `new_problems` is the added ones the save authority refuses.
+pub fn diagnostics_delta(
+    before: &Analysis,
+    after: &Analysis,
+    changed: &[String],
+) -> (Found, Found) {
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    for path in after.affected_by(before, changed) {
+        let (old, new) = (before.diagnostics_of(&path), after.diagnostics_of(&path));
+        added.extend(unmatched(&new, &old).map(|d| (path.clone(), d.clone())));
+        removed.extend(unmatched(&old, &new).map(|d| (path.clone(), d.clone())));
+    }
+    (added, removed)
+}
+
+/// The diagnostics of `these` left over after matching each of `those` once. Ranges move with
+/// edits, so diagnostics match by code and message.
+fn unmatched<'a>(
+    these: &'a [Diagnostic],
+    those: &'a [Diagnostic],
+) -> impl Iterator<Item = &'a Diagnostic> {
+    let mut counts: HashMap<(DiagnosticCode, &str), usize> = HashMap::new();
+    for d in those {
+        *counts.entry((d.code, d.message.as_str())).or_default() += 1;
+    }
+    these.iter().filter(move |d| match counts.get_mut(&(d.code, d.message.as_str())) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            false
+        }
+        _ => true,
+    })
 }
 
 /// Which documents are schemas: the type schemas, the `[[schema]]` targets, what documents

@@ -153,13 +153,8 @@ impl std::fmt::Debug for Service {
 
 impl Service {
     pub fn new(store: Store) -> Service {
-        Service::shared(Arc::new(store))
-    }
-
-    /// A service over a store that other parts of the same process use too (the mount).
-    pub fn shared(store: Arc<Store>) -> Service {
         Service {
-            store,
+            store: Arc::new(store),
             previews: Mutex::new(Previews::default()),
             sessions: Mutex::new(BTreeMap::new()),
             next_session: AtomicU64::new(1),

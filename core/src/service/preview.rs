@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 
 use super::{CommandError, CommandResult};
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, diagnostics_delta};
 use crate::diagnostics::{self, Diagnostic};
 use crate::patch::Plan;
 use crate::store::{Change, Origin, Prepared, Store, StoreError, Version, rfc3339};
@@ -127,7 +127,7 @@ pub(super) fn build(
         .collect();
     let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
     let after = analysis.with_changes(changes);
-    let (added, removed) = delta(analysis, &after, &paths);
+    let (added, removed) = diagnostics_delta(analysis, &after, &paths);
     // The save authority's rule (`analysis::new_problems`): new diagnostics it refuses.
     let refuse = &analysis.config().refuse;
     let reasons: Vec<String> = added
@@ -196,40 +196,6 @@ pub(super) fn build(
         resolved: plan.resolved,
         prepared: Prepared { seq, changes: prepared, after },
     }
-}
-
-/// The diagnostics the change adds and removes, over the documents it affects. Ranges move
-/// with edits, so diagnostics are matched by document, code and message (as the save
-/// authority matches them).
-type Found = Vec<(String, Diagnostic)>;
-
-fn delta(before: &Analysis, after: &Analysis, changed: &[String]) -> (Found, Found) {
-    let (mut added, mut removed) = (Vec::new(), Vec::new());
-    for path in after.affected_by(before, changed) {
-        let old = before.diagnostics_of(&path);
-        let new = after.diagnostics_of(&path);
-        added.extend(unmatched(&new, &old).map(|d| (path.clone(), d.clone())));
-        removed.extend(unmatched(&old, &new).map(|d| (path.clone(), d.clone())));
-    }
-    (added, removed)
-}
-
-/// The diagnostics of `these` left over after matching each of `those` once.
-fn unmatched<'a>(
-    these: &'a [Diagnostic],
-    those: &'a [Diagnostic],
-) -> impl Iterator<Item = &'a Diagnostic> {
-    let mut counts: HashMap<(crate::diagnostics::DiagnosticCode, &str), usize> = HashMap::new();
-    for d in those {
-        *counts.entry((d.code, d.message.as_str())).or_default() += 1;
-    }
-    these.iter().filter(move |d| match counts.get_mut(&(d.code, d.message.as_str())) {
-        Some(n) if *n > 0 => {
-            *n -= 1;
-            false
-        }
-        _ => true,
-    })
 }
 
 /// 128 random bits from the operating system, in hex: an id nobody can guess.
