@@ -44,12 +44,8 @@ impl Preview {
         if Instant::now() >= self.expires {
             return Err(CommandError::PreviewExpired(self.id));
         }
-        let snapshot = store.snapshot();
-        for (path, before, _) in &self.documents {
-            if snapshot.version(path) != *before {
-                return Err(CommandError::PreviewStale { path: path.clone() });
-            }
-        }
+        // Staleness is checked once, by the store under its writer lock: every change expects
+        // the version the preview read, and a mismatch (`conflict`) is `preview-stale`.
         let changes: Vec<Change> = self
             .documents
             .into_iter()
