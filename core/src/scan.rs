@@ -93,3 +93,38 @@ mod tests {
         assert_eq!(found, ["books/dune.dust", "deep/a/b/c.json", "people/frank.json"]);
     }
 }
+
+/// The store a command started in `cwd` works on (SPEC §15): `--store` = `flag`, else the
+/// nearest folder at or above `cwd` holding `stardust.toml` or `.stardust/`. `None`: no store
+/// is known (an LSP client's root may still name one).
+pub fn find_store(flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    if let Some(flag) = flag {
+        return Some(flag.to_owned());
+    }
+    cwd.ancestors()
+        .find(|dir| {
+            dir.join("stardust.toml").is_file() || dir.join(crate::store::PRIVATE_DIR).is_dir()
+        })
+        .map(Path::to_owned)
+}
+
+#[cfg(test)]
+mod find_tests {
+    use std::path::{Path, PathBuf};
+
+    use super::find_store;
+
+    #[test]
+    fn the_store_is_the_flag_else_the_nearest_marked_ancestor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tmp.path();
+        let deep = tmp.join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(find_store(None, &deep), None);
+        std::fs::write(tmp.join("a/stardust.toml"), "").unwrap();
+        assert_eq!(find_store(None, &deep), Some(tmp.join("a")));
+        std::fs::create_dir_all(tmp.join("a/b/.stardust")).unwrap();
+        assert_eq!(find_store(None, &deep), Some(tmp.join("a/b")));
+        assert_eq!(find_store(Some(Path::new("/x")), &deep), Some(PathBuf::from("/x")));
+    }
+}

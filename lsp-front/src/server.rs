@@ -51,7 +51,7 @@ pub enum StoreSource {
 /// Serve LSP on stdin/stdout until the client exits or closes the input.
 pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
-    let store = crate::find_store(store.as_deref(), &cwd);
+    let store = stardust_core::scan::find_store(store.as_deref(), &cwd);
     run(std::io::stdin(), std::io::stdout(), StoreSource::Open(store))
 }
 

@@ -6,21 +6,15 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use stardust_daemon::attach::{self, Autostart};
 use stardust_daemon::{FrontKind, Hello};
 
 pub(crate) fn run(store: Option<&Path>) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
-    if let Some(root) = stardust_lsp::find_store(store, &cwd).and_then(|r| r.canonicalize().ok()) {
-        let exe = std::env::current_exe()?;
-        let start = Autostart { exe: &exe, idle_exit: super::idle_exit() };
-        match attach::connect(&root, &Hello::new(FrontKind::Lsp, "stardust lsp"), Some(start)) {
-            Ok(stream) => {
-                attach::relay_stdio(stream)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(err) => tracing::warn!("{err:#}; serving the store from this process"),
-        }
+    let found = stardust_core::scan::find_store(store, &cwd).and_then(|r| r.canonicalize().ok());
+    if let Some(root) = found
+        && super::attach_stdio(&root, &Hello::new(FrontKind::Lsp, "stardust lsp"))?
+    {
+        return Ok(ExitCode::SUCCESS);
     }
     stardust_lsp::run_stdio(store.map(Path::to_owned))?;
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use anyhow::Context;
 use stardust_core::service::Service;
 use stardust_core::store::{OpenOptions, Store};
-use stardust_daemon::attach::{self, Autostart};
 use stardust_daemon::{FrontKind, Hello};
 
 pub(crate) fn run(
@@ -20,7 +19,7 @@ pub(crate) fn run(
     http: Option<SocketAddr>,
 ) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let Some(root) = stardust_lsp::find_store(store, &cwd) else {
+    let Some(root) = stardust_core::scan::find_store(store, &cwd) else {
         return Err(stardust_core::Error::NotFound(
             "no store found: run inside a store (a folder with stardust.toml or .stardust/) or \
              give --store"
@@ -34,15 +33,9 @@ pub(crate) fn run(
     if http.is_none()
         && let Ok(canonical) = root.canonicalize()
     {
-        let exe = std::env::current_exe()?;
-        let start = Autostart { exe: &exe, idle_exit: super::idle_exit() };
         let hello = Hello { allow_mutation, ..Hello::new(FrontKind::Mcp, "stardust mcp") };
-        match attach::connect(&canonical, &hello, Some(start)) {
-            Ok(stream) => {
-                attach::relay_stdio(stream)?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            Err(err) => tracing::warn!("{err:#}; serving the store from this process"),
+        if super::attach_stdio(&canonical, &hello)? {
+            return Ok(ExitCode::SUCCESS);
         }
     }
     let store = Store::open(&root, OpenOptions::default())?;
