@@ -104,6 +104,22 @@ pub fn entities(parse: &Parse) -> Vec<Entity> {
     }
 }
 
+/// The entity held by item `index` of a top-level array, if that item is one.
+pub(crate) fn item_entity(node: &Node, value: &Value, index: usize) -> Option<Entity> {
+    match node.kind {
+        NodeKind::Object(_) => entity(node, value, brace(node.span), Some(index)),
+        _ => None,
+    }
+}
+
+/// The references inside one entity's tree, in source order; `entity` is its index in the
+/// document's entity list.
+pub(crate) fn entity_references(node: &Node, value: &Value, entity: usize) -> Vec<Reference> {
+    let mut out = Vec::new();
+    collect_refs(node, value, entity, &mut out);
+    out
+}
+
 fn brace(span: Span) -> Span {
     Span::new(span.start, (span.start + 1).min(span.end))
 }

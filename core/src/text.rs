@@ -111,6 +111,37 @@ impl LineIndex {
         LineIndex { line_starts, ascii: text.is_ascii(), len: to_u32(text.len()) }
     }
 
+    /// Update the index to `text`, which differs from the indexed text only in the bytes
+    /// `start..old_end` of the old text (now `start..old_end + delta`).
+    pub fn splice(&mut self, text: &str, start: usize, old_end: usize, delta: i64) {
+        let bytes = text.as_bytes();
+        let new_end = usize::try_from(old_end as i64 + delta).expect("the edit lies in the text");
+        // A line starts at `q` when byte `q - 1` ends a line, which looks at bytes `q - 1` and
+        // `q` (for `\r\n`): starts before `start` and after `old_end` keep their bytes.
+        let keep = self.line_starts.partition_point(|&q| (q as usize) < start.max(1));
+        let tail = self.line_starts.partition_point(|&q| (q as usize) <= old_end);
+        let mut middle = Vec::new();
+        for i in start.max(1) - 1..new_end.min(bytes.len()) {
+            let ends = match bytes[i] {
+                b'\n' => true,
+                b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+                _ => false,
+            };
+            if ends && i + 1 >= start.max(1) {
+                middle.push(to_u32(i + 1));
+            }
+        }
+        let moved: Vec<u32> = self.line_starts[tail..]
+            .iter()
+            .map(|&q| to_u32((i64::from(q) + delta) as usize))
+            .collect();
+        self.line_starts.truncate(keep);
+        self.line_starts.extend(middle);
+        self.line_starts.extend(moved);
+        self.ascii = if self.ascii { bytes[start..new_end].is_ascii() } else { text.is_ascii() };
+        self.len = to_u32(text.len());
+    }
+
     pub fn line_count(&self) -> u32 {
         to_u32(self.line_starts.len())
     }

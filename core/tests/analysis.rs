@@ -124,3 +124,131 @@ mod incremental {
         }
     }
 }
+
+mod splice {
+    //! Editing one item of an entity array re-parses only that item (`into_with_changes` on a
+    //! snapshot that owns the document); the result must equal analysing the new text afresh.
+
+    use proptest::prelude::*;
+    use stardust_core::syntax::{Node, NodeKind};
+
+    use super::*;
+
+    const SCHEMAS: &str = "//- schemas/a.schema.json\n{\"type\": \"object\", \"properties\": {\"r\": {\"x-stardust-ref\": \"b\"}, \"n\": {\"type\": \"integer\"}}}\n//- schemas/b.schema.json\n{\"type\": \"object\"}\n";
+    const OTHER: &str = "//- other.dust\nid x/8\ntype a\nr @x/2\n";
+
+    /// Values an edit may put in place of a scalar, and fragments it may insert anywhere.
+    const VALUES: &[&str] = &[
+        "1",
+        "\"x\"",
+        "\"@x/1\"",
+        "\"@x/9\"",
+        "\"x/2\"",
+        "\"b\"",
+        "\"c\"",
+        "true",
+        "null",
+        "{}",
+        "[1, \"@x/3\"]",
+        "\"é𝄞\"",
+        "{\"id\": \"x/5\", \"type\": \"a\"}",
+    ];
+    const FRAGMENTS: &[&str] = &[
+        "",
+        " ",
+        ",",
+        "}",
+        "{",
+        "\"",
+        "1",
+        "\"id\": \"x/1\", ",
+        "]",
+        "\n",
+        "\r",
+        "\r\n",
+        "\u{feff}",
+    ];
+
+    fn entity() -> impl Strategy<Value = String> {
+        let id = prop_oneof![Just("x/1"), Just("x/2"), Just("x/3"), Just("bad id")];
+        let ty = prop_oneof![Just("a"), Just("b"), Just("c")];
+        let target = prop_oneof![Just("@x/1"), Just("@x/2"), Just("@x/9"), Just("plain")];
+        let n = prop_oneof![Just("1"), Just("\"one\"")];
+        (id, ty, target, n).prop_map(|(id, ty, target, n)| {
+            format!(
+                "{{\"id\": \"{id}\", \"type\": \"{ty}\", \"r\": \"{target}\", \"n\": {n}, \"more\": [\"{target}\", {{\"k\": {n}}}]}}"
+            )
+        })
+    }
+
+    fn scalars(node: &Node, out: &mut Vec<(usize, usize)>) {
+        match &node.kind {
+            NodeKind::Array(items) => items.iter().for_each(|n| scalars(n, out)),
+            NodeKind::Object(members) => members.iter().for_each(|m| scalars(&m.value, out)),
+            _ => out.push((node.span.start as usize, node.span.end as usize)),
+        }
+    }
+
+    /// Apply edit `(kind, at, what, cut)` to `text`: replace a scalar value, or insert a
+    /// fragment at a character boundary after cutting up to `cut` characters.
+    fn edit(
+        analysis: &Analysis,
+        text: &str,
+        (kind, at, what, cut): (bool, usize, usize, usize),
+    ) -> String {
+        let doc = analysis.document("list.json").unwrap();
+        let mut spans = Vec::new();
+        if let Some(root) = &doc.parse.root {
+            scalars(root, &mut spans);
+        }
+        if kind && !spans.is_empty() {
+            let (start, end) = spans[at % spans.len()];
+            return format!("{}{}{}", &text[..start], VALUES[what % VALUES.len()], &text[end..]);
+        }
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+        let from = at % bounds.len();
+        let to = (from + cut).min(bounds.len() - 1);
+        format!(
+            "{}{}{}",
+            &text[..bounds[from]],
+            FRAGMENTS[what % FRAGMENTS.len()],
+            &text[bounds[to]..]
+        )
+    }
+
+    fn assert_same(analysis: &Analysis, fresh: &Analysis) {
+        let (a, b) =
+            (analysis.document("list.json").unwrap(), fresh.document("list.json").unwrap());
+        assert_eq!(a.text, b.text);
+        assert_eq!(a.version, b.version);
+        assert_eq!(a.line_index, b.line_index);
+        assert_eq!(a.parse, b.parse);
+        assert_eq!(a.entities, b.entities);
+        assert_eq!(a.references, b.references);
+        assert_eq!(a.local, b.local);
+        assert_eq!(render(analysis), render(fresh));
+        for id in ["x/1", "x/2", "x/3", "x/5", "x/8", "x/9", "bad id"] {
+            assert_eq!(analysis.entity(id), fresh.entity(id), "locations of {id}");
+            assert_eq!(analysis.referrers(id), fresh.referrers(id), "referrers of {id}");
+            assert_eq!(analysis.type_of(id), fresh.type_of(id), "type of {id}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        #[test]
+        fn an_edited_item_equals_a_fresh_parse(
+            items in prop::collection::vec(entity(), 1..6),
+            edits in prop::collection::vec((any::<bool>(), any::<usize>(), any::<usize>(), 0usize..3), 1..8),
+        ) {
+            let mut text = format!("[\n  {}\n]\n", items.join(",\n  "));
+            let store = |text: &str| format!("{SCHEMAS}{OTHER}//- list.json\n{text}");
+            let mut analysis = analyse(&store(&text));
+            for e in edits {
+                text = edit(&analysis, &text, e);
+                analysis = analysis.into_with_changes(vec![("list.json".to_owned(), Some(text.clone().into_bytes()))]);
+                assert_same(&analysis, &analyse(&store(&text)));
+            }
+        }
+    }
+}

@@ -29,6 +29,10 @@ use crate::shared_map::SharedMap;
 use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
 use crate::text::{LineIndex, Span};
 
+mod splice;
+
+use splice::Splice;
+
 /// What every analysis of one store shares: where it is and how it is configured.
 #[derive(Debug)]
 pub struct StoreContext {
@@ -335,28 +339,81 @@ impl Analysis {
     /// changed documents are parsed again, and only the documents whose validation can depend
     /// on them are validated again (all of them when a schema changes).
     pub fn with_changes(&self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
-        let parsed: Vec<(String, Option<Arc<Document>>)> = changes
+        self.clone().into_with_changes(changes)
+    }
+
+    /// [`Analysis::with_changes`], consuming this snapshot. A changed document that no other
+    /// snapshot shares is edited in place when the edit stays inside one item of a top-level
+    /// entity array: only that item is parsed and validated again, which keeps an edit of a
+    /// large document in the time of its item rather than of the whole text.
+    pub fn into_with_changes(mut self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
+        let mut splices: Vec<(String, Splice)> = Vec::new();
+        let mut rest: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        match Arc::get_mut(&mut self.docs) {
+            Some(docs) => {
+                for (path, bytes) in changes {
+                    let spliced = match (&bytes, docs.get_mut(path.as_str())) {
+                        (Some(bytes), Some(doc))
+                            if !self.schemas.contains_key(&path)
+                                && !is_schema_path(&self.ctx.config, &path)
+                                && !has_associated_schema(&self.ctx.config, doc) =>
+                        {
+                            Arc::get_mut(doc).and_then(|doc| doc.splice(bytes))
+                        }
+                        _ => None,
+                    };
+                    match spliced {
+                        Some(splice) => splices.push((path, splice)),
+                        None => rest.push((path, bytes)),
+                    }
+                }
+            }
+            None => rest = changes,
+        }
+
+        tracing::debug!("{} documents edited in place, {} parsed whole", splices.len(), rest.len());
+        let parsed: Vec<(String, Option<Arc<Document>>)> = rest
             .into_par_iter()
             .map(|(path, bytes)| {
                 let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
                 (path, doc)
             })
             .collect();
-        let mut docs = (*self.docs).clone();
-        let mut ids = (*self.ids).clone();
-        let mut referrers = (*self.referrers).clone();
+        let docs = Arc::make_mut(&mut self.docs);
+        let ids = Arc::make_mut(&mut self.ids);
+        let referrers = Arc::make_mut(&mut self.referrers);
         let mut touched_ids: HashSet<String> = HashSet::new();
+        for (path, splice) in &splices {
+            let doc = &docs[path.as_str()];
+            let path: Arc<str> = path.as_str().into();
+            if let (Some(j), Some(entity)) = (splice.entity, &splice.old_entity) {
+                unindex_entity(
+                    ids,
+                    referrers,
+                    &path,
+                    j,
+                    entity,
+                    &splice.old_refs,
+                    &mut touched_ids,
+                );
+            }
+            if let Some(j) = splice.entity {
+                let refs: Vec<&Reference> =
+                    doc.references.iter().filter(|r| r.entity == j).collect();
+                index_entity(ids, referrers, &path, j, &doc.entities[j], &refs, &mut touched_ids);
+            }
+        }
         let mut schema_change = false;
         for (path, doc) in &parsed {
             if let Some(old) = docs.get(path.as_str()) {
                 schema_change |= self.schemas.contains_key(path) || old.dollar_schema.is_some();
-                unindex(&mut ids, &mut referrers, old, &mut touched_ids);
+                unindex(ids, referrers, old, &mut touched_ids);
             }
             match doc {
                 Some(doc) => {
                     schema_change |=
                         doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
-                    index(&mut ids, &mut referrers, doc, &mut touched_ids);
+                    index(ids, referrers, doc, &mut touched_ids);
                     docs.insert(path.as_str().into(), doc.clone());
                 }
                 None => {
@@ -364,16 +421,17 @@ impl Analysis {
                 }
             }
         }
-        let docs = Arc::new(docs);
+        self.query_index = Arc::default();
         if schema_change {
-            return Analysis::build(self.ctx.clone(), docs);
+            return Analysis::build(self.ctx.clone(), self.docs);
         }
-        let mut types = (*self.types).clone();
+        let docs = &self.docs;
+        let types = Arc::make_mut(&mut self.types);
         // Another document's validation sees an entity only through its type (`x-stardust-ref`),
         // so only the referrers of ids whose type changed are validated again.
         let mut retyped: Vec<&String> = Vec::new();
         for id in &touched_ids {
-            let ty = first_type(&docs, &ids, id);
+            let ty = first_type(docs, &self.ids, id);
             if types.get(id.as_str()) == ty.as_ref() {
                 continue;
             }
@@ -383,39 +441,50 @@ impl Analysis {
                 None => types.remove(id),
             };
         }
-        let types = Arc::new(types);
+        let types = self.types.clone();
         let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
-        for id in retyped {
-            revalidate.extend(referrers.get(id).into_iter().flatten().map(|p| p.to_string()));
+        for id in &retyped {
+            revalidate.extend(self.referrers.get(*id).into_iter().flatten().map(|p| p.to_string()));
+        }
+        // A spliced document keeps the validation of its other items, unless a type changed:
+        // then any of its items may see it through a reference.
+        if !retyped.is_empty() {
+            revalidate.extend(splices.iter().map(|(path, _)| path.clone()));
+        }
+        let validation = Arc::make_mut(&mut self.validation);
+        for (path, splice) in &splices {
+            if revalidate.contains(path) {
+                continue;
+            }
+            let doc = &docs[path.as_str()];
+            let fresh = match splice.entity {
+                Some(j) => schema::with_entity_types(types.clone(), || {
+                    validate_entity(&self.ctx.config, docs, &self.schemas, doc, j)
+                }),
+                None => Vec::new(),
+            };
+            let old = validation.get(path).map_or(&[][..], |v| v.as_slice());
+            let diags = splice::splice_diagnostics(old, splice.old, splice.delta, fresh, path);
+            validation.insert(path.clone(), Arc::new(diags));
         }
         let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate
             .into_par_iter()
             .map(|path| {
                 let diags = docs.get(path.as_str()).map(|doc| {
                     Arc::new(schema::with_entity_types(types.clone(), || {
-                        validate_document(&self.ctx.config, &docs, &self.schemas, doc)
+                        validate_document(&self.ctx.config, docs, &self.schemas, doc)
                     }))
                 });
                 (path, diags)
             })
             .collect();
-        let mut validation = (*self.validation).clone();
         for (path, diags) in fresh {
             match diags {
                 Some(diags) => validation.insert(path, diags),
                 None => validation.remove(&path),
             };
         }
-        Analysis {
-            ctx: self.ctx.clone(),
-            docs,
-            ids: Arc::new(ids),
-            referrers: Arc::new(referrers),
-            types,
-            schemas: self.schemas.clone(),
-            validation: Arc::new(validation),
-            query_index: Arc::default(),
-        }
+        self
     }
 
     fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
@@ -714,6 +783,62 @@ fn unindex(
     }
 }
 
+/// Add one entity of the document at `path` and its references to the indexes, each in the
+/// place a fresh index would give it (locations and referrers in path and entity order).
+fn index_entity(
+    ids: &mut Ids,
+    referrers: &mut Referrers,
+    path: &Arc<str>,
+    index: usize,
+    entity: &Entity,
+    refs: &[&Reference],
+    touched: &mut HashSet<String>,
+) {
+    if let Some(id) = &entity.id {
+        let locs = ids.get_or_insert_default(id.clone());
+        let at = locs.partition_point(|l| (&*l.path, l.index) < (&**path, index));
+        locs.insert(at, EntityLoc { path: path.clone(), index });
+        touched.insert(id.clone());
+    }
+    for reference in refs {
+        let paths = referrers.get_or_insert_default(reference.target.clone());
+        let at = paths.partition_point(|p| **p <= **path);
+        paths.insert(at, path.clone());
+    }
+}
+
+/// Remove entity `index` (in its document's entity list) of the document at `path` and its
+/// references from the indexes.
+fn unindex_entity(
+    ids: &mut Ids,
+    referrers: &mut Referrers,
+    path: &Arc<str>,
+    index: usize,
+    entity: &Entity,
+    refs: &[Reference],
+    touched: &mut HashSet<String>,
+) {
+    if let Some(id) = &entity.id {
+        if let Some(locs) = ids.get_mut(id) {
+            locs.retain(|loc| !(*loc.path == **path && loc.index == index));
+            if locs.is_empty() {
+                ids.remove(id);
+            }
+        }
+        touched.insert(id.clone());
+    }
+    for reference in refs {
+        if let Some(paths) = referrers.get_mut(&reference.target) {
+            if let Some(at) = paths.iter().position(|p| **p == **path) {
+                paths.remove(at);
+            }
+            if paths.is_empty() {
+                referrers.remove(&reference.target);
+            }
+        }
+    }
+}
+
 /// The type of the first entity (in path order) with `id` that has a type.
 fn first_type(docs: &Docs, ids: &Ids, id: &str) -> Option<String> {
     let mut locs: Vec<&EntityLoc> = ids.get(id)?.iter().collect();
@@ -878,33 +1003,8 @@ fn validate_document(
     }
 
     // Each entity against the schema of its type.
-    for (i, entity) in doc.entities.iter().enumerate() {
-        let Some(ty) = &entity.ty else { continue };
-        let schema_path = config.type_schema_path(ty);
-        let Some((node, value)) = doc.entity_node(i) else { continue };
-        match schemas.get(&schema_path) {
-            Some(Compiled::Ok(validator)) => {
-                let subject =
-                    Subject { name: ty, schema: schema_value(config, docs, &schema_path) };
-                out.extend(schema::validate(validator, node, value, entity.anchor, &subject));
-            }
-            // The schema's own diagnostic says what is wrong with it.
-            Some(Compiled::Invalid { .. }) => {}
-            None => {
-                let span = entity.type_span.unwrap_or(entity.anchor);
-                out.push(
-                    Diagnostic::new(
-                        DiagnosticCode::UnknownType,
-                        span,
-                        format!(
-                            "no schema for type '{ty}': add {schema_path} or use a known type{}",
-                            known_types_hint(config, docs, schemas, ty)
-                        ),
-                    )
-                    .with_data(json!({"type": ty})),
-                );
-            }
-        }
+    for i in 0..doc.entities.len() {
+        out.extend(validate_entity(config, docs, schemas, doc, i));
     }
 
     // The document against the schema it names or a `[[schema]]` glob associates.
@@ -949,6 +1049,48 @@ fn validate_document(
         }
     }
     out
+}
+
+/// Entity `i` of `doc` against the schema of its type.
+fn validate_entity(
+    config: &Config,
+    docs: &Docs,
+    schemas: &HashMap<String, Compiled>,
+    doc: &Document,
+    i: usize,
+) -> Vec<Diagnostic> {
+    let entity = &doc.entities[i];
+    let Some(ty) = &entity.ty else { return Vec::new() };
+    let schema_path = config.type_schema_path(ty);
+    let Some((node, value)) = doc.entity_node(i) else { return Vec::new() };
+    match schemas.get(&schema_path) {
+        Some(Compiled::Ok(validator)) => {
+            let subject = Subject { name: ty, schema: schema_value(config, docs, &schema_path) };
+            schema::validate(validator, node, value, entity.anchor, &subject)
+        }
+        // The schema's own diagnostic says what is wrong with it.
+        Some(Compiled::Invalid { .. }) => Vec::new(),
+        None => {
+            let span = entity.type_span.unwrap_or(entity.anchor);
+            vec![
+                Diagnostic::new(
+                    DiagnosticCode::UnknownType,
+                    span,
+                    format!(
+                        "no schema for type '{ty}': add {schema_path} or use a known type{}",
+                        known_types_hint(config, docs, schemas, ty)
+                    ),
+                )
+                .with_data(json!({"type": ty})),
+            ]
+        }
+    }
+}
+
+/// Whether the whole document is validated against a schema it names or a glob associates;
+/// such a validation can report anywhere in the document, so an edit re-validates it whole.
+fn has_associated_schema(config: &Config, doc: &Document) -> bool {
+    doc.dollar_schema.is_some() || config.schema_globs.iter().any(|g| g.matcher.is_match(&doc.path))
 }
 
 /// For a `$ref` that could not be resolved, the span of the offending `$ref` value.

@@ -1,0 +1,68 @@
+//! A one-value edit in a large document: what `Analysis::with_changes` and the diagnostics of
+//! the edited document cost, phase by phase. Run by hand:
+//! `cargo bench -p stardust-core --bench edit -- STORE DOCUMENT [ROUNDS]`.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use stardust_core::analysis::{Analysis, Document};
+use stardust_core::syntax::{self, Lang};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let (Some(store), Some(doc)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: edit STORE DOCUMENT [ROUNDS]");
+        return;
+    };
+    let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(30);
+    let analysis = Analysis::load(Path::new(store)).expect("load the store");
+    let text = std::fs::read_to_string(Path::new(store).join(doc)).expect("read the document");
+    let needle = "\"year\": ";
+    let at: Vec<usize> = text.match_indices(needle).map(|(i, _)| i + needle.len()).collect();
+    assert!(!at.is_empty(), "the document has no \"year\" member to edit");
+
+    let mut phases: Vec<(&str, Vec<Duration>)> = Vec::new();
+    let mut time = |name: &'static str, d: Duration| match phases.iter_mut().find(|p| p.0 == name) {
+        Some(p) => p.1.push(d),
+        None => phases.push((name, vec![d])),
+    };
+    let mut current = analysis;
+    for round in 0..rounds {
+        let pos = at[(round * 7919) % at.len()];
+        let end = pos + text[pos..].find([',', '\n', '}']).unwrap();
+        let edited = format!("{}\"x\"{}", &text[..pos], &text[end..]);
+
+        if std::env::var_os("ONLY_SPLICE").is_none() {
+            let t = Instant::now();
+            black_box(syntax::parse(&edited, Lang::Json));
+            time("syntax::parse", t.elapsed());
+            let t = Instant::now();
+            let d = Document::new(doc.clone(), edited.clone().into_bytes());
+            time("Document::new", t.elapsed());
+            let t = Instant::now();
+            black_box(d.parse.clone());
+            time("Parse::clone", t.elapsed());
+            let t = Instant::now();
+            let whole =
+                current.with_changes(vec![(doc.clone(), Some(edited.clone().into_bytes()))]);
+            time("with_changes", t.elapsed());
+            drop(whole);
+        }
+        // The splice needs the only copy of the snapshot, as an editor's chain of edits has.
+        let t = Instant::now();
+        current = current.into_with_changes(vec![(doc.clone(), Some(edited.into_bytes()))]);
+        time("into_with_changes", t.elapsed());
+        let t = Instant::now();
+        black_box(current.diagnostics_of(doc));
+        time("diagnostics_of", t.elapsed());
+        // Put the text back for the next round, in place as well.
+        current = current.into_with_changes(vec![(doc.clone(), Some(text.clone().into_bytes()))]);
+    }
+    println!("{} rounds, {} bytes", rounds, text.len());
+    for (name, mut ds) in phases {
+        ds.sort();
+        let p = |q: f64| ds[((ds.len() as f64 - 1.0) * q) as usize].as_secs_f64() * 1e3;
+        println!("{name:>16}: p50 {:8.3} ms  p90 {:8.3} ms", p(0.5), p(0.9));
+    }
+}

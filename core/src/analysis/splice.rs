@@ -1,0 +1,267 @@
+//! Taking an edit of a large document by re-parsing only the top-level item it falls in.
+//!
+//! A clean JSON document whose top level is an array (an entity array) is edited in place
+//! when the edit stays inside one item: that item's text is parsed alone, the other items keep
+//! their nodes and values (those after it move by the edit's change of length), and what is
+//! known per item (its entity, references and local problems) is replaced for that item only.
+//! The result equals a fresh parse of the new text; `core/tests/splice.rs` checks that on
+//! random edits. Anything else (DUST, syntax errors, an edit across items) is re-parsed whole
+//! by the caller.
+
+use crate::diagnostics::Diagnostic;
+use crate::model::{self, Entity, Reference};
+use crate::syntax::{self, Lang, MAX_DEPTH, Node, NodeKind};
+use crate::text::Span;
+
+use super::{Document, entity_problems, version_of};
+
+/// What a splice changed, for updating the indexes and the validation of the document.
+#[derive(Debug)]
+pub(super) struct Splice {
+    /// The edited item's span before the edit.
+    pub(super) old: Span,
+    /// The new length of the text minus the old.
+    pub(super) delta: i64,
+    /// The index in the entity list of the entity the item holds, before and after (a splice
+    /// never makes an entity of a non-entity or the reverse, so entity indexes stay put).
+    pub(super) entity: Option<usize>,
+    /// The entity and its references as they were.
+    pub(super) old_entity: Option<Entity>,
+    pub(super) old_refs: Vec<Reference>,
+}
+
+impl Document {
+    /// Take `new` as this document's content by re-parsing one top-level item. Returns `None`,
+    /// with the document untouched, when the edit cannot be taken that way.
+    pub(super) fn splice(&mut self, new: &[u8]) -> Option<Splice> {
+        if self.lang != Lang::Json
+            || !self.parse.is_clean()
+            || self.text.len() as u64 != self.byte_len
+            || new.len() > u32::MAX as usize / 2
+        {
+            return None;
+        }
+        let new = std::str::from_utf8(new).ok()?;
+        let old = &*self.text;
+        let root = self.parse.root.as_ref()?;
+        let NodeKind::Array(items) = &root.kind else { return None };
+
+        // The changed region of the old text, [start, old_end).
+        let start = common_prefix(old.as_bytes(), new.as_bytes());
+        let suffix =
+            common_suffix(old.as_bytes(), new.as_bytes()).min(old.len().min(new.len()) - start);
+        let old_end = old.len() - suffix;
+        // The first item ending at or after the region's end must also start before it.
+        let i = items.partition_point(|n| (n.span.end as usize) < old_end);
+        let item = items.get(i)?;
+        if item.span.start as usize > start {
+            return None;
+        }
+        let old_span = item.span;
+        let delta = new.len() as i64 - old.len() as i64;
+        let new_end = usize::try_from(i64::from(old_span.end) + delta).ok()?;
+        let text = new.get(old_span.start as usize..new_end)?;
+        // Alone, a leading BOM would be skipped; inside the array it is an error.
+        if text.starts_with('\u{feff}') {
+            return None;
+        }
+        let mut parse = syntax::parse(text, Lang::Json);
+        if !parse.is_clean() {
+            return None;
+        }
+        let mut node = parse.root.take()?;
+        // Alone the item nests one level less deep than inside the array.
+        if depth(&node) + 1 >= MAX_DEPTH {
+            return None;
+        }
+        shift(&mut node, i64::from(old_span.start));
+        let value = parse.value;
+
+        // Entity indexes stay put only if the item is an entity before and after, or neither.
+        let first_after = self.entities.partition_point(|e| e.index.is_some_and(|x| x < i));
+        let held =
+            self.entities.get(first_after).filter(|e| e.index == Some(i)).map(|_| first_after);
+        let new_entity = model::item_entity(&node, &value, i);
+        if held.is_some() != new_entity.is_some() {
+            return None;
+        }
+        let new_refs = match held {
+            Some(j) => model::entity_references(&node, &value, j),
+            None => Vec::new(),
+        };
+
+        // Every check passed: change the document.
+        let old_entity = match (held, new_entity) {
+            (Some(j), Some(e)) => Some(std::mem::replace(&mut self.entities[j], e)),
+            _ => None,
+        };
+        let after = held.map_or(first_after, |j| j + 1);
+        for entity in &mut self.entities[after..] {
+            shift_entity(entity, delta);
+        }
+        let old_refs =
+            splice_by_span(&mut self.references, old_span, delta, new_refs, |r| &mut r.span);
+        let problems = held.map_or_else(Vec::new, |j| entity_problems(&self.entities[j]));
+        splice_by_span(&mut self.local, old_span, delta, problems, |d| &mut d.span);
+
+        let root = self.parse.root.as_mut().expect("checked above");
+        root.span.end = moved(root.span.end, delta);
+        let NodeKind::Array(items) = &mut root.kind else { unreachable!("checked above") };
+        for later in &mut items[i + 1..] {
+            shift(later, delta);
+        }
+        items[i] = node;
+        if let Some(values) = self.parse.value.as_array_mut() {
+            values[i] = value;
+        }
+        self.line_index.splice(new, start, old_end, delta);
+        self.version = version_of(new.as_bytes());
+        self.byte_len = new.len() as u64;
+        self.text = new.into();
+        Some(Splice { old: old_span, delta, entity: held, old_entity, old_refs })
+    }
+}
+
+/// Replace the span-ordered entries of `list` that start inside `old` by `new`, and move the
+/// ones after it by `delta`. Returns the entries replaced.
+pub(super) fn splice_by_span<T>(
+    list: &mut Vec<T>,
+    old: Span,
+    delta: i64,
+    new: Vec<T>,
+    span: impl Fn(&mut T) -> &mut Span,
+) -> Vec<T> {
+    let from = list.iter_mut().position(|x| span(x).start >= old.start).unwrap_or(list.len());
+    let to = list[from..]
+        .iter_mut()
+        .position(|x| span(x).start >= old.end)
+        .map_or(list.len(), |n| from + n);
+    for x in &mut list[to..] {
+        let s = span(x);
+        *s = moved_span(*s, delta);
+    }
+    list.splice(from..to, new).collect()
+}
+
+/// Move the diagnostics of a document after an item spliced at `old` by `delta`, replacing
+/// those inside the item by `new`.
+pub(super) fn splice_diagnostics(
+    list: &[Diagnostic],
+    old: Span,
+    delta: i64,
+    new: Vec<Diagnostic>,
+    path: &str,
+) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(list.len() + new.len());
+    let mut new = Some(new);
+    for d in list {
+        if d.span.start >= old.start && d.span.start < old.end {
+            continue;
+        }
+        let mut d = d.clone();
+        if d.span.start >= old.end {
+            out.extend(new.take().into_iter().flatten());
+            d.span = moved_span(d.span, delta);
+        }
+        for related in d.related.iter_mut().filter(|r| r.path == path) {
+            if related.span.start >= old.end {
+                related.span = moved_span(related.span, delta);
+            }
+        }
+        out.push(d);
+    }
+    out.extend(new.into_iter().flatten());
+    out
+}
+
+/// The length of the common prefix of `a` and `b`, compared a block at a time (the text is
+/// megabytes long and the edit usually a few bytes).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let blocks =
+        a.chunks_exact(BLOCK).zip(b.chunks_exact(BLOCK)).take_while(|(x, y)| x == y).count();
+    let at = blocks * BLOCK;
+    at + a[at..].iter().zip(&b[at..]).take_while(|(x, y)| x == y).count()
+}
+
+/// The length of the common suffix of `a` and `b`.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let blocks =
+        a.rchunks_exact(BLOCK).zip(b.rchunks_exact(BLOCK)).take_while(|(x, y)| x == y).count();
+    let at = blocks * BLOCK;
+    let (a, b) = (&a[..a.len() - at], &b[..b.len() - at]);
+    at + a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count()
+}
+
+/// The deepest nesting of containers in `node`, itself included.
+fn depth(node: &Node) -> usize {
+    match &node.kind {
+        NodeKind::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        NodeKind::Object(members) => 1 + members.iter().map(|m| depth(&m.value)).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Depth is bounded by the parser's `MAX_DEPTH`, so recursion is safe here.
+fn shift(node: &mut Node, by: i64) {
+    node.span = moved_span(node.span, by);
+    match &mut node.kind {
+        NodeKind::Array(items) => items.iter_mut().for_each(|n| shift(n, by)),
+        NodeKind::Object(members) => {
+            for member in members {
+                member.key = moved_span(member.key, by);
+                shift(&mut member.value, by);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn shift_entity(entity: &mut Entity, by: i64) {
+    entity.span = moved_span(entity.span, by);
+    entity.id_span = moved_span(entity.id_span, by);
+    entity.type_span = entity.type_span.map(|s| moved_span(s, by));
+    entity.anchor = moved_span(entity.anchor, by);
+}
+
+fn moved_span(span: Span, by: i64) -> Span {
+    Span::new(moved(span.start, by), moved(span.end, by))
+}
+
+/// Offsets stay within the new text, which `splice` keeps under `u32::MAX`.
+fn moved(offset: u32, by: i64) -> u32 {
+    u32::try_from(i64::from(offset) + by).expect("a moved offset stays inside the new text")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Document;
+
+    const TEXT: &str = "[\n  {\"id\": \"x/1\", \"type\": \"a\", \"n\": 1},\n  {\"id\": \"x/2\", \"type\": \"a\", \"n\": 2}\n]\n";
+
+    fn splice(new: &str) -> Option<(u32, u32, i64, Option<usize>)> {
+        let mut doc = Document::new("list.json".to_owned(), TEXT.into());
+        doc.splice(new.as_bytes()).map(|s| (s.old.start, s.old.end, s.delta, s.entity))
+    }
+
+    #[test]
+    fn an_edit_inside_one_item_is_spliced() {
+        assert_eq!(splice(&TEXT.replace("\"n\": 2", "\"n\": 20")), Some((42, 76, 1, Some(1))));
+        assert_eq!(splice(&TEXT.replace("\"n\": 1", "\"n\": \"one\"")), Some((4, 38, 4, Some(0))));
+        // A space after an item's closing brace still belongs to it.
+        assert_eq!(splice(&TEXT.replacen('}', "} ", 1)), Some((4, 38, 1, Some(0))));
+    }
+
+    #[test]
+    fn other_edits_are_left_to_a_full_parse() {
+        // Across two items, a new item, a syntax error, a non-entity made of an entity.
+        assert_eq!(splice(&TEXT.replace("1},\n  {\"id\": \"x/2\"", "1}, {\"id\": \"x/3\"")), None);
+        assert_eq!(splice(&TEXT.replacen('}', "}, 3", 1)), None);
+        assert_eq!(splice(&TEXT.replace("\"n\": 2", "\"n\": ")), None);
+        assert_eq!(splice(&TEXT.replace("\"id\": \"x/1\", ", "")), None);
+        // DUST is always parsed whole.
+        let mut dust = Document::new("a.dust".to_owned(), b"id x/1\ntype a\n".to_vec());
+        assert!(dust.splice(b"id x/1\ntype b\n").is_none());
+    }
+}
