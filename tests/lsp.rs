@@ -407,6 +407,108 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
     fresh.shutdown();
 }
 
+/// The zero-based line and column of byte `at` of an ASCII `text`.
+fn position_of(text: &str, at: usize) -> Value {
+    let line = text[..at].matches('\n').count();
+    let column = at - text[..at].rfind('\n').map_or(0, |n| n + 1);
+    json!({"line": line, "character": column})
+}
+
+/// Edits inside the items of a large entity array re-parse only the item edited (the core's
+/// splice); every pull along the way must show exactly what a fresh parse shows.
+#[test]
+fn edits_inside_an_entity_array_pull_like_a_fresh_open() {
+    let tmp = util::library();
+    let item = |i: usize| {
+        format!(
+            "  {{\n    \"id\": \"book/list-{i}\",\n    \"type\": \"book\",\n    \"title\": \"T{i}\",\n    \"author\": \"@person/frank-herbert\",\n    \"year\": 1965,\n    \"status\": \"draft\"\n  }}"
+        )
+    };
+    let mut text = format!("[\n{}\n]\n", (0..6).map(item).collect::<Vec<_>>().join(",\n"));
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let uri = client.open("books/list.json", &text);
+    assert_eq!(client.published(&uri, 1), Vec::<Value>::new());
+    let mut version = 1;
+    // Replace the `nth` occurrence of `old` by `new` and pull: the diagnostics as (code, start).
+    let mut edit = |client: &mut Client, text: &mut String, old: &str, nth: usize, new: &str| {
+        let at = text.match_indices(old).nth(nth).unwrap().0;
+        let range =
+            json!({"start": position_of(text, at), "end": position_of(text, at + old.len())});
+        version += 1;
+        client.change(&uri, version, json!([{"range": range, "text": new}]));
+        text.replace_range(at..at + old.len(), new);
+        let pulled =
+            client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+        let mut found: Vec<(String, Value)> = pulled["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["code"].as_str().unwrap().to_owned(), d["range"]["start"].clone()))
+            .collect();
+        found.sort_by_key(|(code, start)| (start.to_string(), code.clone()));
+        found
+    };
+    let at = |text: &str, needle: &str, nth: usize| {
+        position_of(text, text.match_indices(needle).nth(nth).unwrap().0)
+    };
+
+    // A syntax error and its repair: both parsed whole.
+    let found = edit(&mut client, &mut text, "\"draft\"", 5, "\"draft");
+    assert!(found.iter().any(|(code, _)| code == "syntax"), "{found:?}");
+    let found = edit(&mut client, &mut text, "\"draft", 5, "\"draft\"");
+    assert_eq!(found, []);
+    let found = edit(&mut client, &mut text, "1965", 2, "\"x\"");
+    assert_eq!(found, [("schema".to_owned(), at(&text, "\"x\"", 0))]);
+    let found = edit(&mut client, &mut text, "@person/frank-herbert", 4, "@person/nobody");
+    assert_eq!(
+        found,
+        [
+            ("schema".to_owned(), at(&text, "\"x\"", 0)),
+            ("dangling-ref".to_owned(), at(&text, "\"@person/nobody\"", 0)),
+        ]
+    );
+    // New lines inside an earlier item move every later diagnostic down.
+    let found = edit(&mut client, &mut text, "\"T1\"", 0, "\n      \"a longer title\"\n");
+    assert_eq!(
+        found,
+        [
+            ("schema".to_owned(), at(&text, "\"x\"", 0)),
+            ("dangling-ref".to_owned(), at(&text, "\"@person/nobody\"", 0)),
+        ]
+    );
+    let found = edit(&mut client, &mut text, "@person/nobody", 0, "@person/frank-herbert");
+    assert_eq!(found, [("schema".to_owned(), at(&text, "\"x\"", 0))]);
+    // An id made a duplicate of another item's.
+    let found = edit(&mut client, &mut text, "book/list-3", 0, "book/list-0");
+    assert_eq!(
+        found,
+        [
+            ("duplicate-id".to_owned(), at(&text, "\"book/list-0\"", 0)),
+            ("schema".to_owned(), at(&text, "\"x\"", 0)),
+            ("duplicate-id".to_owned(), at(&text, "\"book/list-0\"", 1)),
+        ]
+    );
+    // Diagnostics, symbols (the node tree's ranges) and a hover on the last item agree too.
+    let answers = |client: &mut Client, uri: &str, text: &str| {
+        let doc = json!({"textDocument": {"uri": uri}});
+        let hover = json!({"textDocument": {"uri": uri}, "position": at(text, "\"year\"", 5)});
+        [
+            client.request("textDocument/diagnostic", doc.clone()),
+            client.request("textDocument/documentSymbol", doc),
+            client.request("textDocument/hover", hover),
+        ]
+    };
+    let last = answers(&mut client, &uri, &text);
+    client.shutdown();
+
+    let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
+    let uri = fresh.open("books/list.json", &text);
+    let direct = answers(&mut fresh, &uri, &text);
+    assert_eq!(last, direct);
+    assert!(last[2]["contents"].to_string().contains("ear"), "{}", last[2]);
+    fresh.shutdown();
+}
+
 #[test]
 fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
     let tmp = util::library();
@@ -743,6 +845,64 @@ fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
     let last = util::text(&log.stdout).lines().last().unwrap().to_owned();
     let last: Value = serde_json::from_str(&last).unwrap();
     assert_eq!(last["origin"], "lsp:e2e-editor", "{last}");
+}
+
+/// A client that pulls is not also sent the diagnostics of every edit; after a commit it is
+/// asked to pull again.
+#[test]
+fn a_pulling_client_is_asked_to_refresh_instead_of_being_pushed() {
+    let tmp = util::library();
+    let capabilities = json!({
+        "textDocument": {"diagnostic": {"dynamicRegistration": false}},
+        "workspace": {"diagnostics": {"refreshSupport": true}},
+    });
+    let (mut client, _) = Client::initialized_with(
+        tmp.path(),
+        json!({"processId": null, "rootUri": null, "capabilities": capabilities}),
+    );
+    let uri =
+        client.open("books/x.dust", "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\n");
+    let end = json!({"line": 5, "character": 0});
+    client.change(
+        &uri,
+        2,
+        json!([{"range": {"start": end, "end": end}, "text": "author @person/new-one\n"}]),
+    );
+    let pull = |client: &mut Client| {
+        let pulled =
+            client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+        codes(pulled["items"].as_array().unwrap())
+    };
+    assert_eq!(pull(&mut client), ["dangling-ref"]);
+    // Anything published would have come by now, computed beside the pull.
+    std::thread::sleep(Duration::from_millis(300));
+    while let Ok(message) = client.incoming.try_recv() {
+        client.pending.push(message);
+    }
+    assert!(
+        client.pending.iter().all(|m| m["method"] != "textDocument/publishDiagnostics"),
+        "{:?}",
+        client.pending
+    );
+
+    let commit = |client: &mut Client, name: &str, args: Value| {
+        let preview = client.run(name, args);
+        let id = preview["previewId"].as_str().unwrap().to_owned();
+        client.run("stardust.preview.confirm", json!({"previewId": id}));
+        client.wait(|m| m["method"] == "workspace/diagnostic/refresh")
+    };
+    let create =
+        json!({"entities": ["id person/new-one type person name 'New One' roles [author]"]});
+    let refresh = commit(&mut client, "stardust.entity.create", create);
+    client.send(json!({"jsonrpc": "2.0", "id": refresh["id"], "result": null}));
+    assert_eq!(pull(&mut client), Vec::<String>::new());
+    // A client that refuses the refresh is sent the diagnostics instead.
+    let rename = json!({"id": "person/new-one", "newId": "person/renamed"});
+    let refresh = commit(&mut client, "stardust.entity.rename", rename);
+    let refused = json!({"code": -32601, "message": "unsupported"});
+    client.send(json!({"jsonrpc": "2.0", "id": refresh["id"], "error": refused}));
+    assert_eq!(codes(&client.published(&uri, 2)), ["dangling-ref"]);
+    client.shutdown();
 }
 
 #[test]

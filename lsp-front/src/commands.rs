@@ -1,10 +1,10 @@
 //! `workspace/executeCommand` for every command of the core's registry (SPEC §7), the change
 //! notifications of SPEC §11, and `$/progress` for long work.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use async_lsp::router::Router;
-use async_lsp::{ClientSocket, ErrorCode, ResponseError};
+use async_lsp::{ClientSocket, ErrorCode, LanguageClient, ResponseError};
 use lsp_types::notification::{Notification, Progress as ProgressNotification};
 use lsp_types::request::ExecuteCommand;
 use lsp_types::{
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use stardust_core::service::{self, CommandError};
 use stardust_core::store::{Notice, Subscription};
 
-use crate::server::{Shared, State, error, internal, publish_now};
+use crate::server::{DiagnosticsMode, Shared, State, error, internal, publish_now};
 
 /// The version of the `stardust/*` extensions to the protocol; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -159,6 +159,8 @@ fn command_error(
 /// open buffers after every commit (another client's commit may resolve or break them). Ends
 /// when the store closes or the connection's state is gone.
 pub fn forward_changes(subscription: Subscription, client: ClientSocket, shared: Weak<Shared>) {
+    // The refresh request is answered asynchronously, on the server's runtime.
+    let runtime = tokio::runtime::Handle::try_current().ok();
     let spawned =
         std::thread::Builder::new().name("stardust-lsp-feed".to_owned()).spawn(move || {
             while let Some(notice) = subscription.next() {
@@ -167,7 +169,26 @@ pub fn forward_changes(subscription: Subscription, client: ClientSocket, shared:
                     break;
                 }
                 shared.bump();
-                publish_now(client.clone(), &shared);
+                let mode = shared.lock().diagnostics;
+                match (mode, &runtime) {
+                    (DiagnosticsMode::Pull, Some(runtime)) => {
+                        let mut client = client.clone();
+                        let shared = Arc::downgrade(&shared);
+                        runtime.spawn(async move {
+                            let Err(err) = client.workspace_diagnostic_refresh(()).await else {
+                                return;
+                            };
+                            tracing::debug!("the client refused to refresh ({err}); publishing");
+                            if let Some(shared) = shared.upgrade() {
+                                let _ = tokio::task::spawn_blocking(move || {
+                                    publish_now(client, &shared);
+                                })
+                                .await;
+                            }
+                        });
+                    }
+                    _ => publish_now(client.clone(), &shared),
+                }
             }
         });
     if let Err(err) = spawned {

@@ -102,13 +102,32 @@ fn run(
     result
 }
 
-/// One open editor buffer.
+/// One open editor buffer. Snapshots share its text and line index; an edit copies them only
+/// while a snapshot still holds the old ones.
 #[derive(Clone, Debug)]
 struct Buffer {
     /// Store-relative path.
     path: String,
-    text: String,
+    text: Arc<String>,
+    index: Arc<LineIndex>,
     version: i32,
+}
+
+impl Buffer {
+    fn new(path: String, text: String, version: i32) -> Buffer {
+        let index = Arc::new(LineIndex::new(&text));
+        Buffer { path, text: Arc::new(text), index, version }
+    }
+}
+
+/// The analysis of one generation, computed once however many requests ask for it, with the
+/// open paths it was computed with.
+#[derive(Default)]
+pub(crate) struct Pending {
+    analysis: OnceLock<(Analysis, BTreeSet<String>)>,
+    /// The latest computed analysis of an earlier generation at the same store seq: the
+    /// computation takes it over and edits it in place when nothing else holds it.
+    previous: Mutex<Option<Arc<Pending>>>,
 }
 
 /// What the handlers share with the blocking pool.
@@ -145,17 +164,43 @@ pub(crate) struct Inner {
     pub(crate) wants: crate::commands::Wants,
     /// Whether the client applies workspace edits that rename files.
     pub(crate) renames_files: bool,
+    /// How the client hears of diagnostics.
+    pub(crate) diagnostics: DiagnosticsMode,
     encoding: Encoding,
     buffers: BTreeMap<Url, Buffer>,
     /// Bumped on every change of the buffers and after every commit to the store.
     generation: u64,
     /// The analysis of the source at `seq` with the buffers of `generation`, computed once
     /// however many requests and publications ask for it at the same time.
-    cache: Option<(u64, u64, Arc<OnceLock<Analysis>>)>,
+    cache: Option<(u64, u64, Arc<Pending>)>,
     /// Read-only mode: documents that may have changed on disk (saved, closed, or reported by
     /// the client's file watcher), read again before the next analysis. In store mode the
     /// store's watcher takes such edits in.
     stale: BTreeSet<String>,
+}
+
+/// How a client hears of diagnostics. A client that pulls asks after every edit by itself,
+/// so publishing too would compute every analysis twice and, in editors that keep pushed and
+/// pulled diagnostics apart, show each problem twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum DiagnosticsMode {
+    /// The client cannot pull: diagnostics are published after every change.
+    #[default]
+    Push,
+    /// The client pulls. After a commit it is asked to pull again
+    /// (`workspace/diagnostic/refresh`), and sent the diagnostics if it refuses. (Whether it
+    /// supports the refresh cannot be read reliably: `lsp-types` 0.95 looks for
+    /// `workspace.diagnostic` where LSP 3.17 says `workspace.diagnostics`.)
+    Pull,
+}
+
+impl DiagnosticsMode {
+    fn of(capabilities: &lsp_types::ClientCapabilities) -> DiagnosticsMode {
+        match capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some()) {
+            true => DiagnosticsMode::Pull,
+            false => DiagnosticsMode::Push,
+        }
+    }
 }
 
 /// An immutable view for one request or one publication.
@@ -198,13 +243,21 @@ impl Shared {
             let cell = match &inner.cache {
                 Some((g, s, cell)) if *g == generation && *s == seq => cell.clone(),
                 _ => {
-                    let cell = Arc::new(OnceLock::new());
-                    let old = inner.cache.replace((generation, seq, cell.clone()));
-                    // Freeing a large document's trees takes milliseconds: not on this request.
-                    if old.is_some() {
-                        let _ = std::thread::Builder::new()
-                            .name("stardust-lsp-free".to_owned())
-                            .spawn(move || drop(old));
+                    let cell = Arc::new(Pending::default());
+                    if let Some((_, old_seq, old)) =
+                        inner.cache.replace((generation, seq, cell.clone()))
+                    {
+                        // The newest computed analysis: the old generation's, or the one it
+                        // was to start from if it was never computed.
+                        let previous = match old.analysis.get() {
+                            Some(_) => Some(old),
+                            None => lock(&old.previous).take(),
+                        };
+                        if old_seq == seq {
+                            *lock(&cell.previous) = previous;
+                        } else {
+                            free_later(previous);
+                        }
                     }
                     cell
                 }
@@ -221,13 +274,43 @@ impl Shared {
         };
         // Outside the lock: the main loop keeps applying edits meanwhile.
         let analysis = cell
+            .analysis
             .get_or_init(|| {
-                let changes = buffers
-                    .values()
-                    .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
-                    .collect();
-                base.with_changes(changes)
+                let open: BTreeSet<String> = buffers.values().map(|b| b.path.clone()).collect();
+                let previous = lock(&cell.previous)
+                    .take()
+                    .and_then(|p| Arc::try_unwrap(p).ok())
+                    .and_then(|p| p.analysis.into_inner());
+                let analysis = match previous {
+                    // The same store seq and the same open paths: only the buffers whose text
+                    // changed differ, and an unshared document is edited in place.
+                    Some((previous, paths)) if paths == open => {
+                        let changes = buffers
+                            .values()
+                            .filter(|b| {
+                                previous.document(&b.path).is_none_or(|d| *d.text != **b.text)
+                            })
+                            .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
+                            .collect();
+                        tracing::debug!("generation {generation}: from the previous analysis");
+                        previous.into_with_changes(changes)
+                    }
+                    previous => {
+                        tracing::debug!(
+                            "generation {generation}: from the store (previous: {})",
+                            previous.is_some()
+                        );
+                        free_later(previous);
+                        let changes = buffers
+                            .values()
+                            .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
+                            .collect();
+                        base.with_changes(changes)
+                    }
+                };
+                (analysis, open)
             })
+            .0
             .clone();
         Ok(Snapshot { paths, analysis, encoding, renames_files, generation, buffers })
     }
@@ -277,6 +360,19 @@ impl State {
 
     pub(crate) fn client(&self) -> ClientSocket {
         self.client.clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Freeing a large document's trees takes milliseconds: not on a request.
+fn free_later<T: Send + 'static>(value: Option<T>) {
+    if value.is_some() {
+        let _ = std::thread::Builder::new()
+            .name("stardust-lsp-free".to_owned())
+            .spawn(move || drop(value));
     }
 }
 
@@ -463,6 +559,7 @@ fn finish_initialize(
         inner.session = session;
         inner.wants = wants;
         inner.renames_files = renames_files;
+        inner.diagnostics = DiagnosticsMode::of(&params.capabilities);
         inner.encoding = encoding;
         inner.generation += 1;
         inner.cache = None;
@@ -533,8 +630,13 @@ fn on_notification(st: &mut State, notif: AnyNotification) -> ControlFlow<async_
         }
     };
     if changed == Some(true) {
-        let generation = st.shared.lock().generation;
-        publish(st.client.clone(), st.shared.clone(), generation);
+        let (generation, mode) = {
+            let inner = st.shared.lock();
+            (inner.generation, inner.diagnostics)
+        };
+        if mode == DiagnosticsMode::Push {
+            publish(st.client.clone(), st.shared.clone(), generation);
+        }
     }
     ControlFlow::Continue(())
 }
@@ -556,7 +658,7 @@ fn did_open(shared: &Shared, params: DidOpenTextDocumentParams) -> bool {
         tracing::debug!("{path} is not a JSON or DUST document; it is not analysed");
         return false;
     }
-    inner.buffers.insert(doc.uri, Buffer { path, text: doc.text, version: doc.version });
+    inner.buffers.insert(doc.uri, Buffer::new(path, doc.text, doc.version));
     inner.generation += 1;
     true
 }
@@ -574,8 +676,8 @@ fn did_change(shared: &Shared, params: DidChangeTextDocumentParams) -> bool {
         return false;
     };
     for change in params.content_changes {
-        match apply_change(&buffer.text, &change, encoding) {
-            Some(text) => buffer.text = text,
+        match apply_change(buffer, &change, encoding) {
+            Some(()) => {}
             None => {
                 tracing::warn!(
                     "refusing an edit of {uri} (version {}) whose range {:?} is not inside the text; the buffer keeps its previous text",
@@ -591,24 +693,29 @@ fn did_change(shared: &Shared, params: DidChangeTextDocumentParams) -> bool {
     true
 }
 
-/// The text after one change, or `None` when its range is not inside `text`.
+/// Apply one change to the buffer, or return `None` (the buffer untouched) when its range is
+/// not inside the text.
 fn apply_change(
-    text: &str,
+    buffer: &mut Buffer,
     change: &TextDocumentContentChangeEvent,
     encoding: Encoding,
-) -> Option<String> {
-    let Some(range) = change.range else { return Some(change.text.clone()) };
-    let index = LineIndex::new(text);
-    let start = convert::offset(&index, text, range.start, encoding)? as usize;
-    let end = convert::offset(&index, text, range.end, encoding)? as usize;
-    if start > end {
+) -> Option<()> {
+    let Some(range) = change.range else {
+        *buffer =
+            Buffer::new(std::mem::take(&mut buffer.path), change.text.clone(), buffer.version);
+        return Some(());
+    };
+    let (text, index) = (&buffer.text, &buffer.index);
+    let start = convert::offset(index, text, range.start, encoding)? as usize;
+    let end = convert::offset(index, text, range.end, encoding)? as usize;
+    if start > end || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
         return None;
     }
-    let mut out = String::with_capacity(text.len() - (end - start) + change.text.len());
-    out.push_str(&text[..start]);
-    out.push_str(&change.text);
-    out.push_str(&text[end..]);
-    Some(out)
+    let text = Arc::make_mut(&mut buffer.text);
+    text.replace_range(start..end, &change.text);
+    let delta = change.text.len() as i64 - (end - start) as i64;
+    Arc::make_mut(&mut buffer.index).splice(text, start, end, delta);
+    Some(())
 }
 
 /// Note that documents may differ on disk from what the read-only base holds. In store mode
@@ -771,37 +878,46 @@ mod tests {
         }
     }
 
+    /// The buffer's text after `change`; its line index must stay that of its text.
+    fn applied(
+        text: &str,
+        change: &TextDocumentContentChangeEvent,
+        encoding: Encoding,
+    ) -> Option<String> {
+        let mut buffer = Buffer::new("a.json".to_owned(), text.to_owned(), 1);
+        let result = apply_change(&mut buffer, change, encoding);
+        assert_eq!(*buffer.index, LineIndex::new(&buffer.text), "the line index follows the text");
+        result.map(|()| buffer.text.to_string())
+    }
+
     #[test]
     fn changes_apply_in_the_client_encoding() {
         let text = "a😀b\nc";
         assert_eq!(
-            apply_change(text, &change(0, 3, 0, 4, "X"), Encoding::Utf16).as_deref(),
+            applied(text, &change(0, 3, 0, 4, "X"), Encoding::Utf16).as_deref(),
             Some("a😀X\nc")
         );
         assert_eq!(
-            apply_change(text, &change(0, 2, 0, 3, "X"), Encoding::Utf32).as_deref(),
+            applied(text, &change(0, 2, 0, 3, "X"), Encoding::Utf32).as_deref(),
             Some("a😀X\nc")
         );
-        assert_eq!(
-            apply_change(text, &change(0, 5, 1, 0, ""), Encoding::Utf8).as_deref(),
-            Some("a😀c")
-        );
+        assert_eq!(applied(text, &change(0, 5, 1, 0, ""), Encoding::Utf8).as_deref(), Some("a😀c"));
     }
 
     #[test]
     fn out_of_range_changes_are_refused() {
         let text = "ab\ncd";
-        assert_eq!(apply_change(text, &change(0, 3, 0, 3, "X"), Encoding::Utf16), None);
-        assert_eq!(apply_change(text, &change(4, 0, 4, 0, "X"), Encoding::Utf16), None);
-        assert_eq!(apply_change(text, &change(1, 1, 0, 0, "X"), Encoding::Utf16), None);
+        assert_eq!(applied(text, &change(0, 3, 0, 3, "X"), Encoding::Utf16), None);
+        assert_eq!(applied(text, &change(4, 0, 4, 0, "X"), Encoding::Utf16), None);
+        assert_eq!(applied(text, &change(1, 1, 0, 0, "X"), Encoding::Utf16), None);
         // Inside a surrogate pair.
-        assert_eq!(apply_change("😀", &change(0, 1, 0, 1, "X"), Encoding::Utf16), None);
+        assert_eq!(applied("😀", &change(0, 1, 0, 1, "X"), Encoding::Utf16), None);
         let whole = TextDocumentContentChangeEvent {
             range: None,
             range_length: None,
             text: "new".to_owned(),
         };
-        assert_eq!(apply_change(text, &whole, Encoding::Utf16).as_deref(), Some("new"));
+        assert_eq!(applied(text, &whole, Encoding::Utf16).as_deref(), Some("new"));
     }
 
     /// The protocol position of char index `i` of `text` in `encoding`, computed naively.
@@ -836,7 +952,7 @@ mod tests {
             };
             let change = TextDocumentContentChangeEvent { range: Some(range), range_length: None, text: insert.clone() };
             let expected: String = text.chars().take(start).chain(insert.chars()).chain(text.chars().skip(end)).collect();
-            proptest::prop_assert_eq!(apply_change(&text, &change, encoding), Some(expected));
+            proptest::prop_assert_eq!(applied(&text, &change, encoding), Some(expected));
         }
     }
 }
