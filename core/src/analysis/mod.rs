@@ -12,7 +12,7 @@
 //!   references (schema, unknown-type, ref-type), computed per document;
 //! - store-wide: duplicate ids and dangling references, read from the id index on demand.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -29,8 +29,10 @@ use crate::shared_map::SharedMap;
 use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
 use crate::text::{LineIndex, Span};
 
+mod docs;
 mod splice;
 
+use docs::Docs;
 use splice::Splice;
 
 /// What every analysis of one store shares: where it is and how it is configured.
@@ -263,15 +265,16 @@ pub struct EntityLoc {
     pub index: usize,
 }
 
-// Keys are shared strings so that the per-commit copy of the map allocates nodes only.
-type Docs = BTreeMap<Arc<str>, Arc<Document>>;
 // The indexes a commit updates live in shared maps: each snapshot copies only what changed.
-type Ids = SharedMap<String, Vec<EntityLoc>>;
-type Referrers = SharedMap<String, Vec<Arc<str>>>;
+// Keys and values are shared too, so that copying a shard is a table of reference counts.
+type Ids = SharedMap<Arc<str>, Arc<Vec<EntityLoc>>>;
+type Referrers = SharedMap<Arc<str>, Arc<Vec<Arc<str>>>>;
+type Types = SharedMap<Arc<str>, Arc<str>>;
+type Validation = SharedMap<Arc<str>, Arc<Vec<Diagnostic>>>;
 
-impl EntityTypes for SharedMap<String, String> {
+impl EntityTypes for Types {
     fn type_of(&self, id: &str) -> Option<&str> {
-        self.get(id).map(String::as_str)
+        self.get(id).map(|ty| &**ty)
     }
 }
 
@@ -285,11 +288,11 @@ pub struct Analysis {
     /// The documents referencing each id (once per reference), for incremental revalidation.
     referrers: Arc<Referrers>,
     /// Type of each entity id (the first one, for duplicates), for `x-stardust-ref`.
-    types: Arc<SharedMap<String, String>>,
+    types: Arc<Types>,
     /// Compiled schemas by store-relative path.
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
-    validation: Arc<SharedMap<String, Arc<Vec<Diagnostic>>>>,
+    validation: Arc<Validation>,
     /// The query engine's indexes of this snapshot, built on first use (`crate::query`).
     query_index: Arc<OnceLock<Arc<crate::query::QueryIndex>>>,
 }
@@ -432,19 +435,20 @@ impl Analysis {
         let mut retyped: Vec<&String> = Vec::new();
         for id in &touched_ids {
             let ty = first_type(docs, &self.ids, id);
-            if types.get(id.as_str()) == ty.as_ref() {
+            if types.get(id.as_str()).map(|t| &**t) == ty.as_deref() {
                 continue;
             }
             retyped.push(id);
             match ty {
-                Some(ty) => types.insert(id.clone(), ty),
-                None => types.remove(id),
+                Some(ty) => types.insert(id.as_str().into(), ty.into()),
+                None => types.remove(id.as_str()),
             };
         }
         let types = self.types.clone();
         let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
         for id in &retyped {
-            revalidate.extend(self.referrers.get(*id).into_iter().flatten().map(|p| p.to_string()));
+            let referring = self.referrers.get(id.as_str()).into_iter().flat_map(|v| v.iter());
+            revalidate.extend(referring.map(|p| p.to_string()));
         }
         // A spliced document keeps the validation of its other items, unless a type changed:
         // then any of its items may see it through a reference.
@@ -463,9 +467,9 @@ impl Analysis {
                 }),
                 None => Vec::new(),
             };
-            let old = validation.get(path).map_or(&[][..], |v| v.as_slice());
+            let old = validation.get(path.as_str()).map_or(&[][..], |v| v.as_slice());
             let diags = splice::splice_diagnostics(old, splice.old, splice.delta, fresh, path);
-            validation.insert(path.clone(), Arc::new(diags));
+            validation.insert(path.as_str().into(), Arc::new(diags));
         }
         let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate
             .into_par_iter()
@@ -480,8 +484,8 @@ impl Analysis {
             .collect();
         for (path, diags) in fresh {
             match diags {
-                Some(diags) => validation.insert(path, diags),
-                None => validation.remove(&path),
+                Some(diags) => validation.insert(path.as_str().into(), diags),
+                None => validation.remove(path.as_str()),
             };
         }
         self
@@ -496,22 +500,24 @@ impl Analysis {
         for doc in docs.values() {
             for entity in &doc.entities {
                 if let (Some(id), Some(ty)) = (&entity.id, &entity.ty)
-                    && !types.contains_key(id)
+                    && !types.contains_key(id.as_str())
                 {
-                    types.insert(id.clone(), ty.clone());
+                    types.insert(id.as_str().into(), ty.as_str().into());
                 }
             }
             index(&mut ids, &mut referrers, doc, &mut touched);
         }
         let schemas = compile_schemas(&ctx.config, &docs);
-        let types: Arc<SharedMap<String, String>> = Arc::new(types);
+        let types: Arc<Types> = Arc::new(types);
         let validation = docs
-            .par_iter()
+            .iter()
+            .collect::<Vec<_>>()
+            .into_par_iter()
             .map(|(path, doc)| {
                 let diags = schema::with_entity_types(types.clone(), || {
                     validate_document(&ctx.config, &docs, &schemas, doc)
                 });
-                (path.to_string(), Arc::new(diags))
+                (path.clone(), Arc::new(diags))
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -557,7 +563,9 @@ impl Analysis {
             }
             for snapshot in [before, self] {
                 out.extend(snapshot.entity(id).iter().map(|loc| loc.path.to_string()));
-                out.extend(snapshot.referrers.get(id).into_iter().flatten().map(|p| p.to_string()));
+                let referring =
+                    snapshot.referrers.get(id.as_str()).into_iter().flat_map(|v| v.iter());
+                out.extend(referring.map(|p| p.to_string()));
             }
         }
         out
@@ -595,13 +603,13 @@ impl Analysis {
 
     /// Where the entity `id` is defined (several places for a duplicate id).
     pub fn entity(&self, id: &str) -> &[EntityLoc] {
-        self.ids.get(id).map_or(&[], Vec::as_slice)
+        self.ids.get(id).map_or(&[], |locs| locs.as_slice())
     }
 
     /// The documents holding a reference to `id`, each once, in path order.
     pub fn referrers(&self, id: &str) -> Vec<&str> {
         let mut paths: Vec<&str> =
-            self.referrers.get(id).into_iter().flatten().map(|p| &**p).collect();
+            self.referrers.get(id).into_iter().flat_map(|v| v.iter()).map(|p| &**p).collect();
         paths.sort_unstable();
         paths.dedup();
         paths
@@ -609,7 +617,7 @@ impl Analysis {
 
     /// The type of entity `id`.
     pub fn type_of(&self, id: &str) -> Option<&str> {
-        self.types.get(id).map(String::as_str)
+        self.types.get(id).map(|ty| &**ty)
     }
 
     /// The store-relative path of the schema of entity type `ty`, with its compiled form, if
@@ -627,7 +635,7 @@ impl Analysis {
 
     fn diagnostics_of_document(&self, doc: &Document) -> Vec<Diagnostic> {
         let mut out = doc.local.clone();
-        if let Some(v) = self.validation.get(&doc.path) {
+        if let Some(v) = self.validation.get(doc.path.as_str()) {
             out.extend(v.iter().cloned());
         }
         out.extend(self.duplicate_ids(doc));
@@ -660,7 +668,7 @@ impl Analysis {
                 .iter()
                 .filter(|loc| !(*loc.path == *doc.path && loc.index == index))
                 .filter_map(|loc| {
-                    let other = self.docs.get(&*loc.path)?.entities.get(loc.index)?;
+                    let other = self.docs.get(&loc.path)?.entities.get(loc.index)?;
                     Some(Related {
                         path: loc.path.to_string(),
                         span: other.id_span,
@@ -690,7 +698,7 @@ impl Analysis {
         let mut out = Vec::new();
         for reference in &doc.references {
             let target = &reference.target;
-            if self.ids.contains_key(target) {
+            if self.ids.contains_key(target.as_str()) {
                 continue;
             }
             let diagnostic = if let Some(problem) = model::id_problem(target) {
@@ -728,7 +736,7 @@ impl Analysis {
     pub fn closest_ids(&self, target: &str, n: usize) -> Vec<String> {
         let limit = (target.chars().count() / 3).max(2);
         let target_len = target.chars().count();
-        let mut scored: Vec<(usize, &String)> = self
+        let mut scored: Vec<(usize, &Arc<str>)> = self
             .ids
             .keys()
             .filter(|id| id.len().abs_diff(target.len()) <= limit * 4)
@@ -739,7 +747,7 @@ impl Analysis {
             })
             .collect();
         scored.sort();
-        scored.into_iter().take(n).map(|(_, id)| id.clone()).collect()
+        scored.into_iter().take(n).map(|(_, id)| id.to_string()).collect()
     }
 }
 
@@ -748,11 +756,13 @@ fn index(ids: &mut Ids, referrers: &mut Referrers, doc: &Document, touched: &mut
     let path: Arc<str> = doc.path.as_str().into();
     for (index, entity) in doc.entities.iter().enumerate() {
         let Some(id) = &entity.id else { continue };
-        ids.get_or_insert_default(id.clone()).push(EntityLoc { path: path.clone(), index });
+        Arc::make_mut(ids.get_or_insert_default(id.as_str().into()))
+            .push(EntityLoc { path: path.clone(), index });
         touched.insert(id.clone());
     }
     for reference in &doc.references {
-        referrers.get_or_insert_default(reference.target.clone()).push(path.clone());
+        Arc::make_mut(referrers.get_or_insert_default(reference.target.as_str().into()))
+            .push(path.clone());
     }
 }
 
@@ -765,19 +775,21 @@ fn unindex(
 ) {
     for entity in &doc.entities {
         let Some(id) = &entity.id else { continue };
-        if let Some(locs) = ids.get_mut(id) {
+        if let Some(locs) = ids.get_mut(id.as_str()) {
+            let locs = Arc::make_mut(locs);
             locs.retain(|loc| *loc.path != *doc.path);
             if locs.is_empty() {
-                ids.remove(id);
+                ids.remove(id.as_str());
             }
         }
         touched.insert(id.clone());
     }
     for reference in &doc.references {
-        if let Some(paths) = referrers.get_mut(&reference.target) {
+        if let Some(paths) = referrers.get_mut(reference.target.as_str()) {
+            let paths = Arc::make_mut(paths);
             paths.retain(|p| **p != *doc.path);
             if paths.is_empty() {
-                referrers.remove(&reference.target);
+                referrers.remove(reference.target.as_str());
             }
         }
     }
@@ -795,13 +807,14 @@ fn index_entity(
     touched: &mut HashSet<String>,
 ) {
     if let Some(id) = &entity.id {
-        let locs = ids.get_or_insert_default(id.clone());
+        let locs = Arc::make_mut(ids.get_or_insert_default(id.as_str().into()));
         let at = locs.partition_point(|l| (&*l.path, l.index) < (&**path, index));
         locs.insert(at, EntityLoc { path: path.clone(), index });
         touched.insert(id.clone());
     }
     for reference in refs {
-        let paths = referrers.get_or_insert_default(reference.target.clone());
+        let paths =
+            Arc::make_mut(referrers.get_or_insert_default(reference.target.as_str().into()));
         let at = paths.partition_point(|p| **p <= **path);
         paths.insert(at, path.clone());
     }
@@ -819,21 +832,23 @@ fn unindex_entity(
     touched: &mut HashSet<String>,
 ) {
     if let Some(id) = &entity.id {
-        if let Some(locs) = ids.get_mut(id) {
+        if let Some(locs) = ids.get_mut(id.as_str()) {
+            let locs = Arc::make_mut(locs);
             locs.retain(|loc| !(*loc.path == **path && loc.index == index));
             if locs.is_empty() {
-                ids.remove(id);
+                ids.remove(id.as_str());
             }
         }
         touched.insert(id.clone());
     }
     for reference in refs {
-        if let Some(paths) = referrers.get_mut(&reference.target) {
+        if let Some(paths) = referrers.get_mut(reference.target.as_str()) {
+            let paths = Arc::make_mut(paths);
             if let Some(at) = paths.iter().position(|p| **p == **path) {
                 paths.remove(at);
             }
             if paths.is_empty() {
-                referrers.remove(&reference.target);
+                referrers.remove(reference.target.as_str());
             }
         }
     }
@@ -843,7 +858,7 @@ fn unindex_entity(
 fn first_type(docs: &Docs, ids: &Ids, id: &str) -> Option<String> {
     let mut locs: Vec<&EntityLoc> = ids.get(id)?.iter().collect();
     locs.sort_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)));
-    locs.into_iter().find_map(|loc| docs.get(&*loc.path)?.entities.get(loc.index)?.ty.clone())
+    locs.into_iter().find_map(|loc| docs.get(&loc.path)?.entities.get(loc.index)?.ty.clone())
 }
 
 fn is_schema_path(config: &Config, path: &str) -> bool {
