@@ -312,16 +312,18 @@ impl Analysis {
     pub fn load(root: &Path) -> Result<Analysis> {
         let ctx = Arc::new(StoreContext::load(root)?);
         let files = crate::scan::documents(root, &ctx.config)?;
-        let read: Vec<(String, Vec<u8>)> = files
-            .into_par_iter()
-            .filter_map(|(rel, abs)| match std::fs::read(&abs) {
-                Ok(bytes) => Some((rel, bytes)),
-                Err(err) => {
-                    tracing::warn!("skipping {rel}: {err}");
-                    None
-                }
-            })
-            .collect();
+        let read: Vec<(String, Vec<u8>)> =
+            crate::scan::read_many(&files, |(_, abs)| std::fs::read(abs))
+                .into_iter()
+                .zip(files)
+                .filter_map(|(result, (rel, _))| match result {
+                    Ok(bytes) => Some((rel, bytes)),
+                    Err(err) => {
+                        tracing::warn!("skipping {rel}: {err}");
+                        None
+                    }
+                })
+                .collect();
         Ok(Analysis::new(ctx, read))
     }
 
