@@ -351,3 +351,60 @@ fn a_wrong_protocol_on_the_socket_is_refused_and_the_core_goes_on() {
     assert_eq!(done["resolved"]["?bo"], "person/bo");
     assert!(serve.stop().success());
 }
+
+/// Whether process `pid` runs (a zombie waiting to be reaped does not).
+fn running(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.starts_with(" Z")))
+}
+
+#[test]
+fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
+    let dir = util::library();
+    let store = dir.path().canonicalize().unwrap();
+    let mut child = exe()
+        .arg("lsp")
+        .arg("--store")
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Requests as fast as they go, answers never read: the core holds back and stops reading.
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    std::thread::spawn(move || {
+        let mut send = |message: Value| {
+            let body = message.to_string();
+            stdin.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
+        let _ = send(init);
+        let _ = send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+        for id in 1..=20_000 {
+            let symbols = json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}});
+            if send(symbols).is_err() {
+                return;
+            }
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let (mut last, mut still) = (0, 0);
+    while still < 20 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    assert!(last < 20_000, "the core kept reading requests while its answers went unread");
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    assert!(running(pid));
+    // The client goes with its requests unread and its answers unwritten.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Its session ends, so the core becomes idle and stops after STARDUST_IDLE_EXIT (2 s).
+    wait_until("the core has stopped", || !running(pid));
+    assert!(record(&store).is_none(), "the stopped core removed its record");
+}

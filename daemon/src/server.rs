@@ -20,12 +20,14 @@ use serde_json::{Value, json};
 use stardust_core::service::{Front, Service};
 use stardust_core::store::{OpenOptions, Store};
 
+use crate::hangup::{Hangup, Watcher};
 use crate::record::{self, Record};
 use crate::{FrontKind, Hello, PROTOCOL};
 
-/// Serves one connection of a front on the shared service, until the connection ends.
+/// Serves one connection of a front on the shared service, until the connection ends or its
+/// [`Hangup`] resolves (the peer has gone, though the front may not have read all its input).
 pub type Handler =
-    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream) -> anyhow::Result<()> + Send + Sync>;
+    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream, Hangup) -> anyhow::Result<()> + Send + Sync>;
 
 /// The fronts the core hands LSP and MCP connections to.
 #[derive(Clone)]
@@ -174,9 +176,14 @@ fn connection(
     let stream = reader.into_inner();
     stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
+    // Dropped (its thread stopped) when this function returns, after the front is done.
+    let watcher = Watcher::start(&stream)?;
     match hello.front {
-        FrontKind::Lsp | FrontKind::Sdk => (handlers.lsp)(service, &hello, stream),
-        FrontKind::Mcp => (handlers.mcp)(service, &hello, stream),
+        FrontKind::Lsp | FrontKind::Sdk => {
+            (handlers.lsp)(service, &hello, stream, watcher.hangup())
+        }
+        FrontKind::Mcp => (handlers.mcp)(service, &hello, stream, watcher.hangup()),
+        // Answers are written one at a time, so a gone peer fails the next write.
         FrontKind::Cli => cli(&service, &hello, stream),
     }
 }

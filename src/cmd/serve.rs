@@ -50,23 +50,23 @@ pub(crate) fn run(
         None => None,
     };
     let handlers = Handlers {
-        lsp: Arc::new(|service, hello, stream| {
+        lsp: Arc::new(|service, hello, stream, gone| {
             let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
             // The SDK speaks LSP too; its session commits as `sdk:<client>`.
             let front = match hello.front {
                 FrontKind::Sdk => Front::Sdk,
                 _ => Front::Lsp,
             };
-            let served = stardust_lsp::run_attached(service, front, stream, output);
+            let served = stardust_lsp::run_attached(service, front, stream, output, gone);
             // The front's reader may still wait on the socket: closing it ends that wait and
             // tells the attacher the session is over.
             let _ = closer.shutdown(std::net::Shutdown::Both);
             served
         }),
-        mcp: Arc::new(|service, hello, stream| {
+        mcp: Arc::new(|service, hello, stream, gone| {
             let closer = stream.try_clone()?;
             let options = stardust_mcp::Options { allow_mutation: hello.allow_mutation };
-            let served = stardust_mcp::run_attached(service, options, stream);
+            let served = stardust_mcp::run_attached(service, options, stream, gone);
             let _ = closer.shutdown(std::net::Shutdown::Both);
             served
         }),
