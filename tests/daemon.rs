@@ -408,3 +408,180 @@ fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
     wait_until("the core has stopped", || !running(pid));
     assert!(record(&store).is_none(), "the stopped core removed its record");
 }
+
+/// Set (to the core's socket) in the copy of this test binary that plays the other user.
+const PEER_SOCKET: &str = "STARDUST_TEST_PEER_SOCKET";
+/// `nobody`.
+const OTHER_UID: u32 = 65534;
+
+/// The other user's side: connect as uid 65534, first with its own file access (the socket's
+/// folder keeps it out), then with the owner's file access but still uid 65534 as the kernel
+/// reports it to the core (SO_PEERCRED gives the effective uid, the folder checks the
+/// filesystem uid), so the core's own check is what refuses it.
+fn connect_as_another_uid(socket: &Path) {
+    use nix::unistd::{Uid, seteuid, setfsuid};
+    seteuid(Uid::from_raw(OTHER_UID)).unwrap();
+    let err = std::os::unix::net::UnixStream::connect(socket).unwrap_err();
+    println!("PEER folder {:?}", err.kind());
+    setfsuid(Uid::from_raw(0));
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    writeln!(stream, "{}", json!({"stardust": 1, "front": "cli", "client": "intruder"})).unwrap();
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).unwrap();
+    println!("PEER answer {}", answer.trim_end());
+}
+
+#[test]
+fn a_peer_with_another_uid_is_refused() {
+    if let Some(socket) = std::env::var_os(PEER_SOCKET) {
+        return connect_as_another_uid(Path::new(&socket));
+    }
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped: playing another user needs root");
+        return;
+    }
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let serve = Serve::start(&store, None);
+    let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
+    let other = Command::new(std::env::current_exe().unwrap())
+        .args(["a_peer_with_another_uid_is_refused", "--exact", "--nocapture", "--test-threads=1"])
+        .env(PEER_SOCKET, &socket)
+        .output()
+        .unwrap();
+    let said = text(&other.stdout);
+    assert!(other.status.success(), "{said}{}", text(&other.stderr));
+    let line = |prefix: &str| {
+        said.lines()
+            .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("{said}"))
+    };
+    // The first layer: the socket's folder (0700) and the socket (0600) are the owner's.
+    assert_eq!(line("PEER folder "), "PermissionDenied");
+    // The second: past the folder, the core checks the peer's uid and refuses it, typed.
+    let answer: Value = serde_json::from_str(line("PEER answer ")).unwrap();
+    assert_eq!(answer["error"]["code"], "refused", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("not uid {OTHER_UID}")), "{message}");
+    // The owner is still served.
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    assert_eq!(done["resolved"]["?bo"], "person/bo");
+    assert!(serve.stop().success());
+}
+
+#[test]
+fn a_store_moved_while_served_stops_its_core_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().canonicalize().unwrap().join("store");
+    std::fs::create_dir_all(old.join("people")).unwrap();
+    std::fs::write(old.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
+        .unwrap();
+    let mut serve = Serve::start(&old, None);
+    let pid = record(&old).unwrap()["pid"].clone();
+    let mut editor = Editor::attach(&old, "e2e-editor");
+    let done = apply(&old, "ops [{create {id ?bo type person name Bo}}]\n");
+    editor.wait(|m| m["method"] == "stardust/entitiesChanged");
+
+    let new = old.with_file_name("moved");
+    std::fs::rename(&old, &new).unwrap();
+    // The core notices and stops as on SIGTERM; the editor's connection ends with it.
+    wait_until("the core has stopped", || serve.child.try_wait().unwrap().is_some());
+    assert!(serve.child.wait().unwrap().success());
+    wait_until("the editor's server has ended", || editor.child.try_wait().unwrap().is_some());
+
+    // Nothing is lost: at the new place the history is whole, and the next attacher starts
+    // a core there (the moved record names a dead process) which has every commit.
+    let log = stardust(&["log", new.to_str().unwrap(), "--format", "json"]);
+    let seqs: Vec<u64> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, done["seq"].as_u64().unwrap()], "{}", text(&log.stderr));
+    let mut again = Editor::attach(&new, "e2e-editor");
+    let got = again.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.entity.get", "arguments": [{"id": "person/bo"}]}),
+    );
+    assert_eq!(got["value"]["name"], "Bo");
+    assert_ne!(record(&new).unwrap()["pid"], pid, "a new core serves the new place");
+    let bo = apply(&new, "ops [{set {id person/bo name Bob}}]\n");
+    assert!(bo["seq"].as_u64() > done["seq"].as_u64(), "{bo}");
+}
+
+/// A command-line connection straight on the socket: hello, then one request a line.
+fn cli(
+    socket: &str,
+) -> (std::os::unix::net::UnixStream, BufReader<std::os::unix::net::UnixStream>) {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    writeln!(stream, "{}", json!({"stardust": 1, "front": "cli", "client": "counter"})).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    assert_eq!(answer.trim_end(), r#"{"ok":true}"#);
+    (stream, reader)
+}
+
+fn sessions(
+    cli: &mut (std::os::unix::net::UnixStream, BufReader<std::os::unix::net::UnixStream>),
+) -> usize {
+    writeln!(cli.0, "{}", json!({"command": "stardust.status", "arguments": {}})).unwrap();
+    let mut answer = String::new();
+    cli.1.read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    answer["result"]["sessions"].as_array().unwrap_or_else(|| panic!("{answer}")).len()
+}
+
+fn threads(pid: u64) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn hundreds_of_clients_connecting_and_dropping_leave_no_session_behind() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let mut core = exe()
+        .arg("serve")
+        .arg(&store)
+        .args(["--idle-exit", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the core has written its record", || record(&store).is_some());
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
+    let mut counter = cli(&socket);
+    assert_eq!(sessions(&mut counter), 1);
+    let baseline = threads(pid);
+
+    // 300 clients of every front at once, some mid-request, then all gone together.
+    let fronts = ["lsp", "sdk", "mcp", "cli"];
+    let clients: Vec<_> = (0..300)
+        .map(|i| {
+            let front = fronts[i % fronts.len()];
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let hello = json!({"stardust": 1, "front": front, "client": format!("c{i}")});
+            writeln!(stream, "{hello}").unwrap();
+            let mut answer = [0u8; 12];
+            stream.read_exact(&mut answer).unwrap();
+            assert_eq!(&answer, b"{\"ok\":true}\n");
+            if i % 2 == 0 {
+                // Half of them leave a request unfinished.
+                stream.write_all(b"Content-Length: 100\r\n\r\n{\"jsonrpc\"").unwrap();
+            }
+            stream
+        })
+        .collect();
+    drop(clients);
+    // Every LSP, SDK and command-line session ends (MCP ones never began: no initialize).
+    wait_until("the sessions have ended", || sessions(&mut counter) == 1);
+    wait_until("their threads have ended", || threads(pid) <= baseline + 2);
+    // Still serving, and once the last client goes the core is idle and stops.
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    assert_eq!(done["resolved"]["?bo"], "person/bo");
+    drop(counter);
+    wait_until("the idle core has stopped", || core.try_wait().unwrap().is_some());
+    assert!(core.wait().unwrap().success());
+}

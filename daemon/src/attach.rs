@@ -46,10 +46,16 @@ pub fn connect(
     let answer = read_line(&mut stream)?;
     let answer: Value = serde_json::from_slice(&answer).context("the core's answer is not JSON")?;
     if answer["ok"] != true {
-        anyhow::bail!(
-            "the core refused the connection: {}",
-            answer["error"]["message"].as_str().unwrap_or("no reason given")
-        );
+        let error = &answer["error"];
+        return Err(RemoteError {
+            code: error["code"].as_str().unwrap_or("internal").to_owned(),
+            message: format!(
+                "the core refused the connection: {}",
+                error["message"].as_str().unwrap_or("no reason given")
+            ),
+            details: error.clone(),
+        }
+        .into());
     }
     Ok(stream)
 }

@@ -8,7 +8,7 @@
 //! reaches every subscriber at once.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -44,6 +44,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Daemon {
     service: Arc<Service>,
     root: PathBuf,
+    /// The store's folder as opened (device, inode), to notice that it has moved.
+    folder: (u64, u64),
     socket: PathBuf,
     listener: UnixListener,
     active: Arc<AtomicUsize>,
@@ -62,6 +64,8 @@ impl Daemon {
     pub fn start(store: &Path) -> anyhow::Result<Daemon> {
         let store = Store::open(store, OpenOptions::default())?;
         let root = store.root().to_owned();
+        let meta = std::fs::metadata(&root)?;
+        let folder = (meta.dev(), meta.ino());
         let socket = record::socket_path(&root).context("cannot prepare the socket folder")?;
         // We hold the store's lock, so a socket file left at our path is a dead core's.
         let _ = std::fs::remove_file(&socket);
@@ -75,6 +79,7 @@ impl Daemon {
         Ok(Daemon {
             service: Arc::new(Service::new(store)),
             root,
+            folder,
             socket,
             listener,
             active: Arc::new(AtomicUsize::new(0)),
@@ -97,6 +102,16 @@ impl Daemon {
             return Duration::ZERO;
         }
         lock(&self.last_active).elapsed()
+    }
+
+    /// Whether the store's folder is no longer at the path the core serves it under (renamed,
+    /// moved or removed). Attachers find a store's core through the record inside the
+    /// folder, so a moved store's record would lead them to a core serving the old path.
+    pub fn moved(&self) -> bool {
+        match std::fs::metadata(&self.root) {
+            Ok(meta) => (meta.dev(), meta.ino()) != self.folder,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
     }
 
     /// A handle that makes [`Daemon::accept`] return.
@@ -158,7 +173,13 @@ fn connection(
     let mut writer = stream.try_clone()?;
     let peer = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)?;
     if peer.uid() != record::uid() {
-        answer(&mut writer, Err(("busy", "this core serves only its own user".to_owned())))?;
+        let why = format!(
+            "this core serves only its own user (uid {}), not uid {}; run stardust as the \
+             store's owner",
+            record::uid(),
+            peer.uid()
+        );
+        answer(&mut writer, Err(("refused", why)))?;
         anyhow::bail!("refused a connection from uid {}", peer.uid());
     }
     stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
