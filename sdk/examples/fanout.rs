@@ -68,11 +68,14 @@ fn run(store: &str, clients: usize, n: usize) -> stardust_sdk::Result<()> {
         .unwrap_or_default();
     println!("core before: {}", memory(core));
 
+    let (core_cpu, own_cpu) = (cpu(core), cpu(Some(std::process::id().into())));
     let alone = commit_all(&client, &id, n, 0)?;
     println!(
-        "{n} commits, no subscriber: {:.2} s, {:.0} commits/s",
+        "{n} commits, no subscriber: {:.2} s, {:.0} commits/s; cpu: core {:.2} s, this process {:.2} s",
         alone.elapsed.as_secs_f64(),
-        n as f64 / alone.elapsed.as_secs_f64()
+        n as f64 / alone.elapsed.as_secs_f64(),
+        cpu(core) - core_cpu,
+        cpu(Some(std::process::id().into())) - own_cpu,
     );
 
     // Every subscriber sends (its index, seq, when) for each event; `Reread` as seq 0.
@@ -102,11 +105,15 @@ fn run(store: &str, clients: usize, n: usize) -> stardust_sdk::Result<()> {
     println!("{clients} subscriptions opened in {:.2} s", opened.elapsed().as_secs_f64());
     println!("core with subscribers: {}", memory(core));
 
+    let (core_cpu, own_cpu) = (cpu(core), cpu(Some(std::process::id().into())));
     let shared = commit_all(&client, &id, n, 1)?;
     println!(
-        "{n} commits, {clients} subscribers: {:.2} s, {:.0} commits/s",
+        "{n} commits, {clients} subscribers: {:.2} s, {:.0} commits/s; cpu: core {:.2} s, this \
+         process {:.2} s",
         shared.elapsed.as_secs_f64(),
-        n as f64 / shared.elapsed.as_secs_f64()
+        n as f64 / shared.elapsed.as_secs_f64(),
+        cpu(core) - core_cpu,
+        cpu(Some(std::process::id().into())) - own_cpu,
     );
     let last = shared.first_seq + n as u64 - 1;
 
@@ -159,6 +166,19 @@ fn core_pid(store: &str) -> Option<u64> {
     let path = std::path::Path::new(store).join(".stardust/run/daemon.json");
     let record: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     record["pid"].as_u64()
+}
+
+/// CPU seconds (user and system) process `pid` has used so far.
+fn cpu(pid: Option<u64>) -> f64 {
+    let Some(stat) = pid.and_then(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+    else {
+        return 0.0;
+    };
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Linux reports them in USER_HZ, which is 100 on every architecture it runs on.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The core's resident and peak resident memory.
