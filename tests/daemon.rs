@@ -585,3 +585,53 @@ fn hundreds_of_clients_connecting_and_dropping_leave_no_session_behind() {
     wait_until("the idle core has stopped", || core.try_wait().unwrap().is_some());
     assert!(core.wait().unwrap().success());
 }
+
+#[test]
+fn a_record_naming_a_live_process_that_is_no_core_is_replaced() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(store.join(".stardust/run")).unwrap();
+    // This test's own process: alive, but not a core, and the socket answers nothing.
+    let squatter = json!({"pid": std::process::id(), "socket": "/tmp/stardust-nowhere.sock"});
+    std::fs::write(store.join(".stardust/run/daemon.json"), squatter.to_string()).unwrap();
+    let mut editor = Editor::attach(&store, "e2e-editor");
+    let status = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}]}),
+    );
+    assert_eq!(status["documents"], 1, "{status}");
+    let core = record(&store).unwrap();
+    assert_ne!(core["pid"], squatter["pid"], "a core of its own replaced the record");
+    assert_ne!(core["socket"], squatter["socket"]);
+}
+
+#[test]
+fn a_store_copied_with_its_record_gets_its_own_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().canonicalize().unwrap().join("original");
+    std::fs::create_dir_all(original.join("people")).unwrap();
+    std::fs::write(original.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
+        .unwrap();
+    let serve = Serve::start(&original, None);
+    // Copied whole while served: the copy's record names the original's live core.
+    let copy = original.with_file_name("copy");
+    let cp = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    assert_eq!(record(&copy), record(&original));
+
+    // The copy's commits go to the copy, not through the original's core into the original.
+    let done = apply(&copy, "ops [{create {id ?cy type person name Cy}}]\n");
+    assert_eq!(done["resolved"]["?cy"], "person/cy");
+    assert!(copy.join("person/cy.dust").exists());
+    assert!(!original.join("person/cy.dust").exists(), "the original was not touched");
+    // An editor of the copy gets a core of its own.
+    let mut editor = Editor::attach(&copy, "e2e-editor");
+    let status = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}]}),
+    );
+    assert_eq!(status["store"], copy.display().to_string(), "{status}");
+    assert_ne!(record(&copy).unwrap()["pid"], record(&original).unwrap()["pid"]);
+    drop(editor);
+    assert!(serve.stop().success());
+}
