@@ -358,34 +358,30 @@ fn running(pid: u64) -> bool {
         .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.starts_with(" Z")))
 }
 
-#[test]
-fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
-    let dir = util::library();
-    let store = dir.path().canonicalize().unwrap();
+/// Start `stardust FRONT --store STORE` and flood it from another thread with the messages
+/// of `messages` (framed by `frame`), never reading its output; returns once it stops taking
+/// them (its input is full) or took them all.
+fn flood(
+    front: &str,
+    store: &Path,
+    frame: fn(&Value) -> String,
+    messages: impl Iterator<Item = Value> + Send + 'static,
+) -> (Child, usize) {
     let mut child = exe()
-        .arg("lsp")
+        .arg(front)
         .arg("--store")
-        .arg(&store)
+        .arg(store)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // Requests as fast as they go, answers never read: the core holds back and stops reading.
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = sent.clone();
     std::thread::spawn(move || {
-        let mut send = |message: Value| {
-            let body = message.to_string();
-            stdin.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
-        };
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
-        let _ = send(init);
-        let _ = send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
-        for id in 1..=20_000 {
-            let symbols = json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}});
-            if send(symbols).is_err() {
+        for message in messages {
+            if stdin.write_all(frame(&message).as_bytes()).is_err() {
                 return;
             }
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -398,13 +394,65 @@ fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
         still = if now == last { still + 1 } else { 0 };
         last = now;
     }
-    assert!(last < 20_000, "the core kept reading requests while its answers went unread");
+    (child, last)
+}
+
+#[test]
+fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
+    let dir = util::library();
+    let store = dir.path().canonicalize().unwrap();
+    // Requests as fast as they go, answers never read: the core holds back and stops reading.
+    let init =
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
+    let symbols = (1..=20_000).map(|id| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
+    });
+    let frame = |m: &Value| {
+        let body = m.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let messages = [init, initialized].into_iter().chain(symbols);
+    let (mut child, last) = flood("lsp", &store, frame, messages);
+    assert!(last < 20_002, "the core kept reading requests while its answers went unread");
     let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
     assert!(running(pid));
     // The client goes with its requests unread and its answers unwritten.
     child.kill().unwrap();
     child.wait().unwrap();
     // Its session ends, so the core becomes idle and stops after STARDUST_IDLE_EXIT (2 s).
+    wait_until("the core has stopped", || !running(pid));
+    assert!(record(&store).is_none(), "the stopped core removed its record");
+}
+
+/// The peak resident memory of process `pid`, in MB.
+fn peak_rss_mb(pid: u64) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+#[test]
+fn an_agent_that_stops_reading_costs_bounded_memory_and_its_going_lets_the_core_stop() {
+    let dir = util::library();
+    let store = dir.path().canonicalize().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reads = (1..=20_000)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "resources/list", "params": {}}));
+    let frame = |m: &Value| format!("{m}\n");
+    let messages = [init, initialized].into_iter().chain(reads);
+    let (mut child, last) = flood("mcp", &store, frame, messages);
+    // Each answer is tens of KB: had the core kept reading, 20,000 would be gigabytes.
+    assert!(last < 20_002, "the core kept reading requests while its answers went unread");
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    let peak = peak_rss_mb(pid);
+    assert!(peak < 300, "the core's peak memory {peak} MB after {last} unread answers");
+    assert!(running(pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
     wait_until("the core has stopped", || !running(pid));
     assert!(record(&store).is_none(), "the stopped core removed its record");
 }

@@ -8,6 +8,7 @@
 //! current snapshot, so the connection keeps reading while a query runs.
 #![deny(clippy::print_stdout)]
 
+mod bounded;
 mod http;
 mod nav;
 mod page;
@@ -38,7 +39,7 @@ pub fn run_attached(
         stream.set_nonblocking(true)?;
         let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
         let running = McpServer::new(service, options)
-            .serve((read, write))
+            .serve(bounded::pair(read, write))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
         let cancel = running.cancellation_token();
@@ -65,7 +66,10 @@ pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> 
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let running = McpServer::new(service, options)
-            .serve(rmcp::transport::stdio())
+            .serve({
+                let (read, write) = rmcp::transport::stdio();
+                bounded::pair(read, write)
+            })
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
