@@ -198,16 +198,15 @@ fn connection(
     let stream = reader.into_inner();
     stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
+    let handler = match hello.front {
+        FrontKind::Lsp | FrontKind::Sdk => &handlers.lsp,
+        FrontKind::Mcp => &handlers.mcp,
+        // Answers are written one at a time, so a gone peer fails the next write.
+        FrontKind::Cli => return cli(&service, &hello, stream),
+    };
     // Dropped (its thread stopped) when this function returns, after the front is done.
     let watcher = Watcher::start(&stream)?;
-    match hello.front {
-        FrontKind::Lsp | FrontKind::Sdk => {
-            (handlers.lsp)(service, &hello, stream, watcher.hangup())
-        }
-        FrontKind::Mcp => (handlers.mcp)(service, &hello, stream, watcher.hangup()),
-        // Answers are written one at a time, so a gone peer fails the next write.
-        FrontKind::Cli => cli(&service, &hello, stream),
-    }
+    handler(service, &hello, stream, watcher.hangup())
 }
 
 fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
