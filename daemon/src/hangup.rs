@@ -81,8 +81,9 @@ impl Watcher {
         let fired = hangup.clone();
         let thread =
             std::thread::Builder::new().name("stardust-hangup".to_owned()).spawn(move || {
+                // Also fires when the core itself shuts the socket down at the end of a session;
+                // the front, which selects on it, says when it ended a session.
                 if wait_for_hangup(&socket, &stopped) {
-                    tracing::info!("the peer of a connection has gone: ending its session");
                     fired.fire();
                 }
             })?;

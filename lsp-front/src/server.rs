@@ -100,7 +100,10 @@ fn run(
                 Ok(()) | Err(async_lsp::Error::Eof) => Ok(()),
                 Err(err) => Err(anyhow::anyhow!("the LSP session failed: {err}")),
             },
-            futures::future::Either::Right(((), _)) => Ok(()),
+            futures::future::Either::Right(((), _)) => {
+                tracing::info!("the client has gone: ending its session");
+                Ok(())
+            }
         }
     });
     // The connection is over: its previews go (a shared core keeps serving others).

@@ -50,6 +50,7 @@ pub fn run_attached(
                 ended.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
             }
             () = gone => {
+                tracing::info!("the agent has gone: ending its session");
                 // The service loop may itself be stuck writing to the gone client: give it a
                 // moment to stop, then dropping the runtime drops it.
                 cancel.cancel();
