@@ -150,3 +150,63 @@ fn rotation_and_refusals_reach_the_command_line() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).starts_with("error[not-found]: there is no archive "));
 }
+
+/// `stardust serve STORE`, killed when dropped.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_run_goes_through_the_running_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, backups) = store(dir.path());
+    let root = root.canonicalize().unwrap();
+    let serve = Serve(
+        std::process::Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .args(["serve", s(&root)])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let record = root.join(".stardust/run/daemon.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !record.exists() {
+        assert!(std::time::Instant::now() < deadline, "the core did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A commit through the core, then the backup: it is the core's store, as of that commit
+    // (opening the store from this process would be refused as busy).
+    let patch = dir.path().join("change.patch.dust");
+    std::fs::write(&patch, "ops [{create {id book/emma type book title 'Emma'}}]\n").unwrap();
+    let out = stardust(&["apply", s(&root), s(&patch), "--yes", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let committed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let out = stardust(&["backup", "run", s(&root), "backup/nightly", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(written["seq"], committed["seq"], "{written}");
+    let archive = PathBuf::from(written["archive"].as_str().unwrap());
+    assert!(archive.starts_with(&backups), "{archive:?}");
+    let out = stardust(&["backup", "verify", s(&archive), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let verified: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verified["seq"], committed["seq"]);
+    assert_eq!(verified["entries"], written["entries"]);
+    let restored = dir.path().join("restored");
+    let out = stardust(&["backup", "restore", s(&archive), s(&restored)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let emma = std::fs::read_to_string(restored.join("book/emma.dust")).unwrap();
+    assert!(emma.contains("Emma"), "{emma}");
+
+    // The core's refusals keep their codes.
+    let out = stardust(&["backup", "run", s(&root), "backup/weekly"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("error[not-found]"), "{}", text(&out.stderr));
+    drop(serve);
+}

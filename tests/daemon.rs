@@ -351,3 +351,335 @@ fn a_wrong_protocol_on_the_socket_is_refused_and_the_core_goes_on() {
     assert_eq!(done["resolved"]["?bo"], "person/bo");
     assert!(serve.stop().success());
 }
+
+/// Whether process `pid` runs (a zombie waiting to be reaped does not).
+fn running(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.starts_with(" Z")))
+}
+
+/// Start `stardust FRONT --store STORE` and flood it from another thread with the messages
+/// of `messages` (framed by `frame`), never reading its output; returns once it stops taking
+/// them (its input is full) or took them all.
+fn flood(
+    front: &str,
+    store: &Path,
+    frame: fn(&Value) -> String,
+    messages: impl Iterator<Item = Value> + Send + 'static,
+) -> (Child, usize) {
+    let mut child = exe()
+        .arg(front)
+        .arg("--store")
+        .arg(store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = sent.clone();
+    std::thread::spawn(move || {
+        for message in messages {
+            if stdin.write_all(frame(&message).as_bytes()).is_err() {
+                return;
+            }
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let (mut last, mut still) = (0, 0);
+    while still < 20 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    (child, last)
+}
+
+#[test]
+fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
+    let dir = util::library();
+    let store = dir.path().canonicalize().unwrap();
+    // Requests as fast as they go, answers never read: the core holds back and stops reading.
+    let init =
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
+    let symbols = (1..=20_000).map(|id| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
+    });
+    let frame = |m: &Value| {
+        let body = m.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let messages = [init, initialized].into_iter().chain(symbols);
+    let (mut child, last) = flood("lsp", &store, frame, messages);
+    assert!(last < 20_002, "the core kept reading requests while its answers went unread");
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    assert!(running(pid));
+    // The client goes with its requests unread and its answers unwritten.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Its session ends, so the core becomes idle and stops after STARDUST_IDLE_EXIT (2 s).
+    wait_until("the core has stopped", || !running(pid));
+    assert!(record(&store).is_none(), "the stopped core removed its record");
+}
+
+/// The peak resident memory of process `pid`, in MB.
+fn peak_rss_mb(pid: u64) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+#[test]
+fn an_agent_that_stops_reading_costs_bounded_memory_and_its_going_lets_the_core_stop() {
+    let dir = util::library();
+    let store = dir.path().canonicalize().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "1"}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reads = (1..=20_000)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "resources/list", "params": {}}));
+    let frame = |m: &Value| format!("{m}\n");
+    let messages = [init, initialized].into_iter().chain(reads);
+    let (mut child, last) = flood("mcp", &store, frame, messages);
+    // Each answer is tens of KB: had the core kept reading, 20,000 would be gigabytes.
+    assert!(last < 20_002, "the core kept reading requests while its answers went unread");
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    let peak = peak_rss_mb(pid);
+    assert!(peak < 300, "the core's peak memory {peak} MB after {last} unread answers");
+    assert!(running(pid));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_until("the core has stopped", || !running(pid));
+    assert!(record(&store).is_none(), "the stopped core removed its record");
+}
+
+/// Set (to the core's socket) in the copy of this test binary that plays the other user.
+const PEER_SOCKET: &str = "STARDUST_TEST_PEER_SOCKET";
+/// `nobody`.
+const OTHER_UID: u32 = 65534;
+
+/// The other user's side: connect as uid 65534, first with its own file access (the socket's
+/// folder keeps it out), then with the owner's file access but still uid 65534 as the kernel
+/// reports it to the core (SO_PEERCRED gives the effective uid, the folder checks the
+/// filesystem uid), so the core's own check is what refuses it.
+fn connect_as_another_uid(socket: &Path) {
+    use nix::unistd::{Uid, seteuid, setfsuid};
+    seteuid(Uid::from_raw(OTHER_UID)).unwrap();
+    let err = std::os::unix::net::UnixStream::connect(socket).unwrap_err();
+    println!("PEER folder {:?}", err.kind());
+    setfsuid(Uid::from_raw(0));
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    writeln!(stream, "{}", json!({"stardust": 1, "front": "cli", "client": "intruder"})).unwrap();
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer).unwrap();
+    println!("PEER answer {}", answer.trim_end());
+}
+
+#[test]
+fn a_peer_with_another_uid_is_refused() {
+    if let Some(socket) = std::env::var_os(PEER_SOCKET) {
+        return connect_as_another_uid(Path::new(&socket));
+    }
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("skipped: playing another user needs root");
+        return;
+    }
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let serve = Serve::start(&store, None);
+    let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
+    let other = Command::new(std::env::current_exe().unwrap())
+        .args(["a_peer_with_another_uid_is_refused", "--exact", "--nocapture", "--test-threads=1"])
+        .env(PEER_SOCKET, &socket)
+        .output()
+        .unwrap();
+    let said = text(&other.stdout);
+    assert!(other.status.success(), "{said}{}", text(&other.stderr));
+    let line = |prefix: &str| {
+        said.lines()
+            .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest))
+            .unwrap_or_else(|| panic!("{said}"))
+    };
+    // The first layer: the socket's folder (0700) and the socket (0600) are the owner's.
+    assert_eq!(line("PEER folder "), "PermissionDenied");
+    // The second: past the folder, the core checks the peer's uid and refuses it, typed.
+    let answer: Value = serde_json::from_str(line("PEER answer ")).unwrap();
+    assert_eq!(answer["error"]["code"], "refused", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("not uid {OTHER_UID}")), "{message}");
+    // The owner is still served.
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    assert_eq!(done["resolved"]["?bo"], "person/bo");
+    assert!(serve.stop().success());
+}
+
+#[test]
+fn a_store_moved_while_served_stops_its_core_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().canonicalize().unwrap().join("store");
+    std::fs::create_dir_all(old.join("people")).unwrap();
+    std::fs::write(old.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
+        .unwrap();
+    let mut serve = Serve::start(&old, None);
+    let pid = record(&old).unwrap()["pid"].clone();
+    let mut editor = Editor::attach(&old, "e2e-editor");
+    let done = apply(&old, "ops [{create {id ?bo type person name Bo}}]\n");
+    editor.wait(|m| m["method"] == "stardust/entitiesChanged");
+
+    let new = old.with_file_name("moved");
+    std::fs::rename(&old, &new).unwrap();
+    // The core notices and stops as on SIGTERM; the editor's connection ends with it.
+    wait_until("the core has stopped", || serve.child.try_wait().unwrap().is_some());
+    assert!(serve.child.wait().unwrap().success());
+    wait_until("the editor's server has ended", || editor.child.try_wait().unwrap().is_some());
+
+    // Nothing is lost: at the new place the history is whole, and the next attacher starts
+    // a core there (the moved record names a dead process) which has every commit.
+    let log = stardust(&["log", new.to_str().unwrap(), "--format", "json"]);
+    let seqs: Vec<u64> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, done["seq"].as_u64().unwrap()], "{}", text(&log.stderr));
+    let mut again = Editor::attach(&new, "e2e-editor");
+    let got = again.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.entity.get", "arguments": [{"id": "person/bo"}]}),
+    );
+    assert_eq!(got["value"]["name"], "Bo");
+    assert_ne!(record(&new).unwrap()["pid"], pid, "a new core serves the new place");
+    let bo = apply(&new, "ops [{set {id person/bo name Bob}}]\n");
+    assert!(bo["seq"].as_u64() > done["seq"].as_u64(), "{bo}");
+}
+
+/// A command-line connection straight on the socket: hello, then one request a line.
+fn cli(
+    socket: &str,
+) -> (std::os::unix::net::UnixStream, BufReader<std::os::unix::net::UnixStream>) {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    writeln!(stream, "{}", json!({"stardust": 1, "front": "cli", "client": "counter"})).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    assert_eq!(answer.trim_end(), r#"{"ok":true}"#);
+    (stream, reader)
+}
+
+fn sessions(
+    cli: &mut (std::os::unix::net::UnixStream, BufReader<std::os::unix::net::UnixStream>),
+) -> usize {
+    writeln!(cli.0, "{}", json!({"command": "stardust.status", "arguments": {}})).unwrap();
+    let mut answer = String::new();
+    cli.1.read_line(&mut answer).unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    answer["result"]["sessions"].as_array().unwrap_or_else(|| panic!("{answer}")).len()
+}
+
+fn threads(pid: u64) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn hundreds_of_clients_connecting_and_dropping_leave_no_session_behind() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let mut core = exe()
+        .arg("serve")
+        .arg(&store)
+        .args(["--idle-exit", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the core has written its record", || record(&store).is_some());
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
+    let mut counter = cli(&socket);
+    assert_eq!(sessions(&mut counter), 1);
+    let baseline = threads(pid);
+
+    // 300 clients of every front at once, some mid-request, then all gone together.
+    let fronts = ["lsp", "sdk", "mcp", "cli"];
+    let clients: Vec<_> = (0..300)
+        .map(|i| {
+            let front = fronts[i % fronts.len()];
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let hello = json!({"stardust": 1, "front": front, "client": format!("c{i}")});
+            writeln!(stream, "{hello}").unwrap();
+            let mut answer = [0u8; 12];
+            stream.read_exact(&mut answer).unwrap();
+            assert_eq!(&answer, b"{\"ok\":true}\n");
+            if i % 2 == 0 {
+                // Half of them leave a request unfinished.
+                stream.write_all(b"Content-Length: 100\r\n\r\n{\"jsonrpc\"").unwrap();
+            }
+            stream
+        })
+        .collect();
+    drop(clients);
+    // Every LSP, SDK and command-line session ends (MCP ones never began: no initialize).
+    wait_until("the sessions have ended", || sessions(&mut counter) == 1);
+    wait_until("their threads have ended", || threads(pid) <= baseline + 2);
+    // Still serving, and once the last client goes the core is idle and stops.
+    let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    assert_eq!(done["resolved"]["?bo"], "person/bo");
+    drop(counter);
+    wait_until("the idle core has stopped", || core.try_wait().unwrap().is_some());
+    assert!(core.wait().unwrap().success());
+}
+
+#[test]
+fn a_record_naming_a_live_process_that_is_no_core_is_replaced() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(store.join(".stardust/run")).unwrap();
+    // This test's own process: alive, but not a core, and the socket answers nothing.
+    let squatter = json!({"pid": std::process::id(), "socket": "/tmp/stardust-nowhere.sock"});
+    std::fs::write(store.join(".stardust/run/daemon.json"), squatter.to_string()).unwrap();
+    let mut editor = Editor::attach(&store, "e2e-editor");
+    let status = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}]}),
+    );
+    assert_eq!(status["documents"], 1, "{status}");
+    let core = record(&store).unwrap();
+    assert_ne!(core["pid"], squatter["pid"], "a core of its own replaced the record");
+    assert_ne!(core["socket"], squatter["socket"]);
+}
+
+#[test]
+fn a_store_copied_with_its_record_gets_its_own_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().canonicalize().unwrap().join("original");
+    std::fs::create_dir_all(original.join("people")).unwrap();
+    std::fs::write(original.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
+        .unwrap();
+    let serve = Serve::start(&original, None);
+    // Copied whole while served: the copy's record names the original's live core.
+    let copy = original.with_file_name("copy");
+    let cp = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();
+    assert!(cp.success());
+    assert_eq!(record(&copy), record(&original));
+
+    // The copy's commits go to the copy, not through the original's core into the original.
+    let done = apply(&copy, "ops [{create {id ?cy type person name Cy}}]\n");
+    assert_eq!(done["resolved"]["?cy"], "person/cy");
+    assert!(copy.join("person/cy.dust").exists());
+    assert!(!original.join("person/cy.dust").exists(), "the original was not touched");
+    // An editor of the copy gets a core of its own.
+    let mut editor = Editor::attach(&copy, "e2e-editor");
+    let status = editor.request(
+        "workspace/executeCommand",
+        json!({"command": "stardust.status", "arguments": [{}]}),
+    );
+    assert_eq!(status["store"], copy.display().to_string(), "{status}");
+    assert_ne!(record(&copy).unwrap()["pid"], record(&original).unwrap()["pid"]);
+    drop(editor);
+    assert!(serve.stop().success());
+}

@@ -46,10 +46,16 @@ pub fn connect(
     let answer = read_line(&mut stream)?;
     let answer: Value = serde_json::from_slice(&answer).context("the core's answer is not JSON")?;
     if answer["ok"] != true {
-        anyhow::bail!(
-            "the core refused the connection: {}",
-            answer["error"]["message"].as_str().unwrap_or("no reason given")
-        );
+        let error = &answer["error"];
+        return Err(RemoteError {
+            code: error["code"].as_str().unwrap_or("internal").to_owned(),
+            message: format!(
+                "the core refused the connection: {}",
+                error["message"].as_str().unwrap_or("no reason given")
+            ),
+            details: error.clone(),
+        }
+        .into());
     }
     Ok(stream)
 }
@@ -179,12 +185,29 @@ impl Client {
 
     /// Run `command` with `arguments` on the core.
     pub fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
+        self.call_with_progress(command, arguments, &mut |_| {})
+    }
+
+    /// Run `command` with `arguments` on the core, handing each `{"progress": ...}` line it
+    /// sends before its answer to `progress`.
+    pub fn call_with_progress(
+        &mut self,
+        command: &str,
+        arguments: Value,
+        progress: &mut dyn FnMut(&Value),
+    ) -> anyhow::Result<Value> {
         writeln!(self.writer, "{}", json!({"command": command, "arguments": arguments}))?;
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            anyhow::bail!("the core closed the connection before answering {command}");
-        }
-        let mut answer: Value = serde_json::from_str(&line)?;
+        let mut answer = loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                anyhow::bail!("the core closed the connection before answering {command}");
+            }
+            let answer: Value = serde_json::from_str(&line)?;
+            match answer.get("progress") {
+                Some(step) => progress(step),
+                None => break answer,
+            }
+        };
         if let Some(error) = answer.get_mut("error") {
             let code = error["code"].as_str().unwrap_or("internal").to_owned();
             let message = error["message"].as_str().unwrap_or_default().to_owned();

@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout)]
 
 pub mod attach;
+pub mod hangup;
 pub mod record;
 pub mod server;
 

@@ -34,10 +34,14 @@ pub fn read(store: &Path) -> Option<Record> {
     serde_json::from_slice(&text).ok()
 }
 
-/// The record of a core that is running now: its process exists and its socket answers.
+/// The record of a core that is running now for this store: its socket is this store's (a
+/// record copied or moved along with a store names another store's core), its process
+/// exists and its socket answers.
 pub fn live(store: &Path) -> Option<Record> {
     let record = read(store)?;
-    (alive(record.pid) && UnixStream::connect(&record.socket).is_ok()).then_some(record)
+    let canonical = store.canonicalize().unwrap_or_else(|_| store.to_owned());
+    let ours = record.socket.file_name() == Some(socket_name(&canonical).as_ref());
+    (ours && alive(record.pid) && UnixStream::connect(&record.socket).is_ok()).then_some(record)
 }
 
 /// Write the record atomically (temporary file, rename), readable by the owner only.
@@ -70,9 +74,15 @@ pub fn uid() -> u32 {
 /// The socket of the core of `store` (its canonical path): a short name in a private folder,
 /// because socket paths are limited to 108 bytes.
 pub fn socket_path(store: &Path) -> io::Result<PathBuf> {
+    Ok(socket_dir()?.join(socket_name(store)))
+}
+
+/// The socket's file name: a digest of the store's path, so it is the same whichever folder
+/// (`XDG_RUNTIME_DIR` or not) the core put it in.
+fn socket_name(store: &Path) -> String {
     let digest = Sha256::digest(store.as_os_str().as_encoded_bytes());
     let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    Ok(socket_dir()?.join(format!("{name}.sock")))
+    format!("{name}.sock")
 }
 
 /// `$XDG_RUNTIME_DIR/stardust`, else `/tmp/stardust-<uid>`: created mode 0700, and refused
@@ -118,6 +128,25 @@ mod tests {
         assert!(record_path(tmp.path()).exists(), "another pid's record stays");
         remove_if(tmp.path(), record.pid);
         assert_eq!(read(tmp.path()), None);
+    }
+
+    #[test]
+    fn a_record_naming_another_stores_socket_is_not_live() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, other) = (tmp.path().join("store"), tmp.path().join("other"));
+        std::fs::create_dir_all(&store).unwrap();
+        // A core of another store, really listening: the record was copied from there.
+        let socket = tmp.path().join(socket_name(&other));
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        write(&store, &Record { pid: std::process::id(), socket }).unwrap();
+        assert_eq!(live(&store), None);
+        // The same core under this store's name would be live.
+        let canonical = store.canonicalize().unwrap();
+        let socket = tmp.path().join(socket_name(&canonical));
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let record = Record { pid: std::process::id(), socket };
+        write(&store, &record).unwrap();
+        assert_eq!(live(&store), Some(record));
     }
 
     #[test]

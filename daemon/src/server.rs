@@ -8,7 +8,7 @@
 //! reaches every subscriber at once.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,15 +17,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
+use stardust_core::backup::{self, Phase, Progress};
 use stardust_core::service::{Front, Service};
 use stardust_core::store::{OpenOptions, Store};
 
+use crate::hangup::{Hangup, Watcher};
 use crate::record::{self, Record};
 use crate::{FrontKind, Hello, PROTOCOL};
 
-/// Serves one connection of a front on the shared service, until the connection ends.
+/// Serves one connection of a front on the shared service, until the connection ends or its
+/// [`Hangup`] resolves (the peer has gone, though the front may not have read all its input).
 pub type Handler =
-    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream) -> anyhow::Result<()> + Send + Sync>;
+    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream, Hangup) -> anyhow::Result<()> + Send + Sync>;
 
 /// The fronts the core hands LSP and MCP connections to.
 #[derive(Clone)]
@@ -42,6 +45,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Daemon {
     service: Arc<Service>,
     root: PathBuf,
+    /// The store's folder as opened (device, inode), to notice that it has moved.
+    folder: (u64, u64),
     socket: PathBuf,
     listener: UnixListener,
     active: Arc<AtomicUsize>,
@@ -60,6 +65,8 @@ impl Daemon {
     pub fn start(store: &Path) -> anyhow::Result<Daemon> {
         let store = Store::open(store, OpenOptions::default())?;
         let root = store.root().to_owned();
+        let meta = std::fs::metadata(&root)?;
+        let folder = (meta.dev(), meta.ino());
         let socket = record::socket_path(&root).context("cannot prepare the socket folder")?;
         // We hold the store's lock, so a socket file left at our path is a dead core's.
         let _ = std::fs::remove_file(&socket);
@@ -73,6 +80,7 @@ impl Daemon {
         Ok(Daemon {
             service: Arc::new(Service::new(store)),
             root,
+            folder,
             socket,
             listener,
             active: Arc::new(AtomicUsize::new(0)),
@@ -95,6 +103,16 @@ impl Daemon {
             return Duration::ZERO;
         }
         lock(&self.last_active).elapsed()
+    }
+
+    /// Whether the store's folder is no longer at the path the core serves it under (renamed,
+    /// moved or removed). Attachers find a store's core through the record inside the
+    /// folder, so a moved store's record would lead them to a core serving the old path.
+    pub fn moved(&self) -> bool {
+        match std::fs::metadata(&self.root) {
+            Ok(meta) => (meta.dev(), meta.ino()) != self.folder,
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
     }
 
     /// A handle that makes [`Daemon::accept`] return.
@@ -156,7 +174,13 @@ fn connection(
     let mut writer = stream.try_clone()?;
     let peer = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)?;
     if peer.uid() != record::uid() {
-        answer(&mut writer, Err(("busy", "this core serves only its own user".to_owned())))?;
+        let why = format!(
+            "this core serves only its own user (uid {}), not uid {}; run stardust as the \
+             store's owner",
+            record::uid(),
+            peer.uid()
+        );
+        answer(&mut writer, Err(("refused", why)))?;
         anyhow::bail!("refused a connection from uid {}", peer.uid());
     }
     stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
@@ -174,11 +198,15 @@ fn connection(
     let stream = reader.into_inner();
     stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
-    match hello.front {
-        FrontKind::Lsp | FrontKind::Sdk => (handlers.lsp)(service, &hello, stream),
-        FrontKind::Mcp => (handlers.mcp)(service, &hello, stream),
-        FrontKind::Cli => cli(&service, &hello, stream),
-    }
+    let handler = match hello.front {
+        FrontKind::Lsp | FrontKind::Sdk => &handlers.lsp,
+        FrontKind::Mcp => &handlers.mcp,
+        // Answers are written one at a time, so a gone peer fails the next write.
+        FrontKind::Cli => return cli(&service, &hello, stream),
+    };
+    // Dropped (its thread stopped) when this function returns, after the front is done.
+    let watcher = Watcher::start(&stream)?;
+    handler(service, &hello, stream, watcher.hangup())
 }
 
 fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
@@ -211,7 +239,8 @@ fn answer(writer: &mut UnixStream, result: Result<(), (&str, String)>) -> std::i
 }
 
 /// The command line's connection: one JSON request a line (`{"command", "arguments"}`), one
-/// JSON answer a line (`{"result"}` or `{"error": {code, message, ...details}}`).
+/// JSON answer a line (`{"result"}` or `{"error": {code, message, ...details}}`). Besides the
+/// registry's commands it answers [`BACKUP_RUN`].
 fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<()> {
     let session = service.open_session(Front::Cli, &hello.client);
     let mut writer = stream.try_clone()?;
@@ -222,6 +251,11 @@ fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<(
                 Ok(request) => {
                     let name = request["command"].as_str().unwrap_or_default();
                     let args = request.get("arguments").cloned().unwrap_or(Value::Null);
+                    if name == BACKUP_RUN {
+                        let answer = backup_run(service, &args, &mut writer)?;
+                        writeln!(writer, "{answer}")?;
+                        continue;
+                    }
                     match service.execute(&session, name, args) {
                         Ok(result) => json!({"result": result}),
                         Err(err) => {
@@ -242,4 +276,94 @@ fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<(
     })();
     service.close_session(&session);
     result
+}
+
+/// `stardust backup run` through the core (`{"id": "backup/..."}`): a command-line operation
+/// (SPEC §10), so not in the registry that editors and agents see. Before its answer it sends
+/// `{"progress": {phase, done, total, path}}` lines, at most one per [`PROGRESS_EVERY`].
+pub const BACKUP_RUN: &str = "stardust.backup.run";
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Archive the core's own store (as of its latest commit), reporting progress on `writer`;
+/// the answer line. Fails only when the client cannot be written to.
+fn backup_run(service: &Service, args: &Value, writer: &mut UnixStream) -> std::io::Result<Value> {
+    let Some(id) = args["id"].as_str() else {
+        let message = format!("{BACKUP_RUN} needs {{\"id\": \"backup/...\"}}, the definition's id");
+        return Ok(json!({"error": {"code": "invalid-arguments", "message": message}}));
+    };
+    let mut last: Option<Instant> = None;
+    let mut gone: Option<std::io::Error> = None;
+    let mut report = |p: &Progress<'_>| {
+        let due = last.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) || p.done >= p.total;
+        if gone.is_some() || !due {
+            return;
+        }
+        last = Some(Instant::now());
+        let phase = match p.phase {
+            Phase::Archiving => "archiving",
+            Phase::Verifying => "verifying",
+            Phase::Restoring => "restoring",
+        };
+        let line =
+            json!({"progress": {"phase": phase, "done": p.done, "total": p.total, "path": p.path}});
+        if let Err(e) = writeln!(writer, "{line}") {
+            gone = Some(e);
+        }
+    };
+    let written = backup::run(service.store(), id, &mut report);
+    if let Some(e) = gone {
+        return Err(e);
+    }
+    Ok(match written {
+        Ok(w) => json!({"result": {
+            "archive": w.archive,
+            "seq": w.seq,
+            "entries": w.entries,
+            "bytes": w.bytes,
+            "removed": w.removed,
+        }}),
+        Err(err) => json!({"error": {"code": err.code(), "message": err.to_string()}}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attach::{self, Client};
+
+    #[test]
+    fn a_backup_through_the_cli_connection_reports_progress_then_what_it_wrote() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, target) = (tmp.path().join("store"), tmp.path().join("backups"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("a.dust"), "id thing/a\ntype thing\n").unwrap();
+        let definition =
+            format!("id backup/b\ntype backup\ntarget '{}'\nkeep 1\n", target.display());
+        std::fs::write(root.join("backup.dust"), definition).unwrap();
+        let daemon = Arc::new(Daemon::start(&root).unwrap());
+        let never: Handler = Arc::new(|_, _, _, _| anyhow::bail!("no LSP or MCP here"));
+        let handlers = Handlers { lsp: never.clone(), mcp: never };
+        let accepting = daemon.clone();
+        std::thread::spawn(move || accepting.accept(&handlers));
+
+        let hello = Hello::new(FrontKind::Cli, "test");
+        let mut client =
+            Client::new(attach::connect(daemon.root(), &hello, None).unwrap()).unwrap();
+        let mut steps = Vec::new();
+        let written = client
+            .call_with_progress(BACKUP_RUN, json!({"id": "backup/b"}), &mut |s| {
+                steps.push(s.clone())
+            })
+            .unwrap();
+        let last = steps.last().expect("at least the final progress line");
+        assert_eq!(last["phase"], "archiving");
+        assert_eq!(last["done"], last["total"]);
+        assert!(written["archive"].as_str().unwrap().starts_with(target.to_str().unwrap()));
+        assert_eq!(written["seq"], 1);
+        let err = client.call(BACKUP_RUN, json!({})).unwrap_err();
+        let err = err.downcast_ref::<attach::RemoteError>().unwrap();
+        assert_eq!(err.code, "invalid-arguments");
+        daemon.shutdown();
+    }
 }

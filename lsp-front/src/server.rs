@@ -52,23 +52,27 @@ pub enum StoreSource {
 pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
     let store = stardust_core::scan::find_store(store.as_deref(), &cwd);
-    run(std::io::stdin(), std::io::stdout(), StoreSource::Open(store))
+    run(std::io::stdin(), std::io::stdout(), StoreSource::Open(store), std::future::pending())
 }
 
-/// Serve LSP on one connection to a running core (the daemon's socket).
+/// Serve LSP on one connection to a running core (the daemon's socket), until the client
+/// closes its input or `gone` resolves: the core saw the client go, which the session itself
+/// may never notice while it holds back on a client that stopped reading.
 pub fn run_attached(
     service: Arc<Service>,
     front: Front,
     input: impl std::io::Read + Send + 'static,
     output: impl std::io::Write + Send + 'static,
+    gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    run(input, output, StoreSource::Attached(service, front))
+    run(input, output, StoreSource::Attached(service, front), gone)
 }
 
 fn run(
     input: impl std::io::Read + Send + 'static,
     output: impl std::io::Write + Send + 'static,
     store: StoreSource,
+    gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shared = Arc::new(Shared::default());
     let runtime =
@@ -88,9 +92,18 @@ fn run(
         });
         let input = crate::frames::checked_input(input);
         let output = crate::frames::ThreadWriter::new(output);
-        match main_loop.run(input, output).await {
-            Ok(()) | Err(async_lsp::Error::Eof) => Ok(()),
-            Err(err) => Err(anyhow::anyhow!("the LSP session failed: {err}")),
+        // Dropping the main loop drops its queues, which ends the reader and writer threads.
+        let served = main_loop.run(input, output);
+        futures::pin_mut!(served, gone);
+        match futures::future::select(served, gone).await {
+            futures::future::Either::Left((served, _)) => match served {
+                Ok(()) | Err(async_lsp::Error::Eof) => Ok(()),
+                Err(err) => Err(anyhow::anyhow!("the LSP session failed: {err}")),
+            },
+            futures::future::Either::Right(((), _)) => {
+                tracing::info!("the client has gone: ending its session");
+                Ok(())
+            }
         }
     });
     // The connection is over: its previews go (a shared core keeps serving others).

@@ -8,6 +8,7 @@
 //! current snapshot, so the connection keeps reading while a query runs.
 #![deny(clippy::print_stdout)]
 
+mod bounded;
 mod http;
 mod nav;
 mod page;
@@ -24,11 +25,13 @@ pub use server::{McpServer, Options};
 pub use tools::{CONFIRM_TOOL, command_of, tool_name};
 
 /// Serve one MCP connection of a store's core (`stardust serve`) on `stream`, a session of the
-/// shared `service`, until the client closes it.
+/// shared `service`, until the client closes it or `gone` resolves (the core saw the client
+/// go, which the session may not notice while it holds back on a client that stopped reading).
 pub fn run_attached(
     service: Arc<Service>,
     options: Options,
     stream: std::os::unix::net::UnixStream,
+    gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -36,10 +39,24 @@ pub fn run_attached(
         stream.set_nonblocking(true)?;
         let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
         let running = McpServer::new(service, options)
-            .serve((read, write))
+            .serve(bounded::pair(read, write))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
-        running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
+        let cancel = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        tokio::select! {
+            ended = &mut waiting => {
+                ended.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;
+            }
+            () = gone => {
+                tracing::info!("the agent has gone: ending its session");
+                // The service loop may itself be stuck writing to the gone client: give it a
+                // moment to stop, then dropping the runtime drops it.
+                cancel.cancel();
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), waiting).await;
+            }
+        }
         Ok(())
     })
 }
@@ -50,7 +67,10 @@ pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> 
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         let running = McpServer::new(service, options)
-            .serve(rmcp::transport::stdio())
+            .serve({
+                let (read, write) = rmcp::transport::stdio();
+                bounded::pair(read, write)
+            })
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP session failed: {e}"))?;

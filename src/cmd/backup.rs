@@ -7,9 +7,12 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
+use serde_json::{Value, json};
 use stardust_core::backup::{self, Phase, Progress};
 use stardust_core::store::{OpenOptions, Store};
+use stardust_daemon::attach::{self, Client};
+use stardust_daemon::server::BACKUP_RUN;
+use stardust_daemon::{FrontKind, Hello};
 
 use crate::OutputFormat;
 
@@ -50,9 +53,7 @@ pub(crate) fn run(command: BackupCommand) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match command {
         BackupCommand::Run { store, id, format } => {
-            let store =
-                Store::open(&store, OpenOptions { watch: false, ..OpenOptions::default() })?;
-            let written = backup::run(&store, &id, &mut report);
+            let written = run_backup(&store, &id, &bar);
             bar.finish();
             let written = written?;
             match format {
@@ -127,6 +128,45 @@ pub(crate) fn run(command: BackupCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Archive through the store's running core when there is one (it owns the store: opening
+/// it here would be `busy`, and the core has it loaded already), else on the store opened
+/// here.
+fn run_backup(store: &Path, id: &str, bar: &Bar) -> anyhow::Result<backup::Written> {
+    if let Ok(root) = store.canonicalize()
+        && attach::running(&root)
+    {
+        let stream = attach::connect(&root, &Hello::new(FrontKind::Cli, "cli"), None)?;
+        let mut client = Client::new(stream)?;
+        let mut progress = |step: &Value| {
+            let number = |key: &str| step[key].as_u64().unwrap_or_default();
+            let phase = step["phase"].as_str().unwrap_or_default();
+            bar.show(phase, number("done"), number("total"), step["path"].as_str().unwrap_or(""));
+        };
+        let answer = client.call_with_progress(BACKUP_RUN, json!({"id": id}), &mut progress)?;
+        return written(&answer);
+    }
+    let store = Store::open(store, OpenOptions { watch: false, ..OpenOptions::default() })?;
+    Ok(backup::run(&store, id, &mut |p| bar.report(p))?)
+}
+
+/// What a run through the core wrote, from its answer.
+fn written(answer: &Value) -> anyhow::Result<backup::Written> {
+    let bad = || anyhow::anyhow!("the core's answer to {BACKUP_RUN} is not a backup: {answer}");
+    let path = |v: &Value| v.as_str().map(PathBuf::from);
+    Ok(backup::Written {
+        archive: path(&answer["archive"]).ok_or_else(bad)?,
+        seq: answer["seq"].as_u64().ok_or_else(bad)?,
+        entries: answer["entries"].as_u64().ok_or_else(bad)? as usize,
+        bytes: answer["bytes"].as_u64().ok_or_else(bad)?,
+        removed: answer["removed"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|v| path(v).ok_or_else(bad))
+            .collect::<anyhow::Result<_>>()?,
+    })
+}
+
 fn summary(archive: &Path, m: &backup::Manifest, bytes: u64) -> serde_json::Value {
     json!({
         "archive": archive,
@@ -164,10 +204,14 @@ impl Bar {
             Phase::Verifying => "verifying",
             Phase::Restoring => "restoring",
         };
-        self.0.set_prefix(phase);
-        self.0.set_length(progress.total);
-        self.0.set_position(progress.done);
-        self.0.set_message(progress.path.to_owned());
+        self.show(phase, progress.done, progress.total, progress.path);
+    }
+
+    fn show(&self, phase: &str, done: u64, total: u64, path: &str) {
+        self.0.set_prefix(phase.to_owned());
+        self.0.set_length(total);
+        self.0.set_position(done);
+        self.0.set_message(path.to_owned());
     }
 
     fn finish(&self) {

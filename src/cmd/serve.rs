@@ -13,6 +13,9 @@ use stardust_core::service::Front;
 use stardust_daemon::FrontKind;
 use stardust_daemon::server::{Daemon, Handlers};
 
+/// How often the core checks that its store is still where it was, and whether it is idle.
+const WATCH_TICK: Duration = Duration::from_millis(200);
+
 pub(crate) fn run(
     store: &Path,
     mount: Option<&Path>,
@@ -50,23 +53,23 @@ pub(crate) fn run(
         None => None,
     };
     let handlers = Handlers {
-        lsp: Arc::new(|service, hello, stream| {
+        lsp: Arc::new(|service, hello, stream, gone| {
             let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
             // The SDK speaks LSP too; its session commits as `sdk:<client>`.
             let front = match hello.front {
                 FrontKind::Sdk => Front::Sdk,
                 _ => Front::Lsp,
             };
-            let served = stardust_lsp::run_attached(service, front, stream, output);
+            let served = stardust_lsp::run_attached(service, front, stream, output, gone);
             // The front's reader may still wait on the socket: closing it ends that wait and
             // tells the attacher the session is over.
             let _ = closer.shutdown(std::net::Shutdown::Both);
             served
         }),
-        mcp: Arc::new(|service, hello, stream| {
+        mcp: Arc::new(|service, hello, stream, gone| {
             let closer = stream.try_clone()?;
             let options = stardust_mcp::Options { allow_mutation: hello.allow_mutation };
-            let served = stardust_mcp::run_attached(service, options, stream);
+            let served = stardust_mcp::run_attached(service, options, stream, gone);
             let _ = closer.shutdown(std::net::Shutdown::Both);
             served
         }),
@@ -97,21 +100,30 @@ pub(crate) fn run(
     let accepting = daemon.clone();
     std::thread::spawn(move || accepting.accept(&handlers));
     // A mounted core is in use as long as the mount is, one serving HTTP as long as agents may
-    // connect: neither stops for idleness.
-    if let Some(seconds) = idle_exit.filter(|_| mounted.is_none() && mcp_http.is_none()) {
-        let watched = daemon.clone();
-        std::thread::spawn(move || {
-            let idle = Duration::from_secs(seconds);
-            loop {
-                std::thread::sleep(Duration::from_millis(200).min(idle));
-                if watched.idle_for() >= idle {
-                    tracing::info!("idle for {seconds}s with no client: stopping");
-                    let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
-                    return;
-                }
+    // connect: neither stops for idleness. Every core stops when its store's folder moves:
+    // attachers at the new place would otherwise reach a core serving the old one.
+    let idle = idle_exit.filter(|_| mounted.is_none() && mcp_http.is_none());
+    let watched = daemon.clone();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(WATCH_TICK);
+            if watched.moved() {
+                tracing::warn!(
+                    "the store's folder {} was moved or removed: stopping (attach again at its \
+                     new place to start a core there)",
+                    watched.root().display()
+                );
+            } else if let Some(seconds) = idle
+                && watched.idle_for() >= Duration::from_secs(seconds)
+            {
+                tracing::info!("idle for {seconds}s with no client: stopping");
+            } else {
+                continue;
             }
-        });
-    }
+            let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
+            return;
+        }
+    });
     let signal = signals.wait()?;
     tracing::info!("{signal}: stopping");
     daemon.shutdown();
