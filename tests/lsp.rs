@@ -1258,6 +1258,47 @@ fn a_client_that_never_reads_costs_bounded_memory() {
     child.wait().unwrap();
 }
 
+/// async-lsp's main loop used to wedge for good with 1,024 requests in flight; the front now
+/// stops reading past a smaller bound, so a burst of any size is answered in full.
+#[test]
+fn a_burst_of_more_requests_than_the_concurrency_limit_is_answered_in_full() {
+    const N: i64 = 1500;
+    let tmp = util::library();
+    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let mut burst = Vec::new();
+    for id in 0..N {
+        let body = json!({"jsonrpc": "2.0", "id": 10_000 + id, "method": "workspace/diagnostic", "params": {"previousResultIds": []}}).to_string();
+        burst.extend_from_slice(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    }
+    let Client { stdin, incoming, child, .. } = &mut client;
+    let answered = std::thread::scope(|scope| {
+        // The writes block while the server holds back; the answers are read meanwhile.
+        scope.spawn(move || {
+            let _ = stdin.write_all(&burst);
+            let _ = stdin.flush();
+        });
+        let deadline = Instant::now() + TIMEOUT;
+        let mut answered = 0;
+        while answered < N {
+            match incoming.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(m) if m.get("method").is_none() && m["id"].as_i64() >= Some(10_000) => {
+                    assert!(m.get("error").is_none(), "{m}");
+                    answered += 1;
+                }
+                Ok(_) => {}
+                // Wedged: end the server so that the writing thread ends too.
+                Err(_) => {
+                    let _ = child.kill();
+                    break;
+                }
+            }
+        }
+        answered
+    });
+    assert_eq!(answered, N, "every request is answered");
+    client.shutdown();
+}
+
 #[test]
 fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmlessly() {
     let tmp = util::library();

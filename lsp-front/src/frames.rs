@@ -20,6 +20,8 @@ use futures::channel::mpsc;
 use futures::{AsyncBufRead, AsyncWrite, SinkExt, TryStreamExt};
 use serde_json::Value;
 
+use crate::inflight::InFlight;
+
 /// Frames larger than this are refused: no editor sends a 256 MiB message.
 const MAX_FRAME: usize = 256 << 20;
 
@@ -30,13 +32,20 @@ const MAX_QUEUED_FRAMES: usize = 64;
 const MAX_QUEUED_OUTPUT: usize = 16 << 20;
 
 /// Start a thread that reads frames from `input` and returns the checked byte stream.
-pub fn checked_input(input: impl Read + Send + 'static) -> impl AsyncBufRead + Send + Unpin {
+/// Each request takes a slot of `in_flight` before the main loop sees it.
+pub fn checked_input(
+    input: impl Read + Send + 'static,
+    in_flight: Arc<InFlight>,
+) -> impl AsyncBufRead + Send + Unpin {
     let (mut tx, rx) = mpsc::channel::<std::io::Result<Vec<u8>>>(MAX_QUEUED_FRAMES);
     std::thread::spawn(move || {
         let mut reader = BufReader::new(input);
         while let Some(body) = next_frame(&mut reader) {
             match check_message(&body) {
-                Ok(()) => {
+                Ok(request) => {
+                    if request && !in_flight.acquire(|| tx.is_closed()) {
+                        break;
+                    }
                     let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
                     frame.extend_from_slice(&body);
                     // Waits while the main loop is behind: this thread then stops reading.
@@ -97,7 +106,8 @@ fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
 
 /// Whether `body` is a message the main loop can decode: a request or notification (a string
 /// `method`), or a response (a number or string `id` with a `result` or an `error`).
-fn check_message(body: &[u8]) -> Result<(), String> {
+/// Whether `body` is a usable JSON-RPC message, and a request (one the server answers).
+fn check_message(body: &[u8]) -> Result<bool, String> {
     let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
     let Some(object) = value.as_object() else { return Err("not a JSON object".to_owned()) };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -112,14 +122,14 @@ fn check_message(body: &[u8]) -> Result<(), String> {
         {
             return Err("a request's 'id' must be an integer or a string".to_owned());
         }
-        return Ok(());
+        return Ok(object.contains_key("id"));
     }
     let id_ok = object.get("id").is_some_and(|id| id.is_string() || id.is_i64());
     let error_ok = object.get("error").is_none_or(|e| {
         e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
     });
     if id_ok && error_ok && (object.contains_key("result") || object.contains_key("error")) {
-        Ok(())
+        Ok(false)
     } else {
         Err("neither a request, a notification nor a response".to_owned())
     }
@@ -239,9 +249,10 @@ mod tests {
 
     #[test]
     fn only_json_rpc_messages_pass() {
-        assert!(check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).is_ok());
-        assert!(check_message(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#).is_ok());
-        assert!(check_message(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).is_ok());
+        // Only requests are counted as in flight.
+        assert_eq!(check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(true));
+        assert_eq!(check_message(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#), Ok(false));
+        assert_eq!(check_message(br#"{"jsonrpc":"2.0","id":"a","result":null}"#), Ok(false));
         assert!(
             check_message(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#).is_ok()
         );

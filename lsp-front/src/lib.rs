@@ -12,6 +12,7 @@ mod commands;
 mod convert;
 mod features;
 mod frames;
+mod inflight;
 mod server;
 
 pub use server::{run_attached, run_stdio};

@@ -79,8 +79,11 @@ fn run(
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let state_shared = shared.clone();
     let result = runtime.block_on(async move {
+        let in_flight = Arc::new(crate::inflight::InFlight::default());
+        let counted = in_flight.clone();
         let (main_loop, _) = async_lsp::MainLoop::new_server(|client| {
             ServiceBuilder::new()
+                .layer(crate::inflight::InFlightLayer(counted))
                 .layer(TracingLayer::default())
                 .layer(LifecycleLayer::default())
                 .layer(CatchUnwindLayer::default())
@@ -90,7 +93,7 @@ fn run(
                 ))
                 .service(router(State { client, shared: state_shared, store }))
         });
-        let input = crate::frames::checked_input(input);
+        let input = crate::frames::checked_input(input, in_flight);
         let output = crate::frames::ThreadWriter::new(output);
         // Dropping the main loop drops its queues, which ends the reader and writer threads.
         let served = main_loop.run(input, output);
