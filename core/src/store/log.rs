@@ -607,6 +607,38 @@ mod tests {
     }
 
     #[test]
+    fn markers_may_lag_and_repeat_but_never_go_back_or_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        for seq in 1..=3 {
+            let (t, _) = txn(seq, &[("a.json", None)]);
+            writer.append(&encode_transaction(&t, &[]), true).unwrap();
+        }
+        // A checkpoint that took seq 2 while seq 3 was committed; an open in a new boot.
+        writer.append(&encode_applied(2, Some("one")), false).unwrap();
+        writer.append(&encode_applied(2, Some("two")), false).unwrap();
+        // A marker written before boots were recorded.
+        writer.append(&encode(&Header::Applied { seq: 3, boot: None }, &[]), false).unwrap();
+        let v = verify(&path).unwrap();
+        assert_eq!((v.last_seq, v.applied_through, v.damage), (3, 3, None));
+        let old_format = br#"{"kind":"applied","seq":3}"#;
+        assert_eq!(
+            serde_json::from_slice::<Header>(old_format).unwrap(),
+            Header::Applied { seq: 3, boot: None }
+        );
+
+        for (bad, why) in [(2, "goes back"), (4, "is ahead")] {
+            // Reopening at the good length drops the previous case's marker.
+            let mut copy = LogWriter::open(&path, writer.len).unwrap();
+            copy.append(&encode_applied(bad, None), false).unwrap();
+            let damage = verify(&path).unwrap().damage.unwrap_or_else(|| panic!("{why}"));
+            assert!(damage.in_middle, "a checksummed marker out of place {why}: {damage:?}");
+            assert!(damage.reason.contains("applied marker"), "{}", damage.reason);
+        }
+    }
+
+    #[test]
     fn missing_log_is_empty() {
         let dir = tempfile::tempdir().unwrap();
         let v = verify(&dir.path().join(LOG_FILE)).unwrap();
