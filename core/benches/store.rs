@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use stardust_core::analysis;
-use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
+use stardust_core::store::{Change, Notice, OpenOptions, Origin, Prepared, Store, Version};
 
 struct Args {
     data: PathBuf,
@@ -262,10 +262,11 @@ fn commit_phase(args: &Args) {
             .unwrap();
         bare_write(&dir, &revision(&original, i));
     }
-    let (mut commits, mut bare) = (Vec::new(), Vec::new());
+    let (mut commits, mut bare, mut io_only, mut frees) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..args.commits {
-        let bytes = revision(&original, i + 10);
-        // Alternate which goes first, so a burst of load hits both alike.
+        let bytes = revision(&original, 2 * i + 10);
+        // Alternate which goes first, so a burst of load hits all alike.
         if i % 2 == 1 {
             bare.push(bare_write(&dir, &bytes));
         }
@@ -274,9 +275,35 @@ fn commit_phase(args: &Args) {
         let committed = store.commit(Origin::Sdk("bench".into()), vec![change]).unwrap();
         commits.push(started.elapsed());
         assert!(committed.transaction.is_some(), "every revision changes the document");
+        // The same commit with its analysis made beforehand (as a preview does), and the
+        // previous snapshot freed after it: what is left is the store's own part, mostly I/O.
+        let bytes = revision(&original, 2 * i + 11);
+        let snapshot = store.snapshot();
+        let after = snapshot.analysis.with_changes(vec![(path.clone(), Some(bytes.clone()))]);
+        let prepared = Prepared {
+            seq: snapshot.seq,
+            changes: vec![(path.clone(), Some(Version::of(&bytes)))],
+            after,
+        };
+        let change = Change::put(&path, bytes.clone());
+        let started = Instant::now();
+        store.commit_prepared(Origin::Sdk("bench".into()), vec![change], Some(prepared)).unwrap();
+        io_only.push(started.elapsed());
+        let started = Instant::now();
+        drop(snapshot);
+        frees.push(started.elapsed());
         if i % 2 == 0 {
             bare.push(bare_write(&dir, &bytes));
         }
+    }
+    // What a checkpoint of one commit costs (off the commit path: a background thread runs it).
+    let mut checkpoints = Vec::new();
+    for i in 0..args.commits.min(200) {
+        let change = Change::put(&path, revision(&original, 2 * args.commits + 10 + i));
+        store.commit(Origin::Sdk("bench".into()), vec![change]).unwrap();
+        let started = Instant::now();
+        store.checkpoint().unwrap();
+        checkpoints.push(started.elapsed());
     }
     // The in-memory part of a commit alone: the new analysis and the save authority's check.
     let (mut parse, mut analyse, mut check) = (Vec::new(), Vec::new(), Vec::new());
@@ -298,6 +325,9 @@ fn commit_phase(args: &Args) {
         drop(after);
     }
     commits.sort();
+    io_only.sort();
+    frees.sort();
+    checkpoints.sort();
     bare.sort();
     analyse.sort();
     parse.sort();
@@ -313,7 +343,10 @@ fn commit_phase(args: &Args) {
     println!("|---|---|---|---|---|");
     let rows = [
         ("commit", &commits),
+        ("commit, analysis prepared (commit_prepared)", &io_only),
+        ("(after it: freeing the previous snapshot)", &frees),
         ("bare write+fsync+rename+dir fsync", &bare),
+        ("checkpoint of one commit (background)", &checkpoints),
         ("of which: Analysis::with_changes", &analyse),
         ("of which: analysis::new_problems", &check),
         ("of which: Document::new (parse)", &parse),
@@ -330,6 +363,9 @@ fn commit_phase(args: &Args) {
     }
     let ratio = |p| percentile(&commits, p).as_secs_f64() / percentile(&bare, p).as_secs_f64();
     println!("| ratio commit / bare | {:.2}x | {:.2}x | | |", ratio(0.5), ratio(0.99));
+    let ratio = |p| percentile(&io_only, p).as_secs_f64() / percentile(&bare, p).as_secs_f64();
+    println!("| ratio prepared commit / bare | {:.2}x | {:.2}x | | |", ratio(0.5), ratio(0.99));
+    println!("\n{}", machine());
     drop(snapshot);
     drop(store);
     discard(&root);

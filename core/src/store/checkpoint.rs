@@ -138,6 +138,9 @@ impl Inner {
         let _one = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
         let (paths, through) = {
             let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            // Whatever happens below, the commits counted so far are dealt with: a failure is
+            // retried by the next commit's trigger, not in a loop.
+            self.trigger.taken();
             // A poisoned store's last record may be half-applied: it must stay unmarked so
             // the next open finishes it.
             if let Some(reason) = &writer.poisoned {
@@ -150,7 +153,6 @@ impl Inner {
             if writer.dirty.is_empty() && writer.applied == through {
                 return Ok(through);
             }
-            self.trigger.taken();
             (std::mem::take(&mut writer.dirty), through)
         };
         // Commits go on meanwhile. One that rewrites a document taken here is after `through`,

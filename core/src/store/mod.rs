@@ -36,6 +36,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod reaper;
 mod saves;
 mod time;
 mod txn;
@@ -242,6 +243,8 @@ struct Inner {
     trigger: Arc<checkpoint::Trigger>,
     /// One checkpoint at a time.
     checkpointing: Mutex<()>,
+    /// Frees replaced snapshots.
+    reaper: reaper::Reaper,
 }
 
 struct Writer {
@@ -293,6 +296,7 @@ impl Store {
             boot,
             trigger: Arc::new(checkpoint::Trigger::new(options.checkpoint_every)),
             checkpointing: Mutex::new(()),
+            reaper: reaper::Reaper::start()?,
         });
         let watcher = if options.watch {
             Some(watch::Watcher::start(Arc::downgrade(&inner), &root, options.debounce)?)
@@ -846,7 +850,11 @@ impl Inner {
     /// Make `snapshot` current and tell subscribers about `txn`.
     fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
         self.offsets.write().unwrap_or_else(|e| e.into_inner()).push(offset);
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(snapshot),
+        );
+        self.reaper.free(old);
         self.feed.publish(txn);
     }
 
