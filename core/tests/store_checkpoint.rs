@@ -41,12 +41,12 @@ fn open_as(root: &Path, boot: &str) -> Store {
     Store::open(root, manual(boot)).unwrap()
 }
 
+/// The I/O steps a store took, as `(step, path)`.
+type Steps = Arc<Mutex<Vec<(FailPoint, String)>>>;
+
 /// A store whose I/O steps are recorded as `(step, path)`, failing `Sync` of `fail_sync`
 /// while the switch is on.
-fn recording(
-    root: &Path,
-    fail_sync: &'static str,
-) -> (Store, Arc<Mutex<Vec<(FailPoint, String)>>>, Arc<Mutex<bool>>) {
+fn recording(root: &Path, fail_sync: &'static str) -> (Store, Steps, Arc<Mutex<bool>>) {
     let steps = Arc::new(Mutex::new(Vec::new()));
     let failing = Arc::new(Mutex::new(false));
     let hook = {

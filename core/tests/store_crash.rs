@@ -146,19 +146,14 @@ fn acknowledged_commits_survive_sigkill() {
             killed_mid_run += 1;
         }
         for (seq, n) in acks {
-            let again = match n {
-                Some(n) => acked.insert(seq, n).is_some(),
-                None => {
-                    acked_d.contains(&seq) || {
-                        acked_d.push(seq);
-                        false
-                    }
+            let twice = acked.contains_key(&seq) || acked_d.contains(&seq);
+            assert!(!twice, "{context}: seq {seq} acknowledged twice");
+            match n {
+                Some(n) => {
+                    acked.insert(seq, n);
                 }
-            };
-            assert!(
-                !again && !(acked.contains_key(&seq) && acked_d.contains(&seq)),
-                "{context}: seq {seq} acknowledged twice"
-            );
+                None => acked_d.push(seq),
+            }
         }
         let v = verify_log(root).unwrap();
         if v.last_seq >= v.applied_through + 2 {
