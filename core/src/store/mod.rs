@@ -244,7 +244,7 @@ struct Inner {
     /// One checkpoint at a time.
     checkpointing: Mutex<()>,
     /// Frees replaced snapshots.
-    reaper: reaper::Reaper,
+    reaper: reaper::Reaper<Snapshot>,
 }
 
 struct Writer {
