@@ -325,3 +325,23 @@ fn an_open_marks_its_boot_before_anything_is_written() {
     drop(open_as(dir.path(), "boot-b"));
     assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann by hand"));
 }
+
+#[test]
+fn a_restart_never_reverts_a_document_only_external_records_name() {
+    let dir = library();
+    let store = open_as(dir.path(), "boot-a");
+    write(dir.path(), "people/ann.json", &person("person/ann", "Ann by hand"));
+    let seen = store.rescan().unwrap().unwrap().seq;
+    store.abandon();
+    assert_eq!(verify_log(dir.path()).unwrap().applied_through, seen - 1, "left unmarked");
+    // Edited again while closed; the machine restarts before the next open.
+    write(dir.path(), "people/ann.json", &person("person/ann", "Ann again"));
+    let store = open_as(dir.path(), "boot-b");
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann again"));
+    let txns = store.transactions(seen, 10).unwrap();
+    assert_eq!(txns.len(), 1);
+    assert_eq!(txns[0].origin, Origin::External);
+    let by_hand = Version::of(person("person/ann", "Ann by hand").as_bytes());
+    assert_eq!(txns[0].documents[0].before, Some(by_hand));
+    assert!(!dir.path().join(".stardust/recovered").exists(), "nothing of Stardust's was torn");
+}

@@ -646,19 +646,22 @@ fn redo_tail(
     on_disk: &mut HashMap<String, Vec<u8>>,
 ) -> StoreResult<()> {
     // Each touched document's states in order (before the tail, then after each transaction),
-    // and the last seq that touched it.
-    let mut states: BTreeMap<&str, (Vec<Option<Version>>, u64)> = BTreeMap::new();
+    // the last seq that touched it, and whether Stardust wrote it in the tail.
+    let mut states: BTreeMap<&str, (Vec<Option<Version>>, u64, bool)> = BTreeMap::new();
     for txn in tail {
         for doc in &txn.documents {
-            let entry = states.entry(&doc.path).or_insert_with(|| (vec![doc.before], 0));
+            let entry = states.entry(&doc.path).or_insert_with(|| (vec![doc.before], 0, false));
             entry.0.push(doc.after);
             entry.1 = txn.seq;
+            entry.2 |= txn.origin != Origin::External;
         }
     }
     let mut redo: Vec<(&str, u64)> = Vec::new();
-    for (path, (known, seq)) in &states {
+    for (path, (known, seq, ours)) in &states {
         disk.remove_stale_temp(path);
-        if unreadable.iter().any(|p| p == path) {
+        // Only Stardust's own writes can be unfinished or torn: a document that only external
+        // records name holds what its editor left, taken in below if it changed again.
+        if !ours || unreadable.iter().any(|p| p == path) {
             continue;
         }
         let now = on_disk.get(*path).map(|b| Version::of(b));
