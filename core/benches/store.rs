@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use stardust_core::analysis;
-use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
+use stardust_core::store::{Change, Notice, OpenOptions, Origin, Prepared, Store, Version};
 
 struct Args {
     data: PathBuf,
@@ -278,8 +278,42 @@ fn commit_phase(args: &Args) {
             bare.push(bare_write(&dir, &bytes));
         }
     }
+    // Then the same with each commit's analysis made beforehand (as a preview does), against
+    // its own bare writes: what is left is the store's own part, mostly I/O.
+    let (mut io_only, mut io_bare) = (Vec::new(), Vec::new());
+    for i in 0..args.commits {
+        let bytes = revision(&original, args.commits + 10 + i);
+        if i % 2 == 1 {
+            io_bare.push(bare_write(&dir, &bytes));
+        }
+        let snapshot = store.snapshot();
+        let after = snapshot.analysis.with_changes(vec![(path.clone(), Some(bytes.clone()))]);
+        let prepared = Prepared {
+            seq: snapshot.seq,
+            changes: vec![(path.clone(), Some(Version::of(&bytes)))],
+            after,
+        };
+        let change = Change::put(&path, bytes.clone());
+        let started = Instant::now();
+        store.commit_prepared(Origin::Sdk("bench".into()), vec![change], Some(prepared)).unwrap();
+        io_only.push(started.elapsed());
+        drop(snapshot);
+        if i % 2 == 0 {
+            io_bare.push(bare_write(&dir, &bytes));
+        }
+    }
+    // What a checkpoint of one commit costs (off the commit path: a background thread runs it).
+    let mut checkpoints = Vec::new();
+    for i in 0..args.commits.min(200) {
+        let change = Change::put(&path, revision(&original, 2 * args.commits + 10 + i));
+        store.commit(Origin::Sdk("bench".into()), vec![change]).unwrap();
+        let started = Instant::now();
+        store.checkpoint().unwrap();
+        checkpoints.push(started.elapsed());
+    }
     // The in-memory part of a commit alone: the new analysis and the save authority's check.
-    let (mut parse, mut analyse, mut check) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut parse, mut analyse, mut check, mut frees) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let snapshot = store.snapshot();
     for i in 0..args.commits.min(200) {
         let started = Instant::now();
@@ -295,9 +329,17 @@ fn commit_phase(args: &Args) {
             analysis::new_problems(&snapshot.analysis, &after, std::slice::from_ref(&path), refuse);
         check.push(started.elapsed());
         assert!(problems.is_empty(), "{problems:?}");
+        // What the commit's reaper thread frees: the parts of a snapshot that the next one
+        // does not share.
+        let started = Instant::now();
         drop(after);
+        frees.push(started.elapsed());
     }
     commits.sort();
+    io_only.sort();
+    io_bare.sort();
+    frees.sort();
+    checkpoints.sort();
     bare.sort();
     analyse.sort();
     parse.sort();
@@ -314,9 +356,13 @@ fn commit_phase(args: &Args) {
     let rows = [
         ("commit", &commits),
         ("bare write+fsync+rename+dir fsync", &bare),
+        ("commit, analysis prepared (commit_prepared; second loop)", &io_only),
+        ("bare, second loop", &io_bare),
+        ("checkpoint of one commit (background)", &checkpoints),
         ("of which: Analysis::with_changes", &analyse),
         ("of which: analysis::new_problems", &check),
         ("of which: Document::new (parse)", &parse),
+        ("not in it: freeing a replaced snapshot (reaper thread)", &frees),
     ];
     for (name, samples) in rows {
         let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
@@ -330,6 +376,9 @@ fn commit_phase(args: &Args) {
     }
     let ratio = |p| percentile(&commits, p).as_secs_f64() / percentile(&bare, p).as_secs_f64();
     println!("| ratio commit / bare | {:.2}x | {:.2}x | | |", ratio(0.5), ratio(0.99));
+    let ratio = |p| percentile(&io_only, p).as_secs_f64() / percentile(&io_bare, p).as_secs_f64();
+    println!("| ratio prepared commit / bare | {:.2}x | {:.2}x | | |", ratio(0.5), ratio(0.99));
+    println!("\n{}", machine());
     drop(snapshot);
     drop(store);
     discard(&root);

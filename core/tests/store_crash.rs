@@ -1,8 +1,11 @@
 //! Crash safety: a child process commits in a loop and is killed with SIGKILL at random
-//! moments (while opening, recovering, or committing). After every kill the store must open
-//! with every acknowledged commit present, no document torn or half-committed, seqs
-//! consecutive, and a log that verifies. Every third round also damages the log's tail the
-//! way an interrupted append would.
+//! moments (while opening, recovering, committing, or checkpointing). After every kill the
+//! store must open with every acknowledged commit present, no document torn or half-committed,
+//! every document at its last logged state, seqs consecutive, and a log that verifies. A
+//! commit syncs only its log record, so most kills land with several transactions after the
+//! last checkpoint, on the same documents (a, b) and on others (c, d); the child checkpoints
+//! often in some rounds and rarely in others. Every third round also damages the log's tail
+//! the way an interrupted append would.
 //!
 //! The child is this same test binary, run again with `CHILD_ENV` set to the store's path.
 
@@ -15,6 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stardust_core::store::{Change, OpenOptions, Origin, Store, Version, verify_log};
 
 const CHILD_ENV: &str = "STARDUST_STORE_CRASH_CHILD";
+/// How many commits the child lets pass between checkpoints.
+const EVERY_ENV: &str = "STARDUST_STORE_CRASH_EVERY";
 const ROUNDS: u64 = 100;
 const TEST_NAME: &str = "acknowledged_commits_survive_sigkill";
 
@@ -38,12 +43,22 @@ fn options() -> OpenOptions {
 }
 
 /// The child: open the store and commit pairs of documents until killed, printing each
-/// acknowledged commit as `ack <seq> <n>`.
+/// acknowledged commit as `ack <seq> <n>`; every other pair is followed by a commit of `d`
+/// alone, acknowledged as `ack <seq> d`.
 fn child(root: &Path) -> ! {
-    let store = Store::open(root, options()).expect("the child opens the store");
+    let every = std::env::var(EVERY_ENV).ok().and_then(|e| e.parse().ok()).unwrap_or(64);
+    let options = OpenOptions { checkpoint_every: every, ..options() };
+    let store = Store::open(root, options).expect("the child opens the store");
     let mut stdout = std::io::stdout().lock();
     loop {
         let n = store.snapshot().seq + 1;
+        if n.is_multiple_of(2) {
+            let committed = store
+                .commit(Origin::Sdk("crash".into()), vec![Change::put("d.json", content("d", n))]);
+            writeln!(stdout, "ack {} d", committed.expect("commit").seq).unwrap();
+            stdout.flush().unwrap();
+            continue;
+        }
         let mut changes =
             vec![Change::put("a.json", content("a", n)), Change::put("b.json", content("b", n))];
         // A third document comes and goes, so creations and deletions crash too.
@@ -83,14 +98,18 @@ fn acknowledged_commits_survive_sigkill() {
 
     let seed = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     let mut rng = Rng(seed);
-    // Every commit any child acknowledged: seq -> n.
+    // Every commit of a and b any child acknowledged: seq -> n; and those of d alone.
     let mut acked: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut acked_d: Vec<u64> = Vec::new();
     let mut killed_mid_run = 0;
+    // Rounds whose kill left at least two transactions after the last checkpoint.
+    let mut long_tails = 0;
     for round in 0..ROUNDS {
         let context = format!("round {round} (seed {seed})");
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, root)
+            .env(EVERY_ENV, if round % 4 < 2 { "4" } else { "1000" })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -102,7 +121,8 @@ fn acknowledged_commits_survive_sigkill() {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 let mut words = line.strip_prefix("ack ").unwrap_or_default().split(' ');
                 let seq = words.next().and_then(|w| w.parse::<u64>().ok());
-                let n = words.next().and_then(|w| w.parse::<u64>().ok());
+                // `None` for a commit of d alone.
+                let n = words.next().map(|w| w.parse::<u64>().ok());
                 if let (Some(seq), Some(n)) = (seq, n) {
                     acks.push((seq, n));
                     let _ = first_ack.send(());
@@ -126,17 +146,33 @@ fn acknowledged_commits_survive_sigkill() {
             killed_mid_run += 1;
         }
         for (seq, n) in acks {
-            assert_eq!(acked.insert(seq, n), None, "{context}: seq {seq} acknowledged twice");
+            let twice = acked.contains_key(&seq) || acked_d.contains(&seq);
+            assert!(!twice, "{context}: seq {seq} acknowledged twice");
+            match n {
+                Some(n) => {
+                    acked.insert(seq, n);
+                }
+                None => acked_d.push(seq),
+            }
+        }
+        let v = verify_log(root).unwrap();
+        if v.last_seq >= v.applied_through + 2 {
+            long_tails += 1;
         }
 
         if round % 3 == 2 {
             damage_tail(root, &mut rng);
         }
-        check(root, &acked, &context);
+        check(root, &acked, &acked_d, &context);
     }
     assert!(
         killed_mid_run >= ROUNDS / 2,
         "only {killed_mid_run} of {ROUNDS} rounds were killed while committing"
+    );
+    eprintln!("{long_tails} of {ROUNDS} rounds left two or more transactions to redo");
+    assert!(
+        long_tails >= ROUNDS / 4,
+        "only {long_tails} of {ROUNDS} rounds left two or more transactions to redo"
     );
 }
 
@@ -156,10 +192,14 @@ fn damage_tail(root: &Path, rng: &mut Rng) {
 }
 
 /// Open the store as the next owner would and check everything the contract promises.
-fn check(root: &Path, acked: &BTreeMap<u64, u64>, context: &str) {
+fn check(root: &Path, acked: &BTreeMap<u64, u64>, acked_d: &[u64], context: &str) {
     let store = Store::open(root, options()).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
     let verification = verify_log(root).unwrap();
     assert_eq!(verification.damage, None, "{context}: the log verifies after recovery");
+    assert_eq!(
+        verification.applied_through, verification.last_seq,
+        "{context}: the open redid and marked everything"
+    );
     let txns = store.transactions(0, usize::MAX).unwrap();
     for (i, txn) in txns.iter().enumerate() {
         assert_eq!(txn.seq, i as u64 + 1, "{context}: seqs are consecutive");
@@ -180,13 +220,33 @@ fn check(root: &Path, acked: &BTreeMap<u64, u64>, context: &str) {
         ];
         assert_eq!(after, want, "{context}: seq {seq} holds what was acknowledged");
     }
+    for &seq in acked_d {
+        let txn = txns
+            .get(seq as usize - 1)
+            .unwrap_or_else(|| panic!("{context}: acknowledged seq {seq} is lost"));
+        let after: Vec<_> = txn.documents.iter().map(|d| (d.path.as_str(), d.after)).collect();
+        let want = Some(Version::of(content("d", seq).as_bytes()));
+        assert_eq!(after, [("d.json", want)], "{context}: seq {seq} holds what was acknowledged");
+    }
+    // Every document is at its last logged state.
+    let mut last: BTreeMap<&str, Option<Version>> = BTreeMap::new();
+    for doc in txns.iter().flat_map(|t| &t.documents) {
+        last.insert(&doc.path, doc.after);
+    }
+    for (path, version) in last {
+        let on_disk = std::fs::read(root.join(path)).ok().map(|b| Version::of(&b));
+        assert_eq!(on_disk, version, "{context}: {path} is at its last logged state");
+    }
+    if let Ok(text) = std::fs::read_to_string(root.join("d.json")) {
+        parse_n("d", &text);
+    }
     // The documents are whole, from the same commit, and that commit is the last one.
     let a = parse_n("a", &std::fs::read_to_string(root.join("a.json")).unwrap());
     let b = parse_n("b", &std::fs::read_to_string(root.join("b.json")).unwrap());
     assert_eq!(a, b, "{context}: a commit was half-applied");
-    let last = txns.last().unwrap();
+    let last = txns.iter().rfind(|t| t.documents.iter().any(|d| d.path == "a.json")).unwrap();
     if last.seq > 1 {
-        assert_eq!(a, last.seq, "{context}: the documents are at the last seq");
+        assert_eq!(a, last.seq, "{context}: the documents are at the last seq that wrote them");
     }
     match std::fs::read_to_string(root.join("c.json")) {
         Ok(text) => assert!(parse_n("c", &text).is_multiple_of(3), "{context}"),

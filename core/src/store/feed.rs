@@ -53,12 +53,18 @@ impl Coalesced {
 
     /// Merge a transaction in: the latest change of each document and entity wins.
     pub fn add(&mut self, txn: &Transaction) {
+        self.add_with(txn, &txn.entity_changes());
+    }
+
+    /// [`Coalesced::add`] with the transaction's [`Transaction::entity_changes`] computed once
+    /// by the caller, who merges it into many subscribers.
+    fn add_with(&mut self, txn: &Transaction, entities: &[(String, ChangeKind)]) {
         self.seq = txn.seq;
         for doc in &txn.documents {
             self.documents.insert(doc.path.clone(), (doc.kind(), doc.after));
         }
-        for (id, change) in txn.entity_changes() {
-            self.entities.insert(id, change);
+        for (id, change) in entities {
+            self.entities.insert(id.clone(), *change);
         }
     }
 
@@ -130,13 +136,17 @@ impl Feed {
     /// Hand a committed transaction to every subscriber.
     pub fn publish(&self, txn: &Transaction) {
         let mut slots = self.lock();
+        if slots.is_empty() {
+            return;
+        }
+        let entities = txn.entity_changes();
         slots.retain(|weak| {
             let Some(slot) = weak.upgrade() else { return false };
             let mut pending = slot.lock();
             if let Some(seq) = &mut pending.overflow {
                 *seq = txn.seq;
             } else {
-                pending.changes.add(txn);
+                pending.changes.add_with(txn, &entities);
                 if pending.changes.len() > pending.max_pending {
                     pending.changes = Coalesced::default();
                     pending.overflow = Some(txn.seq);

@@ -1,9 +1,11 @@
 //! Document files on disk: checked paths, atomic replacement, and failures injected by tests.
 //!
-//! A document is replaced by writing a temporary sibling, syncing it, renaming it over the
-//! document and syncing the folder, so a crash leaves either the old or the new content,
-//! never a mix. Nothing here follows a symbolic link: a link (or a linked folder) on the way
-//! to a document makes the path unusable, so a write can never land outside the store.
+//! A document is replaced by writing a temporary sibling and renaming it over the document,
+//! so a process crash leaves either the old or the new content, never a mix. A commit does
+//! not sync either (its log record is the durable copy); a checkpoint later syncs the files
+//! and their folders ([`Disk::sync_documents`]). [`Disk::write`], for recovery and undo, syncs
+//! at once. Nothing here follows a symbolic link: a link (or a linked folder) on the way to a
+//! document makes the path unusable, so a write can never land outside the store.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -17,7 +19,7 @@ use super::error::{StoreError, StoreResult};
 pub enum FailPoint {
     /// Reading a document.
     Read,
-    /// Writing and syncing a document's temporary file.
+    /// Writing a document's temporary file (and syncing it, for a durable write).
     WriteTemp,
     /// Appending a transaction to the log and syncing it.
     AppendLog,
@@ -25,6 +27,10 @@ pub enum FailPoint {
     Rename,
     /// Removing a deleted document.
     Remove,
+    /// Syncing a document (its path) or a folder (its path, `""` for the root) in a checkpoint.
+    Sync,
+    /// Appending an `applied` marker to the log (the log's own name).
+    Mark,
 }
 
 /// Called before each step with the step and the store-relative path (the log's own name for
@@ -117,9 +123,9 @@ impl Disk {
         read_regular(path)
     }
 
-    /// Write `content` to the temporary sibling of `rel` and sync it. The temporary file
-    /// takes the permissions of the document it will replace.
-    pub fn stage(&self, rel: &str, content: &[u8]) -> io::Result<Staged> {
+    /// Write `content` to the temporary sibling of `rel`, and with `sync` make it durable. The
+    /// temporary file takes the permissions of the document it will replace.
+    pub fn stage(&self, rel: &str, content: &[u8], sync: bool) -> io::Result<Staged> {
         let target = self.root.join(rel);
         let parent = target.parent().expect("a document path has a parent");
         self.ensure_dir(parent)?;
@@ -135,7 +141,7 @@ impl Disk {
                 file.set_permissions(meta.permissions())?;
             }
             file.write_all(content)?;
-            file.sync_data()
+            if sync { file.sync_data() } else { Ok(()) }
         });
         match written {
             Ok(()) => Ok(staged),
@@ -147,7 +153,7 @@ impl Disk {
     }
 
     /// Put a staged document in place. The rename is durable once its folder is synced
-    /// ([`Disk::sync_parents`]).
+    /// ([`Disk::sync_parents`], [`Disk::sync_documents`]).
     pub fn install(&self, rel: &str, staged: &Staged) -> io::Result<()> {
         let result = self
             .check(FailPoint::Rename, rel)
@@ -186,9 +192,31 @@ impl Disk {
         self.sync_parents([rel])
     }
 
+    /// Make the documents at `rels` and their folders durable: what a checkpoint does before
+    /// it may mark their transactions applied. A path that is no longer a regular file has
+    /// nothing to sync (a later transaction deleted or replaced it); its folder still is.
+    pub fn sync_documents<'a>(&self, rels: impl IntoIterator<Item = &'a str>) -> io::Result<()> {
+        let mut dirs: Vec<&str> = Vec::new();
+        for rel in rels {
+            self.check(FailPoint::Sync, rel)?;
+            sync_regular(&self.root.join(rel))?;
+            dirs.push(rel.rsplit_once('/').map_or("", |(dir, _)| dir));
+        }
+        dirs.sort_unstable();
+        dirs.dedup();
+        for dir in dirs {
+            self.check(FailPoint::Sync, dir)?;
+            match sync_dir(&self.root.join(dir)) {
+                Err(e) if is_absent(&e) => {}
+                other => other?,
+            }
+        }
+        Ok(())
+    }
+
     /// Write `content` at `rel` atomically and durably.
     pub fn write(&self, rel: &str, content: &[u8]) -> io::Result<()> {
-        let staged = self.stage(rel, content)?;
+        let staged = self.stage(rel, content, true)?;
         self.install(rel, &staged)?;
         self.sync_parents([rel])
     }
@@ -245,6 +273,21 @@ pub(crate) fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
     file.read_to_end(&mut out)?;
     Ok(Some(out))
+}
+
+/// Sync the regular file at `path`; nothing to do if it is missing, a folder or a link.
+fn sync_regular(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Ok(()),
+        Err(e) if is_absent(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    match File::open(path) {
+        Ok(file) => file.sync_data(),
+        Err(e) if is_absent(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Errors that mean "there is nothing there" (a path component is missing or is a file).
@@ -327,7 +370,7 @@ mod tests {
             disk.root().to_owned(),
             Some(Arc::new(|_, _| Err(io::Error::from(io::ErrorKind::StorageFull)))),
         );
-        let err = disk.stage("doc.json", b"x").unwrap_err();
+        let err = disk.stage("doc.json", b"x", false).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
         assert_eq!(fs::read_dir(disk.root()).unwrap().count(), 0);
     }

@@ -9,8 +9,11 @@
 //!
 //! A header is either a transaction (its [`Transaction`] plus the byte length of each
 //! document's new content, for the documents that have one, in order; `contents` is those
-//! contents concatenated), or an `applied` marker saying that the documents of the transaction
-//! just before it are on disk. Transaction seqs are consecutive from 1.
+//! contents concatenated), or an `applied` marker: every document Stardust wrote in the
+//! transactions through its seq is durable on disk (a checkpoint synced them). Markers come
+//! in non-decreasing seq order and never name a seq not yet logged; each carries the id of
+//! the boot that wrote it, so recovery can tell whether the page cache survived the crash.
+//! Transaction seqs are consecutive from 1.
 //!
 //! Only the last append can be interrupted, so damage is classified by where it is: a bad or
 //! incomplete record with no valid record after it is a torn tail (truncated on open); one
@@ -45,6 +48,9 @@ pub enum Header {
     },
     Applied {
         seq: u64,
+        /// The kernel's boot id when the marker was written (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boot: Option<String>,
     },
 }
 
@@ -99,8 +105,9 @@ pub fn encode_transaction(transaction: &Transaction, contents: &[&[u8]]) -> Vec<
     encode(&header, contents)
 }
 
-pub fn encode_applied(seq: u64) -> Vec<u8> {
-    encode(&Header::Applied { seq }, &[])
+/// Encode an `applied` marker: the documents of every transaction through `seq` are durable.
+pub fn encode_applied(seq: u64, boot: Option<&str>) -> Vec<u8> {
+    encode(&Header::Applied { seq, boot: boot.map(str::to_owned) }, &[])
 }
 
 fn encode(header: &Header, contents: &[&[u8]]) -> Vec<u8> {
@@ -184,9 +191,9 @@ pub struct LogReader {
     path: PathBuf,
     offset: u64,
     file_len: u64,
-    /// The seq of the last transaction read, and whether its `applied` marker was read.
+    /// The seq of the last transaction read, and the highest seq an `applied` marker named.
     last_seq: u64,
-    applied_seen: bool,
+    applied_through: u64,
     done: bool,
 }
 
@@ -205,7 +212,7 @@ impl LogReader {
             offset: 0,
             file_len,
             last_seq: 0,
-            applied_seen: true,
+            applied_through: 0,
             done: false,
         }))
     }
@@ -215,7 +222,8 @@ impl LogReader {
         self.reader.seek(SeekFrom::Start(offset))?;
         self.offset = offset;
         self.last_seq = seq.saturating_sub(1);
-        self.applied_seen = true;
+        // Markers before `offset` are not read; any marker that follows is at least this far.
+        self.applied_through = 0;
         Ok(())
     }
 
@@ -226,6 +234,11 @@ impl LogReader {
 
     pub fn last_seq(&self) -> u64 {
         self.last_seq
+    }
+
+    /// The highest seq an `applied` marker read so far named (0 when none).
+    pub fn applied_through(&self) -> u64 {
+        self.applied_through
     }
 
     /// The next record, `Ok(None)` at a clean end, or the damage that stops the log.
@@ -257,8 +270,11 @@ impl LogReader {
                     transaction.seq, self.last_seq
                 ))
             }
-            Header::Applied { seq } if *seq != self.last_seq || self.applied_seen => {
-                Some(format!("an applied marker for seq {seq} follows seq {}", self.last_seq))
+            Header::Applied { seq, .. } if *seq > self.last_seq || *seq < self.applied_through => {
+                Some(format!(
+                    "an applied marker for seq {seq} follows seq {} and a marker for seq {}",
+                    self.last_seq, self.applied_through
+                ))
             }
             _ => None,
         };
@@ -273,11 +289,8 @@ impl LogReader {
             });
         }
         match &record.header {
-            Header::Transaction { transaction, .. } => {
-                self.last_seq = transaction.seq;
-                self.applied_seen = false;
-            }
-            Header::Applied { .. } => self.applied_seen = true,
+            Header::Transaction { transaction, .. } => self.last_seq = transaction.seq,
+            Header::Applied { seq, .. } => self.applied_through = *seq,
         }
         self.offset += record.len;
         Ok(Some(record))
@@ -394,6 +407,9 @@ impl LogWriter {
 pub struct Verification {
     pub transactions: u64,
     pub last_seq: u64,
+    /// The highest seq an `applied` marker names: the documents Stardust wrote through it are
+    /// durable (0 when no marker was written).
+    pub applied_through: u64,
     /// Bytes of valid records.
     pub valid_len: u64,
     pub file_len: u64,
@@ -406,6 +422,7 @@ pub fn verify(path: &Path) -> io::Result<Verification> {
         return Ok(Verification {
             transactions: 0,
             last_seq: 0,
+            applied_through: 0,
             valid_len: 0,
             file_len: 0,
             damage: None,
@@ -427,6 +444,7 @@ pub fn verify(path: &Path) -> io::Result<Verification> {
     Ok(Verification {
         transactions,
         last_seq: reader.last_seq(),
+        applied_through: reader.applied_through(),
         valid_len: reader.offset(),
         file_len,
         damage,
@@ -470,7 +488,7 @@ mod tests {
             );
             let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
             writer.append(&encode_transaction(&t, &refs), true).unwrap();
-            writer.append(&encode_applied(seq), false).unwrap();
+            writer.append(&encode_applied(seq, Some("boot")), false).unwrap();
         }
         path
     }
@@ -524,7 +542,7 @@ mod tests {
             std::fs::write(&path, &full[..cut]).unwrap();
             let v = verify(&path).unwrap();
             let damage = v.damage.clone();
-            if cut == full.len() - encode_applied(3).len() {
+            if cut == full.len() - encode_applied(3, Some("boot")).len() {
                 assert_eq!(damage, None, "cut at a record boundary is clean");
                 continue;
             }
@@ -586,6 +604,38 @@ mod tests {
         let damage = verify(&path).unwrap().damage.unwrap();
         assert!(damage.in_middle, "a checksummed record is never a torn write");
         assert!(damage.reason.contains("do not match"), "{}", damage.reason);
+    }
+
+    #[test]
+    fn markers_may_lag_and_repeat_but_never_go_back_or_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        for seq in 1..=3 {
+            let (t, _) = txn(seq, &[("a.json", None)]);
+            writer.append(&encode_transaction(&t, &[]), true).unwrap();
+        }
+        // A checkpoint that took seq 2 while seq 3 was committed; an open in a new boot.
+        writer.append(&encode_applied(2, Some("one")), false).unwrap();
+        writer.append(&encode_applied(2, Some("two")), false).unwrap();
+        // A marker written before boots were recorded.
+        writer.append(&encode(&Header::Applied { seq: 3, boot: None }, &[]), false).unwrap();
+        let v = verify(&path).unwrap();
+        assert_eq!((v.last_seq, v.applied_through, v.damage), (3, 3, None));
+        let old_format = br#"{"kind":"applied","seq":3}"#;
+        assert_eq!(
+            serde_json::from_slice::<Header>(old_format).unwrap(),
+            Header::Applied { seq: 3, boot: None }
+        );
+
+        for (bad, why) in [(2, "goes back"), (4, "is ahead")] {
+            // Reopening at the good length drops the previous case's marker.
+            let mut copy = LogWriter::open(&path, writer.len).unwrap();
+            copy.append(&encode_applied(bad, None), false).unwrap();
+            let damage = verify(&path).unwrap().damage.unwrap_or_else(|| panic!("{why}"));
+            assert!(damage.in_middle, "a checksummed marker out of place {why}: {damage:?}");
+            assert!(damage.reason.contains("applied marker"), "{}", damage.reason);
+        }
     }
 
     #[test]

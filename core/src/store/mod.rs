@@ -4,14 +4,23 @@
 //! A commit goes: check the paths -> take in any edit made on disk behind our back to the
 //! touched documents -> check expected versions -> diagnose the store as it would be after
 //! the change and refuse new problems whose code `[save] refuse` lists -> append the
-//! transaction (with the new contents) to the log and sync it: the commit point -> write each
-//! new content to a temporary file and sync it -> rename the files into place and sync their
-//! folders -> mark the transaction applied -> publish the new snapshot and notify subscribers.
-//! Any failure before the commit point leaves nothing behind; a failure after it undoes the
-//! documents already replaced and cuts the record from the log. A crash after the commit
-//! point is finished by the next open, which redoes the logged writes that did not land (and
-//! removes their temporary files). A transaction with an `applied` marker is never redone, so
-//! an edit that later restores a document's old content is not overwritten.
+//! transaction (with the new contents) to the log and sync it: the commit point, and the only
+//! sync of a commit -> write each new content to a temporary file and rename it into place,
+//! neither synced -> publish the new snapshot and notify subscribers. Any failure before the
+//! commit point leaves nothing behind; a failure after it undoes the documents already
+//! replaced and cuts the record from the log.
+//!
+//! A checkpoint (see `checkpoint.rs`: in the background after the store is idle or after a
+//! number of commits, on [`Store::close`] and on drop) syncs the documents written since the
+//! last one and their folders, and only then appends an `applied` marker through the last seq.
+//! The next open redoes every transaction after the last marker: each document the tail
+//! touched is brought to its last logged state when the file holds one of the states the tail
+//! took it through (temporary files are removed). A file holding none of them was edited after
+//! the crash when the machine did not restart (the page cache kept every write), and is taken
+//! in as an `external` edit; after a restart it may be a write the crash tore, so the logged
+//! state wins and the bytes found are kept under `.stardust/recovered/<seq>/`. A transaction
+//! through a marker is never redone, so an edit that later restores a document's old content
+//! is not overwritten.
 //!
 //! Invariants:
 //! - only the holder of the `writer` mutex writes documents or the log, so transactions are
@@ -21,11 +30,13 @@
 //!   which the next commit touching them, the watcher, or the next open records as
 //!   `external` transactions.
 
+mod checkpoint;
 mod error;
 mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod reaper;
 mod saves;
 mod time;
 mod txn;
@@ -58,6 +69,9 @@ use log::{Header, LogReader, LogWriter};
 /// Stardust's private folder inside a store.
 pub const PRIVATE_DIR: &str = ".stardust";
 
+/// Where recovery keeps content it found in a document and overwrote, inside [`PRIVATE_DIR`].
+pub const RECOVERED_DIR: &str = "recovered";
+
 /// How to open a store.
 #[derive(Clone)]
 pub struct OpenOptions {
@@ -65,14 +79,28 @@ pub struct OpenOptions {
     pub watch: bool,
     /// How long the watched files must be quiet before their edits are taken in.
     pub debounce: Duration,
+    /// A checkpoint runs once no commit came for this long (see the module doc).
+    pub checkpoint_idle: Duration,
+    /// A checkpoint runs after this many commits even if commits keep coming.
+    pub checkpoint_every: u64,
     /// Makes chosen I/O steps fail, to test that failures leave nothing half-applied.
     #[doc(hidden)]
     pub fail: Option<FailHook>,
+    /// Stands in for the kernel's boot id, so a test can open a store "after a restart".
+    #[doc(hidden)]
+    pub boot: Option<String>,
 }
 
 impl Default for OpenOptions {
     fn default() -> OpenOptions {
-        OpenOptions { watch: true, debounce: Duration::from_millis(100), fail: None }
+        OpenOptions {
+            watch: true,
+            debounce: Duration::from_millis(100),
+            checkpoint_idle: checkpoint::IDLE,
+            checkpoint_every: checkpoint::EVERY,
+            fail: None,
+            boot: None,
+        }
     }
 }
 
@@ -81,6 +109,8 @@ impl std::fmt::Debug for OpenOptions {
         f.debug_struct("OpenOptions")
             .field("watch", &self.watch)
             .field("debounce", &self.debounce)
+            .field("checkpoint_idle", &self.checkpoint_idle)
+            .field("checkpoint_every", &self.checkpoint_every)
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +216,9 @@ pub enum ChangesSince {
 pub struct Store {
     inner: Arc<Inner>,
     watcher: Option<watch::Watcher>,
+    checkpointer: Option<checkpoint::Thread>,
+    /// Set by [`Store::abandon`]: drop without the final checkpoint.
+    abandoned: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -204,10 +237,22 @@ struct Inner {
     /// The log offset of each transaction record, at index `seq - 1`.
     offsets: RwLock<Vec<u64>>,
     feed: Feed,
+    /// The kernel's boot id, written into `applied` markers.
+    boot: Option<String>,
+    /// Tells the checkpoint thread about commits.
+    trigger: Arc<checkpoint::Trigger>,
+    /// One checkpoint at a time.
+    checkpointing: Mutex<()>,
+    /// Frees replaced snapshots.
+    reaper: reaper::Reaper<Snapshot>,
 }
 
 struct Writer {
     log: LogWriter,
+    /// The documents Stardust wrote (or removed) since the last checkpoint took the set.
+    dirty: std::collections::BTreeSet<String>,
+    /// The seq of the last `applied` marker in the log.
+    applied: u64,
     /// Set when a failed commit could not be undone; every later write is refused.
     poisoned: Option<String>,
     /// Set by [`Store::close`]: the process is stopping and takes no more commits.
@@ -236,7 +281,9 @@ impl Store {
         let lock = StoreLock::acquire(&root, &private)?;
         let log_path = log_dir.join(log::LOG_FILE);
         let disk = Disk::new(root.clone(), options.fail.clone());
-        let (writer, snapshot, offsets) = recover(&root, &ctx, &disk, &log_path, lock)?;
+        let boot = options.boot.clone().or_else(checkpoint::boot_id);
+        let (writer, snapshot, offsets) =
+            recover(&root, &ctx, &disk, &log_path, boot.as_deref(), lock)?;
         let inner = Arc::new(Inner {
             root: root.clone(),
             ctx,
@@ -246,13 +293,22 @@ impl Store {
             current: RwLock::new(Arc::new(snapshot)),
             offsets: RwLock::new(offsets),
             feed: Feed::default(),
+            boot,
+            trigger: Arc::new(checkpoint::Trigger::new(options.checkpoint_every)),
+            checkpointing: Mutex::new(()),
+            reaper: reaper::Reaper::start()?,
         });
         let watcher = if options.watch {
             Some(watch::Watcher::start(Arc::downgrade(&inner), &root, options.debounce)?)
         } else {
             None
         };
-        Ok(Store { inner, watcher })
+        let checkpointer = Some(checkpoint::Thread::start(
+            Arc::downgrade(&inner),
+            inner.trigger.clone(),
+            options.checkpoint_idle,
+        )?);
+        Ok(Store { inner, watcher, checkpointer, abandoned: false })
     }
 
     /// The store's root folder (canonical).
@@ -297,9 +353,28 @@ impl Store {
     }
 
     /// Wait for the commit in flight, if any, and refuse every later one (`busy`): for a
-    /// process that is stopping. Reads keep working.
+    /// process that is stopping. Then checkpoint, so the next open has nothing to redo. Reads
+    /// keep working.
     pub fn close(&self) {
         self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        if let Err(err) = self.inner.checkpoint() {
+            tracing::warn!("{err}");
+        }
+    }
+
+    /// Make every document written so far durable and mark its transactions applied, so a
+    /// crash from now on has nothing of them to redo. Returns the seq applied through.
+    /// Commits never need this for durability (their log record is synced); it bounds what
+    /// the next open redoes.
+    pub fn checkpoint(&self) -> StoreResult<u64> {
+        self.inner.checkpoint()
+    }
+
+    /// Let the store go as a crash would: no final checkpoint, so the next open redoes what
+    /// was written since the last one. For crash tests.
+    #[doc(hidden)]
+    pub fn abandon(mut self) {
+        self.abandoned = true;
     }
 
     /// Receive the changes of every transaction committed from now on.
@@ -326,8 +401,15 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        // Stop taking in watched edits before the lock goes, then release waiting readers.
+        // Stop taking in watched edits and checkpointing in the background before the lock
+        // goes, make the documents durable, then release waiting readers.
         self.watcher.take();
+        self.checkpointer.take();
+        if !self.abandoned
+            && let Err(err) = self.inner.checkpoint()
+        {
+            tracing::warn!("{err}");
+        }
         self.inner.feed.close();
     }
 }
@@ -394,12 +476,14 @@ fn corrupt(log: &Path, damage: Damage) -> StoreError {
     }
 }
 
-/// Read the log, finish an interrupted commit, and record what changed on disk since.
+/// Read the log, finish the transactions written since the last checkpoint, and record what
+/// changed on disk since.
 fn recover(
     root: &Path,
     ctx: &Arc<StoreContext>,
     disk: &Disk,
     log_path: &Path,
+    boot: Option<&str>,
     lock: StoreLock,
 ) -> StoreResult<(Writer, Snapshot, Vec<u64>)> {
     let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
@@ -407,38 +491,42 @@ fn recover(
     // The last logged state: each document's version and the record holding its content.
     let mut logged: HashMap<String, Logged> = HashMap::new();
     let mut offsets = Vec::new();
-    let mut unapplied: Option<log::Record> = None;
+    // The transactions after the last `applied` marker, and the boot that wrote the marker
+    // (the boot of every write after it: each open marks the log before it writes).
+    let mut tail: Vec<Transaction> = Vec::new();
+    let mut applied = 0;
+    let mut tail_boot: Option<String> = None;
     let mut valid_len = 0;
     let mut last_seq = 0;
     if let Some(mut reader) = LogReader::open(log_path).map_err(|e| io("cannot read", e))? {
         loop {
             match reader.next_record() {
-                Ok(Some(record)) => {
-                    match &record.header {
-                        Header::Transaction { transaction, .. } => {
-                            offsets.push(record.offset);
-                            for doc in &transaction.documents {
-                                match doc.after {
-                                    Some(version) => {
-                                        let at = Logged {
-                                            version,
-                                            offset: record.offset,
-                                            seq: transaction.seq,
-                                        };
-                                        logged.insert(doc.path.clone(), at);
-                                    }
-                                    None => {
-                                        logged.remove(&doc.path);
-                                    }
+                Ok(Some(record)) => match record.header {
+                    Header::Transaction { transaction, .. } => {
+                        offsets.push(record.offset);
+                        for doc in &transaction.documents {
+                            match doc.after {
+                                Some(version) => {
+                                    let at = Logged {
+                                        version,
+                                        offset: record.offset,
+                                        seq: transaction.seq,
+                                    };
+                                    logged.insert(doc.path.clone(), at);
+                                }
+                                None => {
+                                    logged.remove(&doc.path);
                                 }
                             }
-                            // Only Stardust's own writes are redone: an external record
-                            // describes files that were already on disk.
-                            unapplied = (transaction.origin != Origin::External).then_some(record);
                         }
-                        Header::Applied { .. } => unapplied = None,
+                        tail.push(transaction);
                     }
-                }
+                    Header::Applied { seq, boot } => {
+                        applied = seq;
+                        tail_boot = boot;
+                        tail.retain(|t| t.seq > seq);
+                    }
+                },
                 Ok(None) => break,
                 Err(damage) if damage.in_middle => return Err(corrupt(log_path, damage)),
                 Err(damage) => {
@@ -477,36 +565,8 @@ fn recover(
         }
     }
 
-    // Redo the writes of a commit whose documents may not all have landed.
-    if let Some(record) = unapplied {
-        let Header::Transaction { transaction, .. } = &record.header else { unreachable!() };
-        let contents: HashMap<&str, &[u8]> = record.contents().into_iter().collect();
-        for doc in &transaction.documents {
-            disk.remove_stale_temp(&doc.path);
-            let now = on_disk.get(&doc.path).map(|b| Version::of(b));
-            if now == doc.after || now != doc.before || unreadable.contains(&doc.path) {
-                // Landed already, or edited since the crash (taken in below as external).
-                continue;
-            }
-            let redo = match contents.get(doc.path.as_str()) {
-                Some(content) => disk.write(&doc.path, content).map(|()| {
-                    on_disk.insert(doc.path.clone(), content.to_vec());
-                }),
-                None => disk.remove(&doc.path).map(|()| {
-                    on_disk.remove(&doc.path);
-                }),
-            };
-            redo.map_err(|e| {
-                StoreError::io(
-                    format!("cannot finish seq {} by writing {}", transaction.seq, doc.path),
-                    e,
-                )
-            })?;
-            tracing::info!("finished the interrupted seq {}: wrote {}", transaction.seq, doc.path);
-        }
-        log.append(&log::encode_applied(transaction.seq), true)
-            .map_err(|e| io("cannot append to", e))?;
-    }
+    let restarted = boot.is_none() || tail_boot.as_deref() != boot;
+    redo_tail(root, disk, log_path, &tail, &logged, &unreadable, restarted, &mut on_disk)?;
 
     // A document that cannot be read is taken to be as last logged rather than deleted.
     on_disk.extend(logged_contents(log_path, &unreadable, &logged)?);
@@ -552,8 +612,120 @@ fn recover(
         }
         after
     };
-    let writer = Writer { log, poisoned: None, closed: false, _lock: lock };
+    // The tail is durable now, and an external record writes no document. The marker also
+    // names this boot, which the writes from now on belong to, so it is synced before them.
+    if applied != seq || tail_boot.as_deref() != boot {
+        log.append(&log::encode_applied(seq, boot), true).map_err(|e| io("cannot append to", e))?;
+    }
+    let writer = Writer {
+        log,
+        dirty: Default::default(),
+        applied: seq,
+        poisoned: None,
+        closed: false,
+        _lock: lock,
+    };
     Ok((writer, Snapshot { seq, analysis }, offsets))
+}
+
+/// Bring each document the unmarked `tail` touched to its last logged state, and make the
+/// tail's writes durable. `on_disk` is updated to what the documents then hold.
+///
+/// A document holding one of the states the tail took it through is redone. One holding none
+/// of them was edited after the crash, unless the machine `restarted`: then the file may hold
+/// a write the crash tore, so it is redone too and the bytes found are kept aside.
+#[allow(clippy::too_many_arguments)]
+fn redo_tail(
+    root: &Path,
+    disk: &Disk,
+    log_path: &Path,
+    tail: &[Transaction],
+    logged: &HashMap<String, Logged>,
+    unreadable: &[String],
+    restarted: bool,
+    on_disk: &mut HashMap<String, Vec<u8>>,
+) -> StoreResult<()> {
+    // Each touched document's states in order (before the tail, then after each transaction),
+    // the last seq that touched it, and whether Stardust wrote it in the tail.
+    let mut states: BTreeMap<&str, (Vec<Option<Version>>, u64, bool)> = BTreeMap::new();
+    for txn in tail {
+        for doc in &txn.documents {
+            let entry = states.entry(&doc.path).or_insert_with(|| (vec![doc.before], 0, false));
+            entry.0.push(doc.after);
+            entry.1 = txn.seq;
+            entry.2 |= txn.origin != Origin::External;
+        }
+    }
+    let mut redo: Vec<(&str, u64)> = Vec::new();
+    for (path, (known, seq, ours)) in &states {
+        disk.remove_stale_temp(path);
+        // Only Stardust's own writes can be unfinished or torn: a document that only external
+        // records name holds what its editor left, taken in below if it changed again.
+        if !ours || unreadable.iter().any(|p| p == path) {
+            continue;
+        }
+        let now = on_disk.get(*path).map(|b| Version::of(b));
+        if Some(&now) == known.last() {
+            continue;
+        }
+        if !known.contains(&now) {
+            if !restarted {
+                // Taken in below as an `external` edit.
+                continue;
+            }
+            let kept = match on_disk.get(*path) {
+                Some(bytes) => {
+                    let kept = keep_recovered(root, *seq, path, bytes).map_err(|e| {
+                        StoreError::io(format!("cannot keep the unknown content of {path}"), e)
+                    })?;
+                    format!("; the bytes found are kept at {}", kept.display())
+                }
+                None => String::new(),
+            };
+            tracing::warn!(
+                "{path} holds none of the states logged since the last checkpoint and the \
+                 machine restarted since they were written, so the crash may have torn it: \
+                 writing it as of seq {seq}{kept}"
+            );
+        }
+        redo.push((path, *seq));
+    }
+    let paths: Vec<String> = redo.iter().map(|(path, _)| (*path).to_owned()).collect();
+    let contents = logged_contents(log_path, &paths, logged)?;
+    for (path, seq) in redo {
+        let result = match contents.get(path) {
+            Some(content) => disk.write(path, content).map(|()| {
+                on_disk.insert(path.to_owned(), content.clone());
+            }),
+            None => disk.remove(path).map(|()| {
+                on_disk.remove(path);
+            }),
+        };
+        result
+            .map_err(|e| StoreError::io(format!("cannot finish seq {seq} by writing {path}"), e))?;
+        tracing::info!("finished the interrupted seq {seq}: wrote {path}");
+    }
+    // Stardust's own writes of the tail may have landed without being synced.
+    let written = tail
+        .iter()
+        .filter(|t| t.origin != Origin::External)
+        .flat_map(|t| t.documents.iter().map(|d| d.path.as_str()));
+    let written: std::collections::BTreeSet<&str> = written.collect();
+    disk.sync_documents(written).map_err(|e| {
+        StoreError::io("cannot make the documents of the last transactions durable", e)
+    })
+}
+
+/// Keep bytes recovery is about to overwrite at `.stardust/recovered/<seq>/<path>`, durably.
+fn keep_recovered(root: &Path, seq: u64, path: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    let target = root.join(PRIVATE_DIR).join(RECOVERED_DIR).join(seq.to_string()).join(path);
+    let dir = target.parent().expect("a kept path has a folder");
+    std::fs::create_dir_all(dir)?;
+    let mut file = std::fs::File::create(&target)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.sync_all()?;
+    fsio::sync_dir(dir)?;
+    Ok(target)
 }
 
 /// Where the last logged content of a document is.
@@ -681,7 +853,11 @@ impl Inner {
     /// Make `snapshot` current and tell subscribers about `txn`.
     fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
         self.offsets.write().unwrap_or_else(|e| e.into_inner()).push(offset);
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(snapshot),
+        );
+        self.reaper.free(old);
         self.feed.publish(txn);
     }
 
@@ -813,16 +989,20 @@ impl Inner {
         // The commit point has passed: the record holds everything needed to redo the writes
         // after a crash (which also removes their temporary files), and a failure here is
         // undone by hand. Temporary files are only written after the commit point so that a
-        // crash never leaves one that no record names.
-        let to_stage: Vec<(&str, &[u8])> = txn
-            .documents
-            .iter()
-            .filter(|d| d.after.is_some())
-            .map(|d| d.path.as_str())
-            .zip(contents.iter().copied())
-            .collect();
+        // crash never leaves one that no record names. Nothing here is synced: a checkpoint
+        // does that later, before it marks the transaction applied.
+        let mut staged: Vec<fsio::Staged> = Vec::new();
+        let mut failure = None;
+        for (doc, content) in txn.documents.iter().filter(|d| d.after.is_some()).zip(contents) {
+            match self.disk.stage(&doc.path, content, false) {
+                Ok(s) => staged.push(s),
+                Err(e) => {
+                    failure = Some((doc.path.as_str(), e));
+                    break;
+                }
+            }
+        }
         let mut done: Vec<&str> = Vec::new();
-        let (staged, mut failure) = self.stage_all(&to_stage);
         if failure.is_none() {
             let mut next = staged.iter();
             for doc in &txn.documents {
@@ -837,11 +1017,6 @@ impl Inner {
                 done.push(&doc.path);
             }
         }
-        if failure.is_none()
-            && let Err(e) = self.disk.sync_parents(done.iter().copied())
-        {
-            failure = Some((done[0], e));
-        }
         if let Some((path, e)) = failure {
             staged.iter().for_each(fsio::Staged::discard);
             if let Err(reason) = self.undo(writer, &done, previous, offset) {
@@ -850,60 +1025,9 @@ impl Inner {
             }
             return Err(StoreError::io(format!("cannot write {path}; nothing was committed"), e));
         }
-        // Not synced: the marker only spares the next open some checking, and it is written
-        // after the documents are durable, so it never claims more than is true.
-        if let Err(e) = writer.log.append(&log::encode_applied(txn.seq), false) {
-            tracing::warn!("cannot mark seq {} as applied: {e}", txn.seq);
-            if writer.log.is_broken() {
-                writer.poisoned = Some(format!("the log could not be cut back: {e}"));
-            }
-        }
+        writer.dirty.extend(txn.documents.iter().map(|d| d.path.clone()));
+        self.trigger.committed();
         Ok(offset)
-    }
-
-    /// Write and sync the temporary file of every document. The syncs wait on the disk, not
-    /// the CPU, so several documents are staged at once: a 100-document commit then costs a
-    /// few sync latencies instead of a hundred. On failure, what was staged is discarded.
-    fn stage_all<'a>(
-        &self,
-        docs: &[(&'a str, &[u8])],
-    ) -> (Vec<fsio::Staged>, Option<(&'a str, std::io::Error)>) {
-        const WRITERS: usize = 16;
-        let chunk = docs.len().div_ceil(WRITERS).max(1);
-        let results: Vec<(&'a str, std::io::Result<fsio::Staged>)> = if docs.len() <= 1 {
-            docs.iter().map(|(path, bytes)| (*path, self.disk.stage(path, bytes))).collect()
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = docs
-                    .chunks(chunk)
-                    .map(|part| {
-                        scope.spawn(move || {
-                            part.iter()
-                                .map(|(path, bytes)| (*path, self.disk.stage(path, bytes)))
-                                .collect::<Vec<_>>()
-                        })
-                    })
-                    .collect();
-                handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-            })
-        };
-        let mut staged = Vec::with_capacity(results.len());
-        let mut failure = None;
-        for (path, result) in results {
-            match result {
-                Ok(s) => staged.push(s),
-                Err(e) if failure.is_none() => failure = Some((path, e)),
-                Err(_) => {}
-            }
-        }
-        if failure.is_none() && staged.len() != docs.len() {
-            failure = Some((docs[0].0, std::io::Error::other("a writer thread panicked")));
-        }
-        if failure.is_some() {
-            staged.iter().for_each(fsio::Staged::discard);
-            staged.clear();
-        }
-        (staged, failure)
     }
 
     /// Put back the documents of a failed commit and cut its record from the log.

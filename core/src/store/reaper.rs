@@ -1,0 +1,74 @@
+//! Freeing replaced snapshots off the commit path.
+//!
+//! A commit replaces the current snapshot; when no reader holds the old one, dropping it frees
+//! the index shards and document-map nodes that the new one copied, which costs about as much
+//! as a commit's sync. A thread does that instead. The queue is short: when it is full, the
+//! commit frees its snapshot itself, so memory stays bounded however fast commits come.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+use super::error::{StoreError, StoreResult};
+
+/// Snapshots waiting to be freed, at most.
+const BACKLOG: usize = 4;
+
+/// Drops the `Arc<T>`s handed to it (the store's snapshots) on its own thread.
+pub struct Reaper<T: Send + Sync + 'static> {
+    queue: Option<SyncSender<Arc<T>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + Sync + 'static> Reaper<T> {
+    pub fn start() -> StoreResult<Reaper<T>> {
+        let (queue, freed) = mpsc::sync_channel::<Arc<T>>(BACKLOG);
+        let thread = std::thread::Builder::new()
+            .name("stardust-reaper".to_owned())
+            .spawn(move || freed.into_iter().for_each(drop))
+            .map_err(|e| StoreError::io("cannot start the snapshot reaper thread", e))?;
+        Ok(Reaper { queue: Some(queue), thread: Some(thread) })
+    }
+
+    /// Let go of `old` without waiting for it to be freed (unless the queue is full).
+    pub fn free(&self, old: Arc<T>) {
+        if let Some(queue) = &self.queue
+            && let Err(TrySendError::Full(old) | TrySendError::Disconnected(old)) =
+                queue.try_send(old)
+        {
+            drop(old);
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> Drop for Reaper<T> {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once it has freed what is queued.
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn everything_handed_over_is_freed_by_the_time_the_reaper_is_dropped() {
+        let reaper = Reaper::start().unwrap();
+        let mut watched = Vec::new();
+        for i in 0..100 {
+            let value = Arc::new(vec![i; 1000]);
+            watched.push(Arc::downgrade(&value));
+            reaper.free(value);
+        }
+        // One still shared: handing it over only lets go of the reaper's part.
+        let kept = Arc::new(vec![7u8]);
+        reaper.free(kept.clone());
+        drop(reaper);
+        assert!(watched.iter().all(|w| w.upgrade().is_none()), "a value was leaked");
+        assert_eq!(*kept, [7]);
+    }
+}
