@@ -547,8 +547,9 @@ fn recover(
 
     // The documents on disk now.
     let files = scan::documents(root, &ctx.config)?;
+    let results = scan::read_many(&files, |(rel, abs)| disk.read_at(rel, abs));
     let read: Vec<(String, std::io::Result<Option<Vec<u8>>>)> =
-        files.into_par_iter().map(|(rel, abs)| (rel.clone(), disk.read_at(&rel, &abs))).collect();
+        files.into_iter().map(|(rel, _)| rel).zip(results).collect();
     let mut on_disk: HashMap<String, Vec<u8>> = HashMap::with_capacity(read.len());
     let mut unreadable: Vec<String> = Vec::new();
     for (rel, result) in read {
