@@ -180,6 +180,12 @@ impl From<LangArg> for stardust_core::syntax::Lang {
     }
 }
 
+// An analysis allocates many small nodes and a commit copies and frees index tables; glibc's
+// allocator spent a third of a commit's CPU in its slow paths (`_int_malloc`,
+// `malloc_consolidate`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();

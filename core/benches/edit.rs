@@ -2,6 +2,10 @@
 //! the edited document cost, phase by phase. Run by hand:
 //! `cargo bench -p stardust-core --bench edit -- STORE DOCUMENT [ROUNDS]`.
 
+// The allocator the `stardust` binary ships with, so that the figures are the product's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
