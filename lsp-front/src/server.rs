@@ -75,8 +75,13 @@ fn run(
     gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shared = Arc::new(Shared::default());
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        // Requests run on the blocking pool: two cores gain nothing from hundreds of
+        // threads, and every thread keeps its own allocator heap.
+        .max_blocking_threads(16)
+        .enable_all()
+        .build()?;
     let state_shared = shared.clone();
     let result = runtime.block_on(async move {
         let in_flight = Arc::new(crate::inflight::InFlight::default());
