@@ -143,6 +143,9 @@ impl Feed {
         slots.retain(|weak| {
             let Some(slot) = weak.upgrade() else { return false };
             let mut pending = slot.lock();
+            // Its reader waits only while nothing is pending: otherwise it is awake or about to
+            // be, and will take this change with the others (a wake-up costs a system call).
+            let asleep = pending.overflow.is_none() && pending.changes.is_empty();
             if let Some(seq) = &mut pending.overflow {
                 *seq = txn.seq;
             } else {
@@ -153,7 +156,9 @@ impl Feed {
                 }
             }
             drop(pending);
-            slot.ready.notify_all();
+            if asleep {
+                slot.ready.notify_all();
+            }
             true
         });
     }
