@@ -29,13 +29,7 @@ pub fn run_http(
         ))
         .into());
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        // Requests run on the blocking pool: two cores gain nothing from hundreds of
-        // threads, and every thread keeps its own allocator heap.
-        .max_blocking_threads(16)
-        .enable_all()
-        .build()?;
+    let runtime = crate::runtime()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;

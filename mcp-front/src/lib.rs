@@ -33,13 +33,7 @@ pub fn run_attached(
     stream: std::os::unix::net::UnixStream,
     gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        // Requests run on the blocking pool: two cores gain nothing from hundreds of
-        // threads, and every thread keeps its own allocator heap.
-        .max_blocking_threads(16)
-        .enable_all()
-        .build()?;
+    let runtime = runtime()?;
     runtime.block_on(async move {
         stream.set_nonblocking(true)?;
         let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
@@ -66,15 +60,19 @@ pub fn run_attached(
     })
 }
 
-/// Serve MCP on standard input and output until the client closes the input.
-pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime of one MCP server. Requests run on its blocking pool: two cores gain nothing
+/// from hundreds of threads, and every thread keeps its own allocator heap.
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        // Requests run on the blocking pool: two cores gain nothing from hundreds of
-        // threads, and every thread keeps its own allocator heap.
         .max_blocking_threads(16)
         .enable_all()
-        .build()?;
+        .build()
+}
+
+/// Serve MCP on standard input and output until the client closes the input.
+pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> {
+    let runtime = runtime()?;
     runtime.block_on(async move {
         let running = McpServer::new(service, options)
             .serve({
