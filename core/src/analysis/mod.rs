@@ -357,14 +357,17 @@ impl Analysis {
         match Arc::get_mut(&mut self.docs) {
             Some(docs) => {
                 for (path, bytes) in changes {
-                    let spliced = match (&bytes, docs.get_mut(path.as_str())) {
-                        (Some(bytes), Some(doc))
-                            if !self.schemas.contains_key(&path)
-                                && !is_schema_path(&self.ctx.config, &path)
-                                && !has_associated_schema(&self.ctx.config, doc) =>
-                        {
-                            Arc::get_mut(doc).and_then(|doc| doc.splice(bytes))
-                        }
+                    // Schemas and documents validated whole are parsed whole.
+                    let eligible = !self.schemas.contains_key(&path)
+                        && !is_schema_path(&self.ctx.config, &path)
+                        && docs
+                            .get(&path)
+                            .is_some_and(|doc| !has_associated_schema(&self.ctx.config, doc));
+                    let spliced = match &bytes {
+                        Some(bytes) if eligible => docs
+                            .get_mut(&path)
+                            .and_then(Arc::get_mut)
+                            .and_then(|doc| doc.splice(bytes)),
                         _ => None,
                     };
                     match spliced {
@@ -391,18 +394,9 @@ impl Analysis {
         for (path, splice) in &splices {
             let doc = &docs[path.as_str()];
             let path: Arc<str> = path.as_str().into();
-            if let (Some(j), Some(entity)) = (splice.entity, &splice.old_entity) {
-                unindex_entity(
-                    ids,
-                    referrers,
-                    &path,
-                    j,
-                    entity,
-                    &splice.old_refs,
-                    &mut touched_ids,
-                );
-            }
-            if let Some(j) = splice.entity {
+            if let Some((j, old)) = &splice.entity {
+                let j = *j;
+                unindex_entity(ids, referrers, &path, j, old, &splice.old_refs, &mut touched_ids);
                 let refs: Vec<&Reference> =
                     doc.references.iter().filter(|r| r.entity == j).collect();
                 index_entity(ids, referrers, &path, j, &doc.entities[j], &refs, &mut touched_ids);
@@ -463,14 +457,14 @@ impl Analysis {
                 continue;
             }
             let doc = &docs[path.as_str()];
-            let fresh = match splice.entity {
-                Some(j) => schema::with_entity_types(types.clone(), || {
-                    validate_entity(&self.ctx.config, docs, &self.schemas, doc, j)
+            let fresh = match &splice.entity {
+                Some((j, _)) => schema::with_entity_types(types.clone(), || {
+                    validate_entity(&self.ctx.config, docs, &self.schemas, doc, *j)
                 }),
                 None => Vec::new(),
             };
-            let old = validation.get(path.as_str()).map_or(&[][..], |v| v.as_slice());
-            let diags = splice::splice_diagnostics(old, splice.old, splice.delta, fresh, path);
+            let mut diags = validation.get(path.as_str()).map_or_else(Vec::new, |v| v.to_vec());
+            splice::splice_by_span(&mut diags, splice.old, splice.delta, fresh, |d| &mut d.span);
             validation.insert(path.as_str().into(), Arc::new(diags));
         }
         let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate

@@ -4,11 +4,10 @@
 //! when the edit stays inside one item: that item's text is parsed alone, the other items keep
 //! their nodes and values (those after it move by the edit's change of length), and what is
 //! known per item (its entity, references and local problems) is replaced for that item only.
-//! The result equals a fresh parse of the new text; `core/tests/splice.rs` checks that on
-//! random edits. Anything else (DUST, syntax errors, an edit across items) is re-parsed whole
+//! The result equals a fresh parse of the new text; `core/tests/analysis.rs` (`splice`)
+//! checks that on random edits. Anything else (DUST, syntax errors, an edit across items) is re-parsed whole
 //! by the caller.
 
-use crate::diagnostics::Diagnostic;
 use crate::model::{self, Entity, Reference};
 use crate::syntax::{self, Lang, MAX_DEPTH, Node, NodeKind};
 use crate::text::Span;
@@ -22,11 +21,10 @@ pub(super) struct Splice {
     pub(super) old: Span,
     /// The new length of the text minus the old.
     pub(super) delta: i64,
-    /// The index in the entity list of the entity the item holds, before and after (a splice
-    /// never makes an entity of a non-entity or the reverse, so entity indexes stay put).
-    pub(super) entity: Option<usize>,
-    /// The entity and its references as they were.
-    pub(super) old_entity: Option<Entity>,
+    /// The entity the item held before the edit and its index in the entity list, which the
+    /// edited item keeps (a splice never makes an entity of a non-entity or the reverse).
+    pub(super) entity: Option<(usize, Entity)>,
+    /// The item's references before the edit.
     pub(super) old_refs: Vec<Reference>,
 }
 
@@ -91,8 +89,8 @@ impl Document {
         };
 
         // Every check passed: change the document.
-        let old_entity = match (held, new_entity) {
-            (Some(j), Some(e)) => Some(std::mem::replace(&mut self.entities[j], e)),
+        let entity = match (held, new_entity) {
+            (Some(j), Some(e)) => Some((j, std::mem::replace(&mut self.entities[j], e))),
             _ => None,
         };
         let after = held.map_or(first_after, |j| j + 1);
@@ -118,12 +116,14 @@ impl Document {
         self.version = version_of(new.as_bytes());
         self.byte_len = new.len() as u64;
         self.text = new.into();
-        Some(Splice { old: old_span, delta, entity: held, old_entity, old_refs })
+        Some(Splice { old: old_span, delta, entity, old_refs })
     }
 }
 
-/// Replace the span-ordered entries of `list` that start inside `old` by `new`, and move the
-/// ones after it by `delta`. Returns the entries replaced.
+/// Replace the entries of `list` that start inside `old` by `new`, and move the ones after it
+/// by `delta`. Returns the entries replaced. `list` holds each item's entries together, items
+/// in order (references, local problems, validation diagnostics); the only diagnostics with
+/// related locations, duplicate ids, are computed on demand and never spliced.
 pub(super) fn splice_by_span<T>(
     list: &mut Vec<T>,
     old: Span,
@@ -141,37 +141,6 @@ pub(super) fn splice_by_span<T>(
         *s = moved_span(*s, delta);
     }
     list.splice(from..to, new).collect()
-}
-
-/// Move the diagnostics of a document after an item spliced at `old` by `delta`, replacing
-/// those inside the item by `new`.
-pub(super) fn splice_diagnostics(
-    list: &[Diagnostic],
-    old: Span,
-    delta: i64,
-    new: Vec<Diagnostic>,
-    path: &str,
-) -> Vec<Diagnostic> {
-    let mut out: Vec<Diagnostic> = Vec::with_capacity(list.len() + new.len());
-    let mut new = Some(new);
-    for d in list {
-        if d.span.start >= old.start && d.span.start < old.end {
-            continue;
-        }
-        let mut d = d.clone();
-        if d.span.start >= old.end {
-            out.extend(new.take().into_iter().flatten());
-            d.span = moved_span(d.span, delta);
-        }
-        for related in d.related.iter_mut().filter(|r| r.path == path) {
-            if related.span.start >= old.end {
-                related.span = moved_span(related.span, delta);
-            }
-        }
-        out.push(d);
-    }
-    out.extend(new.into_iter().flatten());
-    out
 }
 
 /// The length of the common prefix of `a` and `b`, compared a block at a time (the text is
@@ -242,7 +211,7 @@ mod tests {
 
     fn splice(new: &str) -> Option<(u32, u32, i64, Option<usize>)> {
         let mut doc = Document::new("list.json".to_owned(), TEXT.into());
-        doc.splice(new.as_bytes()).map(|s| (s.old.start, s.old.end, s.delta, s.entity))
+        doc.splice(new.as_bytes()).map(|s| (s.old.start, s.old.end, s.delta, s.entity.map(|e| e.0)))
     }
 
     #[test]
