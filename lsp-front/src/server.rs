@@ -217,9 +217,10 @@ pub(crate) enum DiagnosticsMode {
 
 impl DiagnosticsMode {
     fn of(capabilities: &lsp_types::ClientCapabilities) -> DiagnosticsMode {
-        match capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some()) {
-            true => DiagnosticsMode::Pull,
-            false => DiagnosticsMode::Push,
+        if capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some()) {
+            DiagnosticsMode::Pull
+        } else {
+            DiagnosticsMode::Push
         }
     }
 }
@@ -302,33 +303,26 @@ impl Shared {
                     .take()
                     .and_then(|p| Arc::try_unwrap(p).ok())
                     .and_then(|p| p.analysis.into_inner());
-                let analysis = match previous {
-                    // The same store seq and the same open paths: only the buffers whose text
-                    // changed differ, and an unshared document is edited in place.
-                    Some((previous, paths)) if paths == open => {
-                        let changes = buffers
-                            .values()
-                            .filter(|b| {
-                                previous.document(&b.path).is_none_or(|d| *d.text != **b.text)
-                            })
-                            .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
-                            .collect();
-                        tracing::debug!("generation {generation}: from the previous analysis");
-                        previous.into_with_changes(changes)
-                    }
+                // The same store seq and the same open paths: only the buffers whose text
+                // changed differ, and an unshared document is edited in place.
+                let start = match previous {
+                    Some((previous, paths)) if paths == open => previous,
                     previous => {
                         tracing::debug!(
                             "generation {generation}: from the store (previous: {})",
                             previous.is_some()
                         );
                         free_later(previous);
-                        let changes = buffers
-                            .values()
-                            .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
-                            .collect();
-                        base.with_changes(changes)
+                        base
                     }
                 };
+                // A buffer holding what the start already has needs no change.
+                let changes = buffers
+                    .values()
+                    .filter(|b| start.document(&b.path).is_none_or(|d| *d.text != **b.text))
+                    .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
+                    .collect();
+                let analysis = start.into_with_changes(changes);
                 (analysis, open)
             })
             .0
