@@ -1,6 +1,8 @@
 //! A one-value edit in a large document: what `Analysis::with_changes` and the diagnostics of
 //! the edited document cost, phase by phase. Run by hand:
-//! `cargo bench -p stardust-core --bench edit -- STORE DOCUMENT [ROUNDS]`.
+//! `cargo bench -p stardust-core --bench edit -- STORE DOCUMENT [ROUNDS]`. To profile one
+//! path alone, set `ONLY_SPLICE=1` (the in-place edit) or `ONLY_WITH_CHANGES=1` (the whole
+//! re-analysis).
 
 // The allocator the `stardust` binary ships with, so that the figures are the product's.
 #[global_allocator]
@@ -31,13 +33,15 @@ fn main() {
         Some(p) => p.1.push(d),
         None => phases.push((name, vec![d])),
     };
+    let whole_phases = std::env::var_os("ONLY_SPLICE").is_none();
+    let splice_phases = std::env::var_os("ONLY_WITH_CHANGES").is_none();
     let mut current = analysis;
     for round in 0..rounds {
         let pos = at[(round * 7919) % at.len()];
         let end = pos + text[pos..].find([',', '\n', '}']).unwrap();
         let edited = format!("{}\"x\"{}", &text[..pos], &text[end..]);
 
-        if std::env::var_os("ONLY_SPLICE").is_none() {
+        if whole_phases {
             let t = Instant::now();
             black_box(syntax::parse(&edited, Lang::Json));
             time("syntax::parse", t.elapsed());
@@ -53,7 +57,7 @@ fn main() {
             time("with_changes", t.elapsed());
             drop(whole);
         }
-        if std::env::var_os("ONLY_WITH_CHANGES").is_some() {
+        if !splice_phases {
             continue;
         }
         // The splice needs the only copy of the snapshot, as an editor's chain of edits has.
