@@ -1,13 +1,23 @@
 //! The change feed: what each subscriber has not yet read, coalesced and bounded.
 //!
-//! Publishing never waits for a subscriber: it merges the transaction into each subscriber's
-//! pending set under that subscriber's own short lock. Pending changes coalesce to one entry
-//! per document and per entity (the latest change, the newest seq); past `max_pending`
-//! entries they are dropped for a single overflow notice, so a subscriber that never reads
-//! costs at most `max_pending` entries and slows nobody.
+//! A commit only queues its transaction for the feed thread, which merges whatever is queued
+//! into each subscriber's pending set under that subscriber's own short lock and wakes it
+//! once per batch. So a commit does not pay for the fan-out, and when commits come faster
+//! than subscribers read, each is woken once for many commits instead of once per commit.
+//! Pending changes coalesce to one entry per document and per entity (the latest change, the
+//! newest seq); past `max_pending` entries they are dropped for a single overflow notice, so
+//! a subscriber that never reads costs at most `max_pending` entries and slows nobody.
+//!
+//! Invariants: one delivery runs at a time and takes the queue in publish order, so each
+//! subscriber merges transactions in seq order; a subscriber never receives a transaction
+//! published before it subscribed; [`Subscription::try_next`] and
+//! [`Subscription::pending`] first deliver what is queued, so they see every transaction
+//! published before the call.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::txn::{ChangeKind, Transaction, Version};
@@ -98,74 +108,213 @@ struct Pending {
     closed: bool,
 }
 
+impl Pending {
+    /// Its reader waits only while nothing is pending: otherwise it is awake or about to be,
+    /// and will take what is merged now with the rest (a wake-up costs a system call).
+    fn reader_may_wait(&self) -> bool {
+        self.overflow.is_none() && self.changes.is_empty()
+    }
+
+    fn merge(&mut self, txn: &Transaction, entities: &[(String, ChangeKind)]) {
+        if let Some(seq) = &mut self.overflow {
+            *seq = txn.seq;
+            return;
+        }
+        self.changes.add_with(txn, entities);
+        if self.changes.len() > self.max_pending {
+            self.changes = Coalesced::default();
+            self.overflow = Some(txn.seq);
+        }
+    }
+}
+
+/// A transaction with its entity changes, computed once for every subscriber.
+type Published = (Arc<Transaction>, Vec<(String, ChangeKind)>);
+
 #[derive(Debug)]
 struct Slot {
+    /// The newest seq published when it subscribed: it receives only later ones.
+    after: u64,
     pending: Mutex<Pending>,
     ready: Condvar,
 }
 
 impl Slot {
     fn lock(&self) -> MutexGuard<'_, Pending> {
-        // A subscriber that panicked while holding its lock leaves plain data behind.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.pending)
+    }
+
+    /// Merge the batch's transactions it has not seen, and wake its reader if it waits.
+    fn deliver(&self, batch: &[Published]) {
+        let mut pending = self.lock();
+        let may_wait = pending.reader_may_wait();
+        let mut merged = false;
+        for (txn, entities) in batch.iter().filter(|(txn, _)| txn.seq > self.after) {
+            pending.merge(txn, entities);
+            merged = true;
+        }
+        drop(pending);
+        if merged && may_wait {
+            self.ready.notify_all();
+        }
+    }
+}
+
+/// A lock whose holder may have panicked: what it guards is plain data, still consistent.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Default, Debug)]
+struct Queue {
+    /// Published and not yet delivered, in seq order.
+    transactions: Vec<Arc<Transaction>>,
+    slots: Vec<Weak<Slot>>,
+    /// The newest seq published.
+    last_seq: u64,
+    /// The feed thread waits for transactions.
+    idle: bool,
+    closed: bool,
+}
+
+/// What the store, the feed thread and the subscriptions share.
+#[derive(Default, Debug)]
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Wakes the feed thread.
+    work: Condvar,
+    /// Held for a whole delivery, so that deliveries do not interleave.
+    turn: Mutex<()>,
+    /// Deliver inside `publish` (no feed thread, e.g. it could not be started).
+    inline: AtomicBool,
+}
+
+impl Shared {
+    /// Hand everything queued to every live subscriber.
+    fn deliver(&self) {
+        let _turn = lock(&self.turn);
+        let (transactions, slots) = {
+            let mut queue = lock(&self.queue);
+            if queue.transactions.is_empty() {
+                return;
+            }
+            queue.slots.retain(|w| w.strong_count() > 0);
+            let slots: Vec<Arc<Slot>> = queue.slots.iter().filter_map(Weak::upgrade).collect();
+            (std::mem::take(&mut queue.transactions), slots)
+        };
+        if slots.is_empty() {
+            return;
+        }
+        // Entity changes are computed once per transaction, not once per subscriber.
+        let batch: Vec<Published> = transactions
+            .into_iter()
+            .map(|txn| {
+                let entities = txn.entity_changes();
+                (txn, entities)
+            })
+            .collect();
+        for slot in slots {
+            slot.deliver(&batch);
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let mut queue = lock(&self.queue);
+                while queue.transactions.is_empty() && !queue.closed {
+                    queue.idle = true;
+                    queue = self.work.wait(queue).unwrap_or_else(|e| e.into_inner());
+                }
+                queue.idle = false;
+                if queue.closed && queue.transactions.is_empty() {
+                    return;
+                }
+            }
+            self.deliver();
+        }
     }
 }
 
 /// The publishing side, owned by the store.
 #[derive(Default, Debug)]
 pub struct Feed {
-    slots: Mutex<Vec<Weak<Slot>>>,
+    shared: Arc<Shared>,
+    /// Started with the first subscriber.
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Feed {
     /// A new subscriber that receives every transaction published from now on.
     pub fn subscribe(&self, max_pending: usize) -> Subscription {
+        self.start();
+        let mut queue = lock(&self.shared.queue);
         let slot = Arc::new(Slot {
+            after: queue.last_seq,
             pending: Mutex::new(Pending {
                 changes: Coalesced::default(),
                 overflow: None,
                 max_pending: max_pending.max(1),
-                closed: false,
+                closed: queue.closed,
             }),
             ready: Condvar::new(),
         });
-        self.lock().push(Arc::downgrade(&slot));
-        Subscription { slot }
+        queue.slots.push(Arc::downgrade(&slot));
+        Subscription { slot, shared: self.shared.clone() }
     }
 
-    /// Hand a committed transaction to every subscriber.
-    pub fn publish(&self, txn: &Transaction) {
-        let mut slots = self.lock();
-        if slots.is_empty() {
+    /// Start the feed thread unless it runs (or the feed is closed). When it cannot be
+    /// started, publishing delivers by itself.
+    fn start(&self) {
+        let mut thread = lock(&self.thread);
+        if thread.is_some()
+            || self.shared.inline.load(Ordering::Relaxed)
+            || lock(&self.shared.queue).closed
+        {
             return;
         }
-        let entities = txn.entity_changes();
-        slots.retain(|weak| {
-            let Some(slot) = weak.upgrade() else { return false };
-            let mut pending = slot.lock();
-            // Its reader waits only while nothing is pending: otherwise it is awake or about to
-            // be, and will take this change with the others (a wake-up costs a system call).
-            let asleep = pending.overflow.is_none() && pending.changes.is_empty();
-            if let Some(seq) = &mut pending.overflow {
-                *seq = txn.seq;
-            } else {
-                pending.changes.add_with(txn, &entities);
-                if pending.changes.len() > pending.max_pending {
-                    pending.changes = Coalesced::default();
-                    pending.overflow = Some(txn.seq);
-                }
+        let shared = self.shared.clone();
+        match std::thread::Builder::new()
+            .name("stardust-feed".to_owned())
+            .spawn(move || shared.run())
+        {
+            Ok(handle) => *thread = Some(handle),
+            Err(err) => {
+                tracing::warn!("cannot start the change feed thread, delivering inline: {err}");
+                self.shared.inline.store(true, Ordering::Relaxed);
             }
-            drop(pending);
-            if asleep {
-                slot.ready.notify_all();
-            }
-            true
-        });
+        }
     }
 
-    /// Wake every subscriber for the last time: the store is closing.
+    /// Queue a committed transaction for every subscriber.
+    pub fn publish(&self, txn: &Transaction) {
+        let mut queue = lock(&self.shared.queue);
+        queue.last_seq = txn.seq;
+        if queue.closed || queue.slots.is_empty() {
+            return;
+        }
+        queue.transactions.push(Arc::new(txn.clone()));
+        let wake = std::mem::take(&mut queue.idle);
+        drop(queue);
+        if self.shared.inline.load(Ordering::Relaxed) {
+            self.shared.deliver();
+        } else if wake {
+            self.shared.work.notify_one();
+        }
+    }
+
+    /// Deliver what is queued, then wake every subscriber for the last time: the store is
+    /// closing.
     pub fn close(&self) {
-        for slot in self.lock().drain(..).filter_map(|w| w.upgrade()) {
+        lock(&self.shared.queue).closed = true;
+        self.shared.work.notify_one();
+        if let Some(thread) = lock(&self.thread).take() {
+            let _ = thread.join();
+        }
+        // Whatever the thread did not take (or everything, without a thread).
+        self.shared.deliver();
+        let slots = std::mem::take(&mut lock(&self.shared.queue).slots);
+        for slot in slots.iter().filter_map(Weak::upgrade) {
             slot.lock().closed = true;
             slot.ready.notify_all();
         }
@@ -174,13 +323,15 @@ impl Feed {
     /// Live subscribers.
     #[cfg(test)]
     pub fn subscribers(&self) -> usize {
-        let mut slots = self.lock();
-        slots.retain(|w| w.strong_count() > 0);
-        slots.len()
+        let mut queue = lock(&self.shared.queue);
+        queue.slots.retain(|w| w.strong_count() > 0);
+        queue.slots.len()
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Weak<Slot>>> {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -188,11 +339,14 @@ impl Feed {
 #[derive(Debug)]
 pub struct Subscription {
     slot: Arc<Slot>,
+    shared: Arc<Shared>,
 }
 
 impl Subscription {
-    /// The pending notice, if any, without waiting.
+    /// The pending notice, if any, without waiting: it includes every transaction published
+    /// before the call.
     pub fn try_next(&self) -> Option<Notice> {
+        self.shared.deliver();
         take(&mut self.slot.lock())
     }
 
@@ -231,8 +385,10 @@ impl Subscription {
         }
     }
 
-    /// Entries waiting to be read (0 while an overflow is pending).
+    /// Entries waiting to be read, including every transaction published before the call
+    /// (0 while an overflow is pending).
     pub fn pending(&self) -> usize {
+        self.shared.deliver();
         self.slot.lock().changes.len()
     }
 }
@@ -335,6 +491,40 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         feed.close();
         assert_eq!(waiter.join().unwrap(), None);
+    }
+
+    #[test]
+    fn publishing_does_not_wait_for_delivery_and_a_late_subscriber_skips_what_was_queued() {
+        let feed = Feed::default();
+        let early = feed.subscribe(100);
+        // A delivery in progress: the feed thread cannot take the queue.
+        let turn = lock(&feed.shared.turn);
+        for seq in 1..=50 {
+            feed.publish(&txn(seq, &[("a.json", None, Some("1"))], &["x/a"]));
+        }
+        let late = feed.subscribe(100);
+        drop(turn);
+        // The 50 transactions reach the early subscriber as one batch: one notice, one wake.
+        assert!(matches!(early.next(), Some(Notice::Changes { seq: 50, .. })));
+        assert_eq!(late.try_next(), None, "a transaction published before subscribing");
+        feed.publish(&txn(51, &[("b.json", None, Some("1"))], &[]));
+        assert!(matches!(late.try_next(), Some(Notice::Changes { seq: 51, .. })));
+        assert!(matches!(early.try_next(), Some(Notice::Changes { seq: 51, .. })));
+    }
+
+    #[test]
+    fn closing_delivers_what_is_queued_first() {
+        let feed = Feed::default();
+        let sub = feed.subscribe(100);
+        let shared = feed.shared.clone();
+        let turn = lock(&shared.turn);
+        feed.publish(&txn(1, &[("a.json", None, Some("1"))], &[]));
+        let closing = std::thread::spawn(move || feed.close());
+        std::thread::sleep(Duration::from_millis(20));
+        drop(turn);
+        closing.join().unwrap();
+        assert!(matches!(sub.next(), Some(Notice::Changes { seq: 1, .. })));
+        assert_eq!(sub.next(), None);
     }
 
     #[test]
