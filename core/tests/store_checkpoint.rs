@@ -345,3 +345,29 @@ fn a_restart_never_reverts_a_document_only_external_records_name() {
     assert_eq!(txns[0].documents[0].before, Some(by_hand));
     assert!(!dir.path().join(".stardust/recovered").exists(), "nothing of Stardust's was torn");
 }
+
+#[test]
+fn a_first_history_lost_before_it_was_synced_is_recorded_again() {
+    // An open does not sync its `external` record and marker (they can be tens of MB): the
+    // next synced append or checkpoint does. A power cut before that loses them, torn or
+    // whole, and the next open must find the same documents and record them again.
+    for keep in [0, 13, 200] {
+        let dir = library();
+        let store = open_as(dir.path(), "boot-a");
+        store.abandon();
+        let log = dir.path().join(".stardust/log/transactions.log");
+        let full = std::fs::read(&log).unwrap();
+        assert!(full.len() > keep);
+        std::fs::write(&log, &full[..keep]).unwrap();
+        let store = open_as(dir.path(), "boot-b");
+        let txns = store.transactions(0, 10).unwrap();
+        assert_eq!(txns.len(), 1, "cut at {keep}");
+        assert_eq!((txns[0].seq, &txns[0].origin), (1, &Origin::External));
+        assert_eq!(txns[0].documents.len(), 3);
+        assert_eq!(store.snapshot().analysis.entity_count(), 3);
+        assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "Ann"));
+        assert!(!dir.path().join(".stardust/recovered").exists());
+        drop(store);
+        assert!(verify_log(dir.path()).is_ok());
+    }
+}

@@ -21,7 +21,7 @@
 //! open rather than drop what follows.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -97,35 +97,94 @@ pub struct Damage {
 
 /// Encode a transaction record. `contents` holds the new content of each document whose
 /// `after` is `Some`, in the transaction's order.
-pub fn encode_transaction(transaction: &Transaction, contents: &[&[u8]]) -> Vec<u8> {
-    let header = Header::Transaction {
-        transaction: transaction.clone(),
+pub fn encode_transaction<'a>(transaction: &Transaction, contents: &[&'a [u8]]) -> Encoded<'a> {
+    let header = HeaderRef::Transaction {
+        transaction,
         content_lengths: contents.iter().map(|c| c.len() as u64).collect(),
     };
     encode(&header, contents)
 }
 
 /// Encode an `applied` marker: the documents of every transaction through `seq` are durable.
-pub fn encode_applied(seq: u64, boot: Option<&str>) -> Vec<u8> {
-    encode(&Header::Applied { seq, boot: boot.map(str::to_owned) }, &[])
+pub fn encode_applied(seq: u64, boot: Option<&str>) -> Encoded<'static> {
+    encode(&HeaderRef::Applied { seq, boot }, &[])
 }
 
-fn encode(header: &Header, contents: &[&[u8]]) -> Vec<u8> {
+/// [`Header`] as written, borrowing the transaction instead of cloning it.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum HeaderRef<'a> {
+    Transaction {
+        transaction: &'a Transaction,
+        content_lengths: Vec<u64>,
+    },
+    Applied {
+        seq: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        boot: Option<&'a str>,
+    },
+}
+
+/// A record ready to append. The contents stay borrowed: the first history of a large store
+/// is tens of MB, and copying it into one buffer cost more than hashing it.
+#[derive(Debug)]
+pub struct Encoded<'a> {
+    /// Magic, body length, header length and header.
+    head: Vec<u8>,
+    contents: Vec<&'a [u8]>,
+    sum: [u8; SUM_LEN as usize],
+}
+
+impl Encoded<'_> {
+    /// Bytes the record occupies in the file.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.contents.iter().map(|c| c.len()).sum::<usize>() + self.sum.len()
+    }
+
+    fn slices(&self) -> Vec<IoSlice<'_>> {
+        std::iter::once(&self.head[..])
+            .chain(self.contents.iter().copied())
+            .chain(std::iter::once(&self.sum[..]))
+            .map(IoSlice::new)
+            .collect()
+    }
+
+    /// The record's bytes in one buffer.
+    #[cfg(test)]
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.slices().iter().flat_map(|s| s.iter().copied()).collect()
+    }
+}
+
+fn encode<'a>(header: &impl Serialize, contents: &[&'a [u8]]) -> Encoded<'a> {
     let header = serde_json::to_vec(header).expect("a log header always serializes");
     let contents_len: usize = contents.iter().map(|c| c.len()).sum();
     let body_len = 4 + header.len() + contents_len;
-    let mut out = Vec::with_capacity(HEAD_LEN as usize + body_len + SUM_LEN as usize);
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&(body_len as u64).to_le_bytes());
-    let body_start = out.len();
-    out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    out.extend_from_slice(&header);
+    let mut head = Vec::with_capacity(HEAD_LEN as usize + 4 + header.len());
+    head.extend_from_slice(&MAGIC);
+    head.extend_from_slice(&(body_len as u64).to_le_bytes());
+    head.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    head.extend_from_slice(&header);
+    let mut sum = Sha256::new();
+    sum.update(&head[HEAD_LEN as usize..]);
     for content in contents {
-        out.extend_from_slice(content);
+        sum.update(content);
     }
-    let sum = Sha256::digest(&out[body_start..]);
-    out.extend_from_slice(&sum);
-    out
+    Encoded { head, contents: contents.to_vec(), sum: sum.finalize().into() }
+}
+
+/// `Write::write_all` for several buffers (`write_all_vectored` is not stable).
+fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match file.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Why bytes at an offset are not a valid record.
@@ -355,6 +414,24 @@ impl LogWriter {
         Ok(writer)
     }
 
+    /// Make what was appended durable on another thread (inline if none can be started). A
+    /// failure is only logged: the next synced append or checkpoint syncs the same bytes and
+    /// reports its own failure.
+    pub fn sync_in_background(&self) {
+        let sync = |file: &File| {
+            if let Err(e) = file.sync_data() {
+                tracing::warn!("cannot sync the transaction log: {e}");
+            }
+        };
+        let Ok(file) = self.file.try_clone() else { return sync(&self.file) };
+        let spawned = std::thread::Builder::new()
+            .name("stardust-log-sync".to_owned())
+            .spawn(move || sync(&file));
+        if spawned.is_err() {
+            sync(&self.file);
+        }
+    }
+
     /// Whether a failed append may have left bytes after the last record; nothing more may
     /// be appended then.
     pub fn is_broken(&self) -> bool {
@@ -363,14 +440,12 @@ impl LogWriter {
 
     /// Append an encoded record. With `sync`, the record is durable when this returns. On
     /// failure the file is cut back to where it was, so a failed append leaves no record.
-    pub fn append(&mut self, record: &[u8], sync: bool) -> io::Result<u64> {
+    pub fn append(&mut self, record: &Encoded<'_>, sync: bool) -> io::Result<u64> {
         if self.broken {
             return Err(io::Error::other("an earlier failed append could not be cut back"));
         }
         let offset = self.len;
-        let result = self
-            .file
-            .write_all(record)
+        let result = write_all_vectored(&mut self.file, &mut record.slices())
             .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
         match result {
             Ok(()) => {
@@ -600,7 +675,7 @@ mod tests {
         let path = dir.path().join(LOG_FILE);
         let (transaction, _) = txn(1, &[("a.json", Some(b"x")), ("b.json", Some(b"y"))]);
         let header = Header::Transaction { transaction, content_lengths: vec![u64::MAX, 3] };
-        std::fs::write(&path, encode(&header, &[b"xy"])).unwrap();
+        std::fs::write(&path, encode(&header, &[b"xy"]).to_vec()).unwrap();
         let damage = verify(&path).unwrap().damage.unwrap();
         assert!(damage.in_middle, "a checksummed record is never a torn write");
         assert!(damage.reason.contains("do not match"), "{}", damage.reason);

@@ -601,7 +601,7 @@ fn recover(
         seq += 1;
         let txn = transaction(seq, Origin::External, &before, &after, &changes);
         let offset = log
-            .append(&log::encode_transaction(&txn, &contents(&changes)), true)
+            .append(&log::encode_transaction(&txn, &contents(&changes)), false)
             .map_err(|e| io("cannot append to", e))?;
         offsets.push(offset);
         let n = txn.documents.len();
@@ -614,9 +614,19 @@ fn recover(
         after
     };
     // The tail is durable now, and an external record writes no document. The marker also
-    // names this boot, which the writes from now on belong to, so it is synced before them.
-    if applied != seq || tail_boot.as_deref() != boot {
-        log.append(&log::encode_applied(seq, boot), true).map_err(|e| io("cannot append to", e))?;
+    // names this boot, which the writes from now on belong to, so it must be durable before
+    // them: it is, because each of them follows the sync of its own later record in the same
+    // file. So neither record is synced here, where the first history can be tens of MB. A
+    // lost external record is harmless (the next open finds the same differences and records
+    // them again) and a lost marker only means more to redo; a background sync bounds how long
+    // they stay in the page cache, and keeps that cost off the first commit.
+    let marked = applied != seq || tail_boot.as_deref() != boot;
+    if marked {
+        log.append(&log::encode_applied(seq, boot), false)
+            .map_err(|e| io("cannot append to", e))?;
+    }
+    if marked || seq != last_seq {
+        log.sync_in_background();
     }
     let writer = Writer {
         log,
@@ -785,7 +795,14 @@ fn transaction(
             DocumentChange {
                 path: path.clone(),
                 before: old.and_then(|d| d.version.parse().ok()),
-                after: content.as_deref().map(Version::of),
+                // The analysis hashed the same bytes: hashing tens of MB again is the first
+                // history's cost, not a check.
+                after: content.as_deref().map(|c| {
+                    let version =
+                        new.and_then(|d| d.version.parse().ok()).unwrap_or_else(|| Version::of(c));
+                    debug_assert_eq!(version, Version::of(c));
+                    version
+                }),
                 created,
                 changed,
                 deleted,
