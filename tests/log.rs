@@ -74,6 +74,13 @@ fn verify_reports_a_sound_log_and_a_torn_tail() {
         "{}",
         text(&out.stdout)
     );
+    assert!(text(&out.stdout).contains("checkpoint: through seq 1; nothing to redo"));
+    let out = log(dir.path(), &["--verify", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (report["last_seq"].as_u64(), report["applied_through"].as_u64()),
+        (Some(1), Some(1))
+    );
 
     let log_file = dir.path().join(".stardust/log/transactions.log");
     let mut bytes = std::fs::read(&log_file).unwrap();

@@ -69,6 +69,7 @@ pub(crate) fn verify(store: &Path, format: OutputFormat) -> anyhow::Result<ExitC
                 "ok": sound,
                 "transactions": v.transactions,
                 "last_seq": v.last_seq,
+                "applied_through": v.applied_through,
                 "valid_bytes": v.valid_len,
                 "file_bytes": v.file_len,
                 "damage": damage,
@@ -92,6 +93,18 @@ fn verification_text(store: &Path, v: &Verification) -> String {
         ),
     };
     text.push('\n');
+    if v.transactions > 0 {
+        text.push_str(&match v.applied_through {
+            0 => "checkpoint: none yet; the next open redoes every transaction".to_owned(),
+            k if k >= v.last_seq => format!("checkpoint: through seq {k}; nothing to redo"),
+            k => format!(
+                "checkpoint: through seq {k}; the next open redoes seq {} to {}",
+                k + 1,
+                v.last_seq
+            ),
+        });
+        text.push('\n');
+    }
     match &v.damage {
         None => {}
         Some(d) if !d.in_middle => text.push_str(&format!(
