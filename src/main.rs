@@ -187,8 +187,16 @@ impl From<LangArg> for stardust_core::syntax::Lang {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // mimalloc asks for transparent huge pages on its arenas, so each thread's heap can cost a
+    // 2 MB page for a few small allocations: a core serving 300 clients (1,285 threads) peaked
+    // at 916 MB. Without huge pages it is a few MB per connection. Inherited by a core this
+    // process starts.
     let cli = Cli::parse();
     init_logging();
+    #[cfg(target_os = "linux")]
+    if let Err(err) = nix::sys::prctl::set_thp_disable(true) {
+        tracing::warn!("cannot turn transparent huge pages off: {err}");
+    }
     let result = match cli.command {
         Command::Check { store, format } => cmd::check::run(&store, format),
         Command::Fmt { paths, check, lang } => cmd::fmt::run(&paths, check, lang),
