@@ -16,6 +16,9 @@ use stardust_core::analysis::{Analysis, Document};
 use stardust_core::syntax::{self, Lang};
 
 fn main() {
+    // As the `stardust` binary does (src/main.rs): mimalloc's arenas without huge pages.
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_thp_disable(true);
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let (Some(store), Some(doc)) = (args.first(), args.get(1)) else {
         eprintln!("usage: edit STORE DOCUMENT [ROUNDS]");
