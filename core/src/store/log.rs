@@ -310,6 +310,10 @@ impl LogReader {
             Ok(record) => record,
             Err(Bad::Incomplete(reason) | Bad::Invalid(reason)) => {
                 self.done = true;
+                // The writer's reserve: zeros written ahead of the records (see `LogWriter`).
+                if zeros_from(&self.path, self.offset, self.file_len).unwrap_or(false) {
+                    return Ok(None);
+                }
                 return Err(self.damage(reason));
             }
             Err(Bad::Malformed(reason)) => {
@@ -386,32 +390,88 @@ impl LogReader {
     }
 }
 
+/// Whether the file at `path` holds only zeros from `from` to `to`.
+fn zeros_from(path: &Path, from: u64, to: u64) -> io::Result<bool> {
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    zeros(&mut file.take(to.saturating_sub(from)))
+}
+
+fn zeros(reader: &mut impl Read) -> io::Result<bool> {
+    let mut buf = [0u8; 1 << 16];
+    loop {
+        match reader.read(&mut buf)? {
+            0 => return Ok(true),
+            n if buf[..n].iter().any(|&b| b != 0) => return Ok(false),
+            _ => {}
+        }
+    }
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The appending side of the log, owned by the single writer.
+///
+/// A synced append that grows the file makes the sync commit the file system's journal (the
+/// new size), which cost as much again as the data: about 0.2 ms against 0.1 ms for the same
+/// bytes written over blocks the file already has (ext4 on this VM). So the writer keeps a
+/// *reserve*: zeros written and synced ahead of the last record, which records then overwrite.
+/// Readers take a tail of zeros for the end of the log. A crash can leave only zeros or a torn
+/// record there, never a record that was not acknowledged.
 #[derive(Debug)]
 pub struct LogWriter {
     file: File,
+    /// Bytes of records.
     len: u64,
+    /// The file's length: `len` plus the zeros of the reserve.
+    reserved: u64,
     /// A failed append could not be cut back: the file may end in a partial record.
     broken: bool,
 }
 
+/// Records larger than this are appended past the reserve, not written into it.
+const RESERVED_RECORD_MAX: u64 = 1 << 20;
+
 impl LogWriter {
     /// Open `path` for appending after its first `valid_len` bytes, truncating anything after
-    /// them (a torn tail the caller has decided to drop).
+    /// them (a torn tail the caller has decided to drop) unless it is all zeros (the reserve).
     pub fn open(path: &Path, valid_len: u64) -> io::Result<LogWriter> {
-        let file =
+        let mut file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        if file.metadata()?.len() != valid_len {
+        let file_len = file.metadata()?.len();
+        let mut reserved = valid_len;
+        if file_len > valid_len && {
+            file.seek(SeekFrom::Start(valid_len))?;
+            zeros(&mut (&file).take(file_len - valid_len))?
+        } {
+            reserved = file_len;
+        } else if file_len != valid_len {
             file.set_len(valid_len)?;
             file.sync_all()?;
         }
-        let mut writer = LogWriter { file, len: valid_len, broken: false };
-        writer.file.seek(SeekFrom::Start(valid_len))?;
-        Ok(writer)
+        file.seek(SeekFrom::Start(valid_len))?;
+        Ok(LogWriter { file, len: valid_len, reserved, broken: false })
+    }
+
+    /// Grow the reserve so that `need` bytes of records fit, with room for more: zeros are
+    /// written and synced (with the new length) once for many records.
+    fn reserve(&mut self, need: u64) -> io::Result<()> {
+        // A bigger reserve is rarer work but a longer pause for the commit that makes it.
+        let chunk = (self.len / 4).clamp(256 << 10, 4 << 20);
+        let target = need + chunk;
+        self.file.seek(SeekFrom::Start(self.reserved))?;
+        let zeros = vec![0u8; 1 << 16];
+        let mut at = self.reserved;
+        while at < target {
+            let n = (target - at).min(zeros.len() as u64) as usize;
+            self.file.write_all(&zeros[..n])?;
+            at += n as u64;
+        }
+        self.file.sync_all()?;
+        self.reserved = target;
+        Ok(())
     }
 
     /// Make what was appended durable on another thread (inline if none can be started). A
@@ -445,11 +505,19 @@ impl LogWriter {
             return Err(io::Error::other("an earlier failed append could not be cut back"));
         }
         let offset = self.len;
-        let result = write_all_vectored(&mut self.file, &mut record.slices())
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        let n = record.len() as u64;
+        let result = (|| {
+            if sync && offset + n > self.reserved && n <= RESERVED_RECORD_MAX {
+                self.reserve(offset + n)?;
+            }
+            self.file.seek(SeekFrom::Start(offset))?;
+            write_all_vectored(&mut self.file, &mut record.slices())?;
+            if sync { self.file.sync_data() } else { Ok(()) }
+        })();
         match result {
             Ok(()) => {
-                self.len += record.len() as u64;
+                self.len += n;
+                self.reserved = self.reserved.max(self.len);
                 Ok(offset)
             }
             Err(e) => {
@@ -472,6 +540,7 @@ impl LogWriter {
         self.broken = cut.is_err();
         if cut.is_ok() {
             self.len = len;
+            self.reserved = len;
         }
         cut
     }
@@ -565,7 +634,65 @@ mod tests {
             writer.append(&encode_transaction(&t, &refs), true).unwrap();
             writer.append(&encode_applied(seq, Some("boot")), false).unwrap();
         }
+        strip_reserve(&path);
         path
+    }
+
+    /// Cut the writer's reserve of zeros off, so that the file is records only.
+    fn strip_reserve(path: &Path) {
+        let records = verify(path).unwrap().valid_len;
+        OpenOptions::new().write(true).open(path).unwrap().set_len(records).unwrap();
+    }
+
+    #[test]
+    fn synced_appends_overwrite_a_reserve_that_readers_take_for_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let mut ends = Vec::new();
+        for seq in 1..=3 {
+            let (t, contents) = txn(seq, &[("a.json", Some(b"{}"))]);
+            let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+            let record = encode_transaction(&t, &refs);
+            ends.push(writer.append(&record, true).unwrap() + record.len() as u64);
+        }
+        drop(writer);
+        let file_len = std::fs::metadata(&path).unwrap().len();
+        assert!(file_len > ends[2] && file_len >= 256 << 10, "a reserve follows the records");
+        assert!(std::fs::read(&path).unwrap()[ends[2] as usize..].iter().all(|&b| b == 0));
+        let v = verify(&path).unwrap();
+        assert_eq!(
+            (v.transactions, v.valid_len, v.file_len, v.damage),
+            (3, ends[2], file_len, None)
+        );
+        // Reopened after its last record, the writer keeps the reserve and goes on in it.
+        let mut writer = LogWriter::open(&path, ends[2]).unwrap();
+        let (t, contents) = txn(4, &[("b.json", Some(b"[]"))]);
+        writer.append(&encode_transaction(&t, &[&contents[0]]), true).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), file_len);
+        assert_eq!(offsets(&path).len(), 4);
+    }
+
+    #[test]
+    fn a_record_torn_inside_the_reserve_is_a_torn_tail_and_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let (t, contents) = txn(1, &[("a.json", Some(b"{}"))]);
+        writer.append(&encode_transaction(&t, &[&contents[0]]), true).unwrap();
+        drop(writer);
+        let valid = verify(&path).unwrap().valid_len;
+        // The start of the next record landed; the rest of it did not.
+        let (t, contents) = txn(2, &[("a.json", Some(b"[1]"))]);
+        let record = encode_transaction(&t, &[&contents[0]]).to_vec();
+        let mut file = OpenOptions::new().write(true).open(&path).unwrap();
+        file.seek(SeekFrom::Start(valid)).unwrap();
+        file.write_all(&record[..record.len() / 2]).unwrap();
+        let damage = verify(&path).unwrap().damage.unwrap();
+        assert_eq!((damage.offset, damage.seq, damage.in_middle), (valid, 2, false));
+        drop(LogWriter::open(&path, valid).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), valid, "the torn record is cut");
+        assert_eq!(verify(&path).unwrap().damage, None);
     }
 
     fn read_all(path: &Path) -> (Vec<Header>, Option<Damage>) {
@@ -740,6 +867,7 @@ mod tests {
                 let (t, _) = txn(i as u64 + 1, &[("a.json", Some(&content))]);
                 starts.push(writer.append(&encode_transaction(&t, &[&content]), true).unwrap());
             }
+            strip_reserve(&path);
             let full = std::fs::read(&path).unwrap();
             let p = ((full.len() as f64) * at) as usize;
 
