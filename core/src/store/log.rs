@@ -15,6 +15,9 @@
 //! the boot that wrote it, so recovery can tell whether the page cache survived the crash.
 //! Transaction seqs are consecutive from 1.
 //!
+//! The file may end in zeros after the last record: the writer's reserve (see [`LogWriter`]),
+//! which readers take for the end of the log.
+//!
 //! Only the last append can be interrupted, so damage is classified by where it is: a bad or
 //! incomplete record with no valid record after it is a torn tail (truncated on open); one
 //! followed by a valid record is damage in the middle of history, and the store refuses to
