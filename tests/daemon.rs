@@ -10,7 +10,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{stardust, text};
+use util::{flood, front, lsp_frame, peak_rss_mb, stardust, text};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -89,15 +89,7 @@ struct Editor {
 
 impl Editor {
     fn attach(store: &Path, name: &str) -> Editor {
-        let mut child = exe()
-            .arg("lsp")
-            .arg("--store")
-            .arg(store)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = front("lsp", store);
         let stdin = child.stdin.take().unwrap();
         let mut reader = BufReader::new(child.stdout.take().unwrap());
         let (tx, incoming) = std::sync::mpsc::channel();
@@ -358,45 +350,6 @@ fn running(pid: u64) -> bool {
         .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.starts_with(" Z")))
 }
 
-/// Start `stardust FRONT --store STORE` and flood it from another thread with the messages
-/// of `messages` (framed by `frame`), never reading its output; returns once it stops taking
-/// them (its input is full) or took them all.
-fn flood(
-    front: &str,
-    store: &Path,
-    frame: fn(&Value) -> String,
-    messages: impl Iterator<Item = Value> + Send + 'static,
-) -> (Child, usize) {
-    let mut child = exe()
-        .arg(front)
-        .arg("--store")
-        .arg(store)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = sent.clone();
-    std::thread::spawn(move || {
-        for message in messages {
-            if stdin.write_all(frame(&message).as_bytes()).is_err() {
-                return;
-            }
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    });
-    let (mut last, mut still) = (0, 0);
-    while still < 20 {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
-        still = if now == last { still + 1 } else { 0 };
-        last = now;
-    }
-    (child, last)
-}
-
 #[test]
 fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
     let dir = util::library();
@@ -408,12 +361,8 @@ fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
     let symbols = (1..=20_000).map(|id| {
         json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
     });
-    let frame = |m: &Value| {
-        let body = m.to_string();
-        format!("Content-Length: {}\r\n\r\n{body}", body.len())
-    };
     let messages = [init, initialized].into_iter().chain(symbols);
-    let (mut child, last) = flood("lsp", &store, frame, messages);
+    let (mut child, last) = flood("lsp", &store, lsp_frame, messages);
     assert!(last < 20_002, "the core kept reading requests while its answers went unread");
     let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
     assert!(running(pid));
@@ -423,13 +372,6 @@ fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
     // Its session ends, so the core becomes idle and stops after STARDUST_IDLE_EXIT (2 s).
     wait_until("the core has stopped", || !running(pid));
     assert!(record(&store).is_none(), "the stopped core removed its record");
-}
-
-/// The peak resident memory of process `pid`, in MB.
-fn peak_rss_mb(pid: u64) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
 }
 
 #[test]

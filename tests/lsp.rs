@@ -1194,63 +1194,27 @@ fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error(
     client.shutdown();
 }
 
-/// The peak resident memory of process `pid` in MB (Linux).
-fn peak_rss_mb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
-}
-
 #[test]
 fn a_client_that_never_reads_costs_bounded_memory() {
     let tmp = util::library();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-        .arg("lsp")
-        .arg("--store")
-        .arg(tmp.path())
-        .env("STARDUST_IDLE_EXIT", "2")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     // Every answer is about 50 KB: 20,000 of them would be 1 GB if the server kept them all.
-    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = sent.clone();
-    std::thread::spawn(move || {
-        let mut send = |message: Value| {
-            let body = message.to_string();
-            stdin.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes())
-        };
-        send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}})).unwrap();
-        send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).unwrap();
-        for id in 1..=20_000 {
-            let request = json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}});
-            if send(request).is_err() {
-                return;
-            }
-            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+    let init =
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
+    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
+    let symbols = (1..=20_000).map(|id| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
     });
-    // Wait until the server stops taking requests (its input is full) or all were sent.
-    let mut last = 0;
-    let mut still = 0;
-    while still < 20 {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = sent.load(std::sync::atomic::Ordering::Relaxed);
-        still = if now == last { still + 1 } else { 0 };
-        last = now;
-    }
-    assert!(last < 20_000, "the server kept reading requests while its answers went unread");
+    let messages = [init, initialized].into_iter().chain(symbols);
+    let (mut child, last) = util::flood("lsp", tmp.path(), util::lsp_frame, messages);
+    assert!(last < 20_002, "the server kept reading requests while its answers went unread");
     // Both the attacher and the core it relays to stay bounded.
-    let peak = peak_rss_mb(child.id());
+    let peak = util::peak_rss_mb(child.id().into());
     assert!(peak < 300, "peak memory {peak} MB after {last} unread answers");
     let record: Value = serde_json::from_slice(
         &std::fs::read(tmp.path().join(".stardust/run/daemon.json")).unwrap(),
     )
     .unwrap();
-    let core = peak_rss_mb(record["pid"].as_u64().unwrap() as u32);
+    let core = util::peak_rss_mb(record["pid"].as_u64().unwrap());
     assert!(core < 300, "the core's peak memory {core} MB after {last} unread answers");
     // It is still alive, waiting for the client to read.
     assert!(child.try_wait().unwrap().is_none());
