@@ -7,6 +7,8 @@
 //! peak memory. Run it in release against a core that is already running (`stardust serve
 //! STORE`).
 
+mod common;
+
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -155,8 +157,8 @@ fn run(store: &str, clients: usize, n: usize) -> stardust_sdk::Result<()> {
         from_send.push(at.saturating_duration_since(shared.sent[i]));
         from_answer.push(at.saturating_duration_since(shared.answered[i]));
     }
-    report("confirm sent -> event", &mut from_send);
-    report("confirm answered -> event", &mut from_answer);
+    common::report("confirm sent -> event", &mut from_send);
+    common::report("confirm answered -> event", &mut from_answer);
     println!("core after: {}", memory(core));
     Ok(())
 }
@@ -194,21 +196,4 @@ fn memory(pid: Option<u64>) -> String {
             .map_or("?".to_owned(), |v| v.trim().to_owned())
     };
     format!("rss {}, peak {}, threads {}", field("VmRSS:"), field("VmHWM:"), field("Threads:"))
-}
-
-fn report(what: &str, samples: &mut [Duration]) {
-    if samples.is_empty() {
-        println!("{what}: no samples");
-        return;
-    }
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    println!(
-        "{what}: n={} p50={:.3}ms p90={:.3}ms p99={:.3}ms max={:.3}ms",
-        samples.len(),
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        at(0.99).as_secs_f64() * 1e3,
-        at(1.0).as_secs_f64() * 1e3,
-    );
 }

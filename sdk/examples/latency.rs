@@ -4,6 +4,8 @@
 //! against the moment the confirm was sent and the moment it was answered. Run it in release
 //! against a core that is already running (`stardust serve STORE`).
 
+mod common;
+
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -58,20 +60,7 @@ fn run(store: &str, n: usize) -> stardust_sdk::Result<()> {
         // The event may arrive before the confirm's answer: count that as zero.
         from_answer.push(at.saturating_duration_since(answered));
     }
-    report("confirm sent -> event", &mut from_send);
-    report("confirm answered -> event", &mut from_answer);
+    common::report("confirm sent -> event", &mut from_send);
+    common::report("confirm answered -> event", &mut from_answer);
     Ok(())
-}
-
-fn report(what: &str, samples: &mut [Duration]) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    println!(
-        "{what}: n={} p50={:.3}ms p90={:.3}ms p99={:.3}ms max={:.3}ms",
-        samples.len(),
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        at(0.99).as_secs_f64() * 1e3,
-        at(1.0).as_secs_f64() * 1e3,
-    );
 }
