@@ -444,17 +444,14 @@ impl LogWriter {
         let mut file =
             OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let file_len = file.metadata()?.len();
-        let mut reserved = valid_len;
-        if file_len > valid_len && {
-            file.seek(SeekFrom::Start(valid_len))?;
-            zeros(&mut (&file).take(file_len - valid_len))?
-        } {
-            reserved = file_len;
-        } else if file_len != valid_len {
+        file.seek(SeekFrom::Start(valid_len))?;
+        let reserve = file_len > valid_len && zeros(&mut (&file).take(file_len - valid_len))?;
+        if !reserve && file_len != valid_len {
             file.set_len(valid_len)?;
             file.sync_all()?;
         }
         file.seek(SeekFrom::Start(valid_len))?;
+        let reserved = if reserve { file_len } else { valid_len };
         Ok(LogWriter { file, len: valid_len, reserved, broken: false })
     }
 
