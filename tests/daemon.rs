@@ -89,7 +89,7 @@ struct Editor {
 
 impl Editor {
     fn attach(store: &Path, name: &str) -> Editor {
-        let mut child = front("lsp", store);
+        let mut child = front("lsp", store, &[]);
         let stdin = child.stdin.take().unwrap();
         let mut reader = BufReader::new(child.stdout.take().unwrap());
         let (tx, incoming) = std::sync::mpsc::channel();
@@ -355,14 +355,7 @@ fn a_client_that_stops_reading_and_goes_away_lets_the_core_stop_when_idle() {
     let dir = util::library();
     let store = dir.path().canonicalize().unwrap();
     // Requests as fast as they go, answers never read: the core holds back and stops reading.
-    let init =
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
-    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
-    let symbols = (1..=20_000).map(|id| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
-    });
-    let messages = [init, initialized].into_iter().chain(symbols);
-    let (mut child, last) = flood("lsp", &store, lsp_frame, messages);
+    let (mut child, last) = flood("lsp", &store, lsp_frame, util::lsp_symbol_requests());
     assert!(last < 20_002, "the core kept reading requests while its answers went unread");
     let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
     assert!(running(pid));

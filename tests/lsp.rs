@@ -1198,13 +1198,7 @@ fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error(
 fn a_client_that_never_reads_costs_bounded_memory() {
     let tmp = util::library();
     // Every answer is about 50 KB: 20,000 of them would be 1 GB if the server kept them all.
-    let init =
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
-    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
-    let symbols = (1..=20_000).map(|id| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
-    });
-    let messages = [init, initialized].into_iter().chain(symbols);
+    let messages = util::lsp_symbol_requests();
     let (mut child, last) = util::flood("lsp", tmp.path(), util::lsp_frame, messages);
     assert!(last < 20_002, "the server kept reading requests while its answers went unread");
     // Both the attacher and the core it relays to stay bounded.

@@ -26,19 +26,8 @@ struct Mcp {
 
 impl Mcp {
     fn start(store: &Path, flags: &[&str]) -> Mcp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("mcp")
-            .arg("--store")
-            .arg(store)
-            .args(flags)
-            // A core started for the test goes soon after its last client.
-            .env("STARDUST_IDLE_EXIT", "2")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the stardust binary starts");
+        // A core started for the test goes soon after its last client.
+        let mut child = util::front("mcp", store, flags);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();

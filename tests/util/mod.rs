@@ -55,13 +55,14 @@ pub fn library() -> tempfile::TempDir {
     tmp
 }
 
-/// Start `stardust FRONT --store STORE` with its input and output piped (stderr dropped); a
-/// core it starts stops 2 s after its last client.
-pub fn front(front: &str, store: &Path) -> Child {
+/// Start `stardust FRONT --store STORE FLAGS` with its input and output piped (stderr
+/// dropped); a core it starts stops 2 s after its last client.
+pub fn front(front: &str, store: &Path, flags: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_stardust"))
         .arg(front)
         .arg("--store")
         .arg(store)
+        .args(flags)
         .env("STARDUST_IDLE_EXIT", "2")
         .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
@@ -80,7 +81,7 @@ pub fn flood(
     frame: fn(&Value) -> String,
     messages: impl Iterator<Item = Value> + Send + 'static,
 ) -> (Child, usize) {
-    let mut child = front(front_name, store);
+    let mut child = front(front_name, store, &[]);
     let mut stdin = child.stdin.take().unwrap();
     let sent = Arc::new(AtomicUsize::new(0));
     let counter = sent.clone();
@@ -100,6 +101,18 @@ pub fn flood(
         last = now;
     }
     (child, last)
+}
+
+/// An LSP session that asks for every workspace symbol 20,000 times: about 50 KB an answer.
+pub fn lsp_symbol_requests() -> impl Iterator<Item = Value> + Send + 'static {
+    let init = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}});
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
+    let symbols = (1..=20_000).map(|id| {
+        serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "workspace/symbol", "params": {"query": ""}})
+    });
+    [init, initialized].into_iter().chain(symbols)
 }
 
 /// An LSP message with its `Content-Length` header.
