@@ -231,9 +231,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr; stdout carries only requested output.
+/// Logs go to stderr; stdout carries only requested output. Colours only on a terminal, so a
+/// log captured in a file (an editor's LSP log, `2>serve.log`) has no escape codes in it.
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("stardust=info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }

@@ -147,3 +147,15 @@ fn a_missing_store_is_a_usage_error() {
     }
     assert!(!missing.exists());
 }
+
+#[test]
+fn logs_written_to_a_file_or_pipe_have_no_colour_codes() {
+    // The first look at a store logs "history starts" at info on stderr, here a pipe: an
+    // editor's or a service's log file must not fill with terminal escape codes.
+    let dir = store();
+    let out = log(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("history starts"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "escape codes in a piped log: {stderr:?}");
+}
