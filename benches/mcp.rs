@@ -7,6 +7,9 @@
 //! STARDUST_BENCH_STORE=/tmp/mcp-bench-100k cargo bench --bench mcp
 //! ```
 //!
+//! `STARDUST_BENCH_BIN=/path/to/stardust` drives that binary instead of this build's, so two
+//! commits can be measured side by side in one run.
+//!
 //! Each figure is a whole round trip: the request written to the server's stdin until its
 //! response is read from stdout and parsed. Sequential phases time `RUNS` calls each (after
 //! `WARMUP` untimed ones); the load phase keeps `IN_FLIGHT` requests outstanding on the one
@@ -76,7 +79,10 @@ fn main() {
         std::process::exit(2);
     }
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+    // STARDUST_BENCH_BIN runs another build (an older commit's) for a side-by-side run.
+    let bin = std::env::var_os("STARDUST_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_stardust")), PathBuf::from);
+    let mut child = Command::new(&bin)
         .args(["mcp", "--store"])
         .arg(&store)
         .env("RUST_LOG", "warn")
