@@ -3,13 +3,19 @@
 //! converts tool calls into `Service::execute` and the core's editor features, and answers
 //! back as structured content with bounded pages and SPEC §16 error codes.
 //!
-//! Shape: `rmcp`'s server over stdio (or streamable HTTP on loopback), with hand-written `list_tools`/`call_tool` because the
-//! tool list is generated from the registry. Each call runs on the blocking pool against the
-//! current snapshot, so the connection keeps reading while a query runs.
+//! Shape: `rmcp`'s server over stdio (or streamable HTTP on loopback), with hand-written
+//! `list_tools`/`call_tool` because the tool list is generated from the registry. Each call
+//! runs on the blocking pool against the current snapshot, so the connection keeps reading
+//! while a query runs. The wire framing is ours where rmcp's falls short of JSON-RPC 2.0:
+//! every inbound line or body is checked before rmcp sees it (`jsonrpc`); stdio and the
+//! daemon socket use our line transport (`lines`) with its bound (`bounded`), and HTTP
+//! answers a body rmcp cannot read with a JSON-RPC error (`http`).
 #![deny(clippy::print_stdout)]
 
 mod bounded;
 mod http;
+mod jsonrpc;
+mod lines;
 mod nav;
 mod page;
 mod server;
@@ -38,7 +44,7 @@ pub fn run_attached(
         stream.set_nonblocking(true)?;
         let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
         let running = McpServer::new(service, options)
-            .serve(bounded::pair(read, write))
+            .serve(lines::transport(read, write))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
         let cancel = running.cancellation_token();
@@ -77,7 +83,7 @@ pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> 
         let running = McpServer::new(service, options)
             .serve({
                 let (read, write) = rmcp::transport::stdio();
-                bounded::pair(read, write)
+                lines::transport(read, write)
             })
             .await
             .map_err(|e| anyhow::anyhow!("the MCP session did not start: {e}"))?;
