@@ -3,7 +3,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,76 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct Autostart<'a> {
     pub exe: &'a Path,
     pub idle_exit: Duration,
+}
+
+/// The `stardust` executable to start a core with, for a program other than `stardust`
+/// itself (an SDK, SPEC §21): `STARDUST_BIN`, else `stardust` on `PATH`, else beside the
+/// running executable; cargo puts examples in `examples/` and tests in `deps/` one folder below
+/// the binaries, so from there the folder above is tried too. The error names every place
+/// tried, in order.
+pub fn find_stardust() -> Result<PathBuf, NotFound> {
+    let mut tried = Vec::new();
+    match std::env::var_os("STARDUST_BIN") {
+        Some(exe) if !exe.is_empty() => return Ok(PathBuf::from(exe)),
+        _ => tried.push("STARDUST_BIN (not set)".to_owned()),
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        // An empty entry would mean the working directory: never a place to run code from.
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .collect();
+    if let Some(exe) = dirs.iter().map(|dir| dir.join("stardust")).find(|exe| executable(exe)) {
+        return Ok(exe);
+    }
+    tried.push(if dirs.is_empty() {
+        "`stardust` on PATH (PATH is empty)".to_owned()
+    } else {
+        format!(
+            "`stardust` on PATH ({})",
+            std::env::join_paths(&dirs).unwrap_or_default().display()
+        )
+    });
+    let beside = match std::env::current_exe() {
+        Ok(me) => beside(&me),
+        Err(err) => {
+            tried.push(format!("beside this program (its path is unknown: {err})"));
+            Vec::new()
+        }
+    };
+    if let Some(exe) = beside.iter().find(|exe| executable(exe)) {
+        return Ok(exe.clone());
+    }
+    if !beside.is_empty() {
+        let places: Vec<String> = beside.iter().map(|p| p.display().to_string()).collect();
+        tried.push(format!("beside this program ({})", places.join(", ")));
+    }
+    Err(NotFound { tried })
+}
+
+/// Where `stardust` would be beside the executable `me`: its folder, and the one above when
+/// that folder is cargo's `examples` or `deps`.
+fn beside(me: &Path) -> Vec<PathBuf> {
+    let Some(dir) = me.parent() else { return Vec::new() };
+    let mut places = vec![dir.join("stardust")];
+    if dir.file_name().is_some_and(|name| name == "examples" || name == "deps")
+        && let Some(up) = dir.parent()
+    {
+        places.push(up.join("stardust"));
+    }
+    places
+}
+
+/// A file someone may execute (not a folder, some execute bit set).
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// No `stardust` executable was found; `tried` says where it was looked for.
+#[derive(Debug, thiserror::Error)]
+#[error("no stardust executable was found to start a core: tried {}", tried.join(", "))]
+pub struct NotFound {
+    pub tried: Vec<String>,
 }
 
 /// Connect to the core of `store` and say `hello`. With `autostart`, a core is started in the

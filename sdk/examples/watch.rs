@@ -1,6 +1,6 @@
 //! `watch STORE`: print one JSON line per change to the store's entities and documents, with
-//! its `seq`, until interrupted (SIGINT or SIGTERM, exit 0). Starts a core when none runs if `STARDUST_BIN` names
-//! the `stardust` executable.
+//! its `seq`, until interrupted (SIGINT or SIGTERM, exit 0). Starts a core when none runs,
+//! with `STARDUST_BIN`, else `stardust` on PATH, else the one cargo built beside this example.
 
 use std::io::Write;
 use std::sync::mpsc;

@@ -12,8 +12,10 @@
 //!
 //! When no core runs for the store, [`Client::connect`] starts one in the background, as
 //! `stardust lsp` does: it needs the `stardust` executable, taken from
-//! [`ConnectOptions::exe`], else from the `STARDUST_BIN` environment variable. Without either,
-//! only a running core is used. A core started this way exits after
+//! [`ConnectOptions::exe`], else from the `STARDUST_BIN` environment variable, else `stardust`
+//! on `PATH`, else beside the running executable (for a cargo example or test, also in the
+//! folder above its `examples/` or `deps/`, so the examples work after `cargo build`). When
+//! none is found, only a running core is used, and the error names every place tried. A core started this way exits after
 //! [`ConnectOptions::idle_exit`] without connections.
 //!
 //! ```no_run
@@ -146,8 +148,8 @@ use wire::Conn;
 /// How to reach a store's core.
 #[derive(Clone, Debug)]
 pub struct ConnectOptions {
-    /// The `stardust` executable used to start a core when none runs; `None` means the
-    /// `STARDUST_BIN` environment variable, and without it no core is started.
+    /// The `stardust` executable used to start a core when none runs; `None` means
+    /// `STARDUST_BIN`, else `stardust` on PATH, else beside the running executable.
     pub exe: Option<PathBuf>,
     /// Whether to start a core when none runs (default `true`).
     pub autostart: bool,
@@ -176,8 +178,13 @@ impl Default for ConnectOptions {
 }
 
 impl ConnectOptions {
-    fn executable(&self) -> Option<PathBuf> {
-        self.exe.clone().or_else(|| std::env::var_os("STARDUST_BIN").map(PathBuf::from))
+    /// The executable to start a core with: [`ConnectOptions::exe`], else as SPEC §21 says
+    /// (`STARDUST_BIN`, `stardust` on PATH, beside the running executable).
+    fn executable(&self) -> std::result::Result<PathBuf, stardust_daemon::attach::NotFound> {
+        match &self.exe {
+            Some(exe) => Ok(exe.clone()),
+            None => stardust_daemon::attach::find_stardust(),
+        }
     }
 }
 
@@ -232,8 +239,8 @@ impl Entity {
 
 impl Client {
     /// Connect to the core of `store` as the client `name` (shown in `stardust.status` and
-    /// recorded as the origin `lsp:<name>` of commits), starting a core when none runs and
-    /// `STARDUST_BIN` names the executable.
+    /// recorded as the origin `lsp:<name>` of commits), starting a core when none runs with
+    /// the `stardust` executable found as [`ConnectOptions::exe`] says.
     pub fn connect(store: impl AsRef<Path>, name: &str) -> Result<Client> {
         Client::connect_with(store, name, ConnectOptions::default())
     }

@@ -42,18 +42,20 @@ impl Conn {
         options: &ConnectOptions,
         wants: &[&str],
     ) -> Result<Conn> {
-        let exe = options.executable();
-        let autostart = match (&exe, options.autostart) {
-            (Some(exe), true) => Some(Autostart { exe, idle_exit: options.idle_exit }),
+        // Looked for only when a core may be started; used only when none runs.
+        let exe = options.autostart.then(|| options.executable());
+        let autostart = match &exe {
+            Some(Ok(exe)) => Some(Autostart { exe, idle_exit: options.idle_exit }),
             _ => None,
         };
         let stream = attach::connect(store, &Hello::new(FrontKind::Sdk, name), autostart).map_err(
             |err| {
                 let mut message = format!("{err:#}");
-                if options.autostart && exe.is_none() {
-                    message.push_str(
-                        "; to start one, set STARDUST_BIN or ConnectOptions::exe to the stardust executable",
-                    );
+                if let Some(Err(not_found)) = &exe {
+                    message.push_str(&format!(
+                        "; {not_found}; install stardust on PATH, or set STARDUST_BIN or \
+                         ConnectOptions::exe to it"
+                    ));
                 }
                 Error::Connect { store: store.to_owned(), message }
             },
