@@ -151,34 +151,12 @@ fn rotation_and_refusals_reach_the_command_line() {
     assert!(text(&out.stderr).starts_with("error[not-found]: there is no archive "));
 }
 
-/// `stardust serve STORE`, killed when dropped.
-struct Serve(std::process::Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_run_goes_through_the_running_core() {
     let dir = tempfile::tempdir().unwrap();
     let (root, backups) = store(dir.path());
     let root = root.canonicalize().unwrap();
-    let serve = Serve(
-        std::process::Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .args(["serve", s(&root)])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let record = root.join(".stardust/run/daemon.json");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !record.exists() {
-        assert!(std::time::Instant::now() < deadline, "the core did not start");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let serve = util::Serve::start(&root);
     // A commit through the core, then the backup: it is the core's store, as of that commit
     // (opening the store from this process would be refused as busy).
     let patch = dir.path().join("change.patch.dust");

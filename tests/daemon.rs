@@ -10,9 +10,9 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{flood, front, lsp_frame, peak_rss_mb, stardust, text};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
+use util::{
+    Serve, TIMEOUT, flood, front, lsp_frame, peak_rss_mb, record, stardust, text, wait_until,
+};
 
 fn exe() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
@@ -27,56 +27,6 @@ fn store() -> tempfile::TempDir {
     std::fs::write(root.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
         .unwrap();
     dir
-}
-
-fn record(store: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(store.join(".stardust/run/daemon.json")).ok()?).ok()
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// `stardust serve`, stopped with SIGTERM when dropped.
-struct Serve {
-    child: Child,
-}
-
-impl Serve {
-    fn start(store: &Path, mount: Option<&Path>) -> Serve {
-        let mut command = exe();
-        command.arg("serve").arg(store).stdout(Stdio::null()).stderr(Stdio::null());
-        if let Some(dir) = mount {
-            command.arg("--mount").arg(dir);
-        }
-        let serve = Serve { child: command.spawn().unwrap() };
-        wait_until("the core has written its record", || record(store).is_some());
-        serve
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A bare LSP client over `stardust lsp`'s standard input and output.
@@ -185,7 +135,7 @@ fn editor_mount_and_command_line_share_one_core() {
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let store = store.canonicalize().unwrap();
-    let serve = Serve::start(&store, Some(&mnt));
+    let serve = Serve::mounted(&store, &mnt);
     let core_pid = record(&store).unwrap()["pid"].clone();
     let mut editor = Editor::attach(&store, "e2e-editor");
 
@@ -274,7 +224,7 @@ fn a_stale_record_is_replaced() {
     // A record left by a core killed with -9: its process is gone.
     let gone = json!({"pid": 999_999_999u64, "socket": "/tmp/stardust-nowhere.sock"});
     std::fs::write(store.join(".stardust/run/daemon.json"), gone.to_string()).unwrap();
-    let serve = Serve::start(&store, None);
+    let serve = Serve::start(&store);
     wait_until("the new core's record", || record(&store).is_some_and(|r| r["pid"] != gone["pid"]));
     let socket = PathBuf::from(record(&store).unwrap()["socket"].as_str().unwrap());
     let mode =
@@ -291,7 +241,7 @@ fn a_stale_record_is_replaced() {
 fn a_core_killed_with_9_is_replaced_and_nothing_is_lost() {
     let dir = store();
     let store = dir.path().canonicalize().unwrap();
-    let serve = Serve::start(&store, None);
+    let serve = Serve::start(&store);
     let mut editor = Editor::attach(&store, "e2e-editor");
     let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
     editor.wait(|m| m["method"] == "stardust/entitiesChanged");
@@ -323,7 +273,7 @@ fn a_core_killed_with_9_is_replaced_and_nothing_is_lost() {
 fn a_wrong_protocol_on_the_socket_is_refused_and_the_core_goes_on() {
     let dir = store();
     let store = dir.path().canonicalize().unwrap();
-    let serve = Serve::start(&store, None);
+    let serve = Serve::start(&store);
     let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
     for junk in
         ["GET / HTTP/1.1\r\n\r\n", "{\"stardust\": 99, \"front\": \"lsp\", \"client\": \"x\"}\n"]
@@ -425,7 +375,7 @@ fn a_peer_with_another_uid_is_refused() {
     }
     let dir = store();
     let store = dir.path().canonicalize().unwrap();
-    let serve = Serve::start(&store, None);
+    let serve = Serve::start(&store);
     let socket = record(&store).unwrap()["socket"].as_str().unwrap().to_owned();
     let other = Command::new(std::env::current_exe().unwrap())
         .args(["a_peer_with_another_uid_is_refused", "--exact", "--nocapture", "--test-threads=1"])
@@ -459,7 +409,7 @@ fn a_store_moved_while_served_stops_its_core_and_loses_nothing() {
     std::fs::create_dir_all(old.join("people")).unwrap();
     std::fs::write(old.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
         .unwrap();
-    let mut serve = Serve::start(&old, None);
+    let mut serve = Serve::start(&old);
     let pid = record(&old).unwrap()["pid"].clone();
     let mut editor = Editor::attach(&old, "e2e-editor");
     let done = apply(&old, "ops [{create {id ?bo type person name Bo}}]\n");
@@ -600,7 +550,7 @@ fn a_store_copied_with_its_record_gets_its_own_core() {
     std::fs::create_dir_all(original.join("people")).unwrap();
     std::fs::write(original.join("people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n")
         .unwrap();
-    let serve = Serve::start(&original, None);
+    let serve = Serve::start(&original);
     // Copied whole while served: the copy's record names the original's live core.
     let copy = original.with_file_name("copy");
     let cp = Command::new("cp").arg("-a").arg(&original).arg(&copy).status().unwrap();

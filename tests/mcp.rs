@@ -553,55 +553,9 @@ fn an_answer_too_large_for_a_page_says_what_it_left_out() {
     assert!(text.contains(&format!("left out: {left_out} entities")), "{text}");
 }
 
-/// One HTTP/1.1 exchange with `Connection: close`: the status, headers (lowercase names) and
-/// the body, de-chunked.
+/// One HTTP/1.1 exchange of a JSON-RPC message (`util::http_post`).
 fn http(port: u16, headers: &[(&str, &str)], body: &Value) -> (u16, Vec<(String, String)>, String) {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let body = body.to_string();
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nConnection: close\r\n\
-         Content-Length: {}\r\n",
-        body.len()
-    );
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, mut rest) = raw.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.lines();
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
-        .collect();
-    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v == "chunked");
-    let body = if chunked {
-        let mut out = String::new();
-        loop {
-            let (size, after) = rest.split_once("\r\n").unwrap();
-            let size = usize::from_str_radix(size.trim(), 16).unwrap();
-            if size == 0 {
-                break;
-            }
-            out.push_str(&after[..size]);
-            rest = &after[size + 2..];
-        }
-        out
-    } else {
-        rest.to_owned()
-    };
-    (status, headers, body)
+    util::http_post(port, headers, &body.to_string())
 }
 
 /// The JSON-RPC messages of a response body, plain JSON or server-sent events.

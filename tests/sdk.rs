@@ -6,14 +6,12 @@ mod util;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use stardust_sdk::{Change, Client, ConnectOptions, EntityChange, Event, Subscription};
-use util::{stardust, text};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
+use util::{Serve, TIMEOUT, record, stardust, text, wait_until};
 
 fn exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_stardust"))
@@ -27,55 +25,6 @@ fn store(config: &str) -> tempfile::TempDir {
         .unwrap();
     std::fs::write(root.join("stardust.toml"), config).unwrap();
     dir
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn record(store: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(store.join(".stardust/run/daemon.json")).ok()?).ok()
-}
-
-/// `stardust serve`, stopped with SIGTERM by `stop` or killed when dropped.
-struct Serve {
-    child: Child,
-}
-
-impl Serve {
-    fn start(store: &Path) -> Serve {
-        let child = Command::new(exe())
-            .arg("serve")
-            .arg(store)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_until("the core has written its record", || record(store).is_some());
-        Serve { child }
-    }
-
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = Instant::now() + TIMEOUT;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Connect to the running core only: these tests start and stop it themselves.
@@ -363,4 +312,126 @@ fn overflow_surfaces_as_a_reread_event() {
     assert_eq!(events_through(&mut ahead, next), [Event::Reread { seq: next }]);
     let (later, id) = create_person(&client, "E");
     assert_eq!(ids(&events_through(&mut ahead, later)), BTreeSet::from([id]));
+}
+
+/// Set in an SDK program started by a discovery test: the store it connects to.
+const DISCOVERY_STORE: &str = "STARDUST_TEST_DISCOVERY_STORE";
+
+/// The SDK program of the discovery tests: connect with the default options (no
+/// `ConnectOptions::exe`) and say how that went, and as what the core it reached was started.
+fn discovering_program(store: &Path) {
+    match Client::connect(store, "discovery") {
+        Ok(client) => {
+            let name = client.get("person/ann").unwrap().value["name"].clone();
+            let pid = record(store).unwrap()["pid"].as_u64().unwrap();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+            let argv0 = String::from_utf8_lossy(cmdline.split(|&b| b == 0).next().unwrap());
+            println!("DISCOVERY connected {name}");
+            println!("DISCOVERY started {argv0}");
+        }
+        Err(err) => println!("DISCOVERY error {err}"),
+    }
+}
+
+/// Run this test binary, or a link to it at `program`, as the SDK program of test `test`, with
+/// `PATH` set to `path` and no `STARDUST_BIN`: what it said, by line prefix.
+fn run_discovering(program: &Path, test: &str, store: &Path, path: &Path) -> Vec<String> {
+    let out = Command::new(program)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(DISCOVERY_STORE, store)
+        .env("PATH", path)
+        .env_remove("STARDUST_BIN")
+        .env("STARDUST_IDLE_EXIT", "1")
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    let said: Vec<String> =
+        // The harness may print the test's name on the same line first.
+        said.lines().filter_map(|l| l.split_once("DISCOVERY ")).map(|(_, r)| r.to_owned()).collect();
+    assert!(!said.is_empty(), "the SDK program said nothing");
+    said
+}
+
+/// A link to this test binary in a folder of its own (in cargo's target folder, so a hard
+/// link works), where no `stardust` is beside it.
+fn program_alone(dir: &Path) -> PathBuf {
+    let me = std::env::current_exe().unwrap();
+    let alone = dir.join("sdk-program");
+    if std::fs::hard_link(&me, &alone).is_err() {
+        std::fs::copy(&me, &alone).unwrap();
+    }
+    alone
+}
+
+fn wait_for_idle_core_to_stop(store: &Path) {
+    wait_until("the core started by the SDK program has stopped", || record(store).is_none());
+}
+
+#[test]
+fn an_sdk_program_finds_stardust_on_path() {
+    if let Some(store) = std::env::var_os(DISCOVERY_STORE) {
+        return discovering_program(Path::new(&store));
+    }
+    let store = store("");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(exe(), bin.join("stardust")).unwrap();
+    let program = program_alone(dir.path());
+    let said =
+        run_discovering(&program, "an_sdk_program_finds_stardust_on_path", store.path(), &bin);
+    assert_eq!(said, ["connected \"Ann\"", &format!("started {}", bin.join("stardust").display())]);
+    wait_for_idle_core_to_stop(store.path());
+}
+
+#[test]
+fn an_sdk_program_finds_stardust_beside_itself_from_cargos_deps_folder() {
+    if let Some(store) = std::env::var_os(DISCOVERY_STORE) {
+        return discovering_program(Path::new(&store));
+    }
+    // This test binary is in target/debug/deps, the `stardust` binary in target/debug: as an
+    // example in target/debug/examples finds it after `cargo build`.
+    let me = std::env::current_exe().unwrap();
+    assert_eq!(me.parent().unwrap().file_name().unwrap(), "deps");
+    assert_eq!(me.parent().unwrap().parent().unwrap(), exe().parent().unwrap());
+    let store = store("");
+    let empty = tempfile::tempdir().unwrap();
+    let said = run_discovering(
+        &me,
+        "an_sdk_program_finds_stardust_beside_itself_from_cargos_deps_folder",
+        store.path(),
+        empty.path(),
+    );
+    assert_eq!(said, ["connected \"Ann\"", &format!("started {}", exe().display())]);
+    wait_for_idle_core_to_stop(store.path());
+}
+
+#[test]
+fn without_stardust_the_error_names_every_place_tried() {
+    if let Some(store) = std::env::var_os(DISCOVERY_STORE) {
+        return discovering_program(Path::new(&store));
+    }
+    let store = store("");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let program = program_alone(dir.path());
+    let said = run_discovering(
+        &program,
+        "without_stardust_the_error_names_every_place_tried",
+        store.path(),
+        &empty,
+    );
+    let [error] = said.as_slice() else { panic!("{said:?}") };
+    let expected = format!(
+        "error no core runs for {}; no stardust executable was found to start a core: tried \
+         STARDUST_BIN (not set), `stardust` on PATH ({}), beside this program ({}); install \
+         stardust on PATH, or set STARDUST_BIN or ConnectOptions::exe to it",
+        store.path().display(),
+        empty.display(),
+        dir.path().join("stardust").display(),
+    );
+    assert!(error.ends_with(&expected[expected.find("no core runs").unwrap()..]), "{error}");
+    assert!(record(store.path()).is_none(), "no core was started");
 }

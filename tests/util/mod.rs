@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -53,6 +53,76 @@ pub fn library() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     copy_store(&repo().join("examples/library"), tmp.path());
     tmp
+}
+
+/// How long a test waits for a process to reach a state before it fails.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Wait until `done`, failing the test after [`TIMEOUT`] with `what` was awaited.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The record of the core serving `store` (`.stardust/run/daemon.json`), when one runs.
+pub fn record(store: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(store.join(".stardust/run/daemon.json")).ok()?).ok()
+}
+
+/// `stardust serve STORE [--mount DIR]`, its output dropped; `start` returns once the core
+/// has written its record. Stopped with SIGTERM by `stop`, killed when dropped.
+pub struct Serve {
+    pub child: Child,
+}
+
+impl Serve {
+    pub fn start(store: &Path) -> Serve {
+        Serve::spawn(store, &[])
+    }
+
+    /// With the store mounted at `mount`.
+    pub fn mounted(store: &Path, mount: &Path) -> Serve {
+        Serve::spawn(store, &["--mount".as_ref(), mount.as_os_str()])
+    }
+
+    fn spawn(store: &Path, flags: &[&std::ffi::OsStr]) -> Serve {
+        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .arg("serve")
+            .arg(store)
+            .args(flags)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the stardust binary runs");
+        let serve = Serve { child };
+        wait_until("the core has written its record", || record(store).is_some());
+        serve
+    }
+
+    /// Stop the core with SIGTERM, as a service manager would; its exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Start `stardust FRONT --store STORE FLAGS` with its input and output piped (stderr
@@ -126,4 +196,73 @@ pub fn peak_rss_mb(pid: u64) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
+/// The port of `stardust mcp|serve --mcp-http 127.0.0.1:0`, read from the line of its log
+/// (on `stderr`) that says where it listens.
+pub fn mcp_http_port(stderr: &mut impl std::io::BufRead) -> u16 {
+    loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the server stopped before listening");
+        if let Some(at) = line.find("http://127.0.0.1:") {
+            let rest = &line[at + "http://127.0.0.1:".len()..];
+            return rest[..rest.find('/').unwrap()].parse().unwrap();
+        }
+    }
+}
+
+/// One HTTP/1.1 POST of `body` to `/mcp` with `Connection: close` (as JSON, accepting JSON
+/// and event streams, to `Host: 127.0.0.1:PORT`, unless `headers` say otherwise): the status,
+/// headers (lowercase names) and the body, de-chunked.
+pub fn http_post(
+    port: u16,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut request = "POST /mcp HTTP/1.1\r\nConnection: close\r\n".to_owned();
+    let defaults = [
+        ("Host", format!("127.0.0.1:{port}")),
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    for (name, value) in defaults {
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, mut rest) = raw.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v == "chunked");
+    let body = if chunked {
+        let mut out = String::new();
+        loop {
+            let (size, after) = rest.split_once("\r\n").unwrap();
+            let size = usize::from_str_radix(size.trim(), 16).unwrap();
+            if size == 0 {
+                break;
+            }
+            out.push_str(&after[..size]);
+            rest = &after[size + 2..];
+        }
+        out
+    } else {
+        rest.to_owned()
+    };
+    (status, headers, body)
 }
