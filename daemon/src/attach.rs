@@ -286,3 +286,22 @@ impl Client {
         Ok(answer["result"].take())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beside_a_cargo_example_or_test_is_also_the_folder_above() {
+        let at = |p: &str| -> Vec<String> {
+            beside(Path::new(p)).iter().map(|p| p.display().to_string()).collect()
+        };
+        assert_eq!(
+            at("/t/debug/examples/watch"),
+            ["/t/debug/examples/stardust", "/t/debug/stardust"]
+        );
+        assert_eq!(at("/t/debug/deps/sdk-0123"), ["/t/debug/deps/stardust", "/t/debug/stardust"]);
+        assert_eq!(at("/usr/local/bin/sync-job"), ["/usr/local/bin/stardust"]);
+        assert_eq!(at("/deps/job"), ["/deps/stardust", "/stardust"]);
+    }
+}
