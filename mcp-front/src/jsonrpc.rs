@@ -51,13 +51,12 @@ pub fn inbound(line: &[u8]) -> Inbound {
         Ok(value) => value,
         Err(err) => return Inbound::Refused(parse_error(&err)),
     };
-    match Shape::of(&value) {
-        Shape::Notification | Shape::Response => Inbound::Dropped(format!(
-            "ignoring a {} that does not match MCP: {typed}",
-            if Shape::of(&value) == Shape::Notification { "notification" } else { "response" }
-        )),
-        Shape::Request | Shape::None => Inbound::Refused(invalid_request(&value)),
-    }
+    let unanswered = match Shape::of(&value) {
+        Shape::Notification => "notification",
+        Shape::Response => "response",
+        Shape::Request | Shape::None => return Inbound::Refused(invalid_request(&value)),
+    };
+    Inbound::Dropped(format!("ignoring a {unanswered} that does not match MCP: {typed}"))
 }
 
 /// The error answering a whole input (an HTTP body) that rmcp could not take as a message.
