@@ -22,4 +22,4 @@ pub mod store;
 pub mod syntax;
 pub mod text;
 
-pub use error::{Error, Result};
+pub use error::{Code, Error, Result};

@@ -9,7 +9,9 @@ use std::time::Duration;
 use common::{open, read, write};
 use expect_test::expect;
 use serde_json::{Value, json};
-use stardust_core::service::{CommandError, Front, Service, Session, registry};
+use stardust_core::service::{
+    CommandError, Front, Service, Session, SessionOptions, registry, shown_in,
+};
 use stardust_core::store::{Change, Origin};
 
 const BOOK_SCHEMA: &str = r#"{"type": "object", "required": ["id", "type", "title"],
@@ -46,6 +48,11 @@ fn fail(service: &Service, session: &Session, name: &str, args: Value) -> Comman
         Ok(v) => panic!("{name} should fail, answered {v}"),
         Err(e) => e,
     }
+}
+
+/// An agent's session; `allow_mutation` as `stardust mcp --allow-mutation`.
+fn agent(service: &Service, client: &str, allow_mutation: bool) -> Session {
+    service.open_session_with(Front::Mcp, SessionOptions { client: Some(client), allow_mutation })
 }
 
 fn rename(service: &Service, session: &Session, id: &str, new_id: &str) -> Value {
@@ -86,7 +93,9 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
         ]
     "#]]
     .assert_debug_eq(&names);
-    assert_eq!(names.len(), registry().len());
+    assert_eq!(names, shown_in(Front::Lsp).map(|c| c.name).collect::<Vec<_>>());
+    assert_eq!(names.len(), 14);
+    assert_eq!(registry().len(), 14 + 8 + 1, "the navigation tools and stardust.backup.run");
     let create = &described["commands"][6];
     assert_eq!(create["effect"], "mutation");
     assert_eq!(create["confirmation"], "required");
@@ -100,9 +109,22 @@ fn arguments_are_validated_before_the_handler_naming_the_field() {
     let dir = store();
     let (service, session) = service(dir.path());
     let cases = [
-        ("stardust.query.execute", json!({"document": "find [?b]", "limit": -1}), "`/limit`"),
-        ("stardust.entity.get", json!({"id": "book/dune", "extra": 1}), "'extra' was unexpected"),
-        ("stardust.entity.rename", json!({"id": "book/dune"}), "\"newId\" is a required property"),
+        (
+            "stardust.query.execute",
+            json!({"document": "find [?b]", "limit": -1}),
+            "`limit` must be at least 0, not -1",
+        ),
+        (
+            "stardust.entity.get",
+            json!({"id": "book/dune", "extra": 1}),
+            "`extra` is not an argument; the arguments are id",
+        ),
+        ("stardust.entity.rename", json!({"id": "book/dune"}), "`newId` is required"),
+        (
+            "stardust.entity.create",
+            json!({"entities": [{"id": "x/y"}, 42]}),
+            "`entities[1]` must be an object or a string, not 42",
+        ),
         ("stardust.nope", json!({}), "unknown command stardust.nope"),
     ];
     for (name, args, why) in cases {
@@ -296,7 +318,7 @@ fn a_preview_is_stale_after_its_document_changes() {
 fn a_preview_expires() {
     let dir = store();
     let service = Service::new(open(dir.path())).with_preview_lifetime(Duration::ZERO);
-    let session = service.open_session(Front::Mcp, "agent");
+    let session = agent(&service, "agent", true);
     let preview = rename(&service, &session, "book/emma", "book/e");
     let err = confirm(&service, &session, &preview).unwrap_err();
     assert_eq!(err.code(), "preview-expired");
@@ -307,7 +329,7 @@ fn a_preview_expires() {
 fn a_preview_belongs_to_its_session() {
     let dir = store();
     let (service, mine) = service(dir.path());
-    let other = service.open_session(Front::Mcp, "agent");
+    let other = agent(&service, "agent", true);
     let preview = rename(&service, &mine, "book/emma", "book/e");
     let id = json!({"previewId": preview["previewId"]});
     assert_eq!(
@@ -451,4 +473,149 @@ fn a_preview_survives_commits_to_other_documents() {
     assert_eq!(confirmed["seq"], service.store().snapshot().seq);
     assert!(read(root, "books/emma.dust").unwrap().starts_with("id    book/e\n"));
     assert_eq!(service.store().snapshot().analysis.entity("book/new").len(), 1);
+}
+
+#[test]
+fn dispatch_goes_through_the_contract_shown_in_the_sessions_front() {
+    let dir = store();
+    let (service, editor) = service(dir.path());
+    let agent = agent(&service, "agent", false);
+    let cli = service.open_session(Front::Cli, "cli");
+    // Every contract a front shows runs its own handler: a describe through each front
+    // answers the commands, a navigation tool answers a page.
+    for session in [&editor, &agent, &cli] {
+        let described = run(&service, session, "stardust.commands.describe", json!({}));
+        assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+    }
+    let symbols = run(&service, &agent, "workspace_symbols", json!({"query": "dune"}));
+    assert_eq!(symbols["symbols"][0]["id"], "book/dune", "{symbols}");
+    assert_eq!(symbols["total"], 1);
+    let hover =
+        run(&service, &agent, "hover", json!({"entity": "book/dune", "pointer": "/author"}));
+    assert_eq!(hover["hover"]["entity"], "book/dune", "{hover}");
+    // A contract the session's front does not show is unknown there.
+    for (session, name) in
+        [(&editor, "hover"), (&agent, "stardust.backup.run"), (&editor, "stardust.backup.run")]
+    {
+        let err = fail(&service, session, name, json!({}));
+        assert_eq!(err.code(), "invalid-arguments", "{name}");
+        assert!(err.to_string().contains(&format!("unknown command {name}")), "{err}");
+    }
+    // The command line's operation runs through its contract too: arguments first.
+    let err = fail(&service, &cli, "stardust.backup.run", json!({}));
+    assert!(err.to_string().contains("`id` is required (the backup definition's id"), "{err}");
+    let err = fail(&service, &cli, "stardust.backup.run", json!({"id": "backup/none"}));
+    assert_eq!(err.code(), "not-found", "{err}");
+}
+
+#[test]
+fn a_navigation_tool_checks_nested_fields_and_minimums() {
+    let dir = store();
+    let (service, _) = service(dir.path());
+    let agent = agent(&service, "agent", false);
+    let at = |position: Value| json!({"path": "books/dune.dust", "position": position});
+    let cases = [
+        (
+            at(json!({"line": 0, "column": 1})),
+            "`position.line` must be at least 1, not 0 (the line, 1-based)",
+        ),
+        (
+            at(json!({"line": 2})),
+            "`position.column` is required (the column in characters, 1-based)",
+        ),
+        (
+            at(json!({"line": 2, "column": 1, "row": 3})),
+            "`position.row` is not an argument of `position`; the arguments are line, column",
+        ),
+        (at(json!({"line": "2", "column": 1})), "`position.line` must be an integer, not \"2\""),
+        (json!({"entity": "book/dune", "limit": 501}), "`limit` must be at most 500, not 501"),
+    ];
+    for (args, why) in cases {
+        let err = fail(&service, &agent, "references", args.clone());
+        assert_eq!(err.code(), "invalid-arguments", "{args}");
+        assert_eq!(err.to_string(), format!("invalid arguments for references: {why}"));
+    }
+    let found = run(&service, &agent, "references", at(json!({"line": 2, "column": 10})));
+    assert_eq!(found["total"], 1, "{found}");
+}
+
+#[test]
+fn the_gate_decides_at_confirm_and_fails_closed_without_a_client_name() {
+    let dir = store();
+    write(
+        dir.path(),
+        "stardust.toml",
+        "[mcp]\nmutation = \"gated\"\nmutation_allowlist = [\"claude-code\"]\n",
+    );
+    let service = Service::new(open(dir.path()));
+    let allowed = agent(&service, "claude-code", false);
+    let denied = agent(&service, "codex", false);
+    let nameless = service.open_session_with(Front::Mcp, SessionOptions::default());
+    let flagged = service
+        .open_session_with(Front::Mcp, SessionOptions { client: None, allow_mutation: true });
+    assert!(allowed.may_confirm() && flagged.may_confirm());
+    assert!(!denied.may_confirm() && !nameless.may_confirm());
+    for (session, why) in [(&denied, "'codex' is not in"), (&nameless, "no clientInfo.name")] {
+        let preview = rename(&service, session, "book/emma", "book/e");
+        let err = confirm(&service, session, &preview).unwrap_err();
+        assert_eq!(err.code(), "mutation-disabled", "{err}");
+        assert!(err.to_string().contains(why), "{err}");
+        // Refused before the preview was looked at: nothing written, the preview kept.
+        assert!(read(dir.path(), "books/emma.dust").unwrap().contains("book/emma\n"));
+        let kept = run(
+            &service,
+            session,
+            "stardust.preview.discard",
+            json!({"previewId": preview["previewId"]}),
+        );
+        assert_eq!(kept, json!({"discarded": true}));
+    }
+    let preview = rename(&service, &allowed, "book/emma", "book/e");
+    assert!(confirm(&service, &allowed, &preview).unwrap()["seq"].as_u64().unwrap() > 0);
+    // Every decision is recorded: four at the sessions' start, then each confirm attempt
+    // (and the save it led to).
+    let status = run(&service, &allowed, "stardust.status", json!({}));
+    let decisions: Vec<(String, bool)> = status["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["kind"].as_str().unwrap().to_owned(), d["allowed"].as_bool().unwrap()))
+        .collect();
+    let expected = [("gate", true), ("gate", false), ("gate", false), ("gate", true)]
+        .into_iter()
+        .chain([("gate", false), ("gate", false), ("gate", true), ("save", true)]);
+    assert_eq!(decisions, expected.map(|(k, a)| (k.to_owned(), a)).collect::<Vec<_>>());
+    assert!(status["decisions"][6]["subject"].as_str().unwrap().contains("'claude-code'"));
+    // Editors are not gated: their confirms are no gate decisions.
+    let editor = service.open_session(Front::Lsp, "editor");
+    let preview = rename(&service, &editor, "book/dune", "book/d");
+    confirm(&service, &editor, &preview).unwrap();
+    let status = run(&service, &editor, "stardust.status", json!({}));
+    assert_eq!(status["decisions"].as_array().unwrap().len(), decisions.len() + 1);
+}
+
+#[test]
+fn an_error_is_one_object_with_code_message_and_details() {
+    let dir = store();
+    let (service, session) = service(dir.path());
+    let preview = rename(&service, &session, "book/emma", "book/e");
+    let change = Change::put("books/emma.dust", "id    book/emma\ntype  book\ntitle Emma!\n");
+    service.store().commit(Origin::Mount, vec![change]).unwrap();
+    let err = confirm(&service, &session, &preview).unwrap_err();
+    let object = err.to_json(&service.store().snapshot().analysis);
+    assert_eq!(object["code"], "preview-stale", "{object}");
+    assert_eq!(object["message"], err.to_string());
+    assert_eq!(object["path"], "books/emma.dust");
+}
+
+#[test]
+fn an_entity_address_naming_two_entities_is_ambiguous() {
+    let dir = store();
+    write(dir.path(), "books/dune-again.dust", "id book/dune\ntype book\ntitle Dune\n");
+    let service = Service::new(open(dir.path()));
+    let agent = agent(&service, "agent", false);
+    let err = fail(&service, &agent, "hover", json!({"entity": "book/dune"}));
+    assert_eq!(err.code(), "ambiguous-position", "{err}");
+    assert!(err.to_string().contains("books/dune-again.dust, books/dune.dust"), "{err}");
+    assert!(err.to_string().contains("give `path` and `position`"), "{err}");
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
+use stardust_core::Code;
 
 use crate::Hello;
 use crate::record;
@@ -118,7 +119,7 @@ pub fn connect(
     if answer["ok"] != true {
         let error = &answer["error"];
         return Err(RemoteError {
-            code: error["code"].as_str().unwrap_or("internal").to_owned(),
+            code: wire_code(error),
             message: format!(
                 "the core refused the connection: {}",
                 error["message"].as_str().unwrap_or("no reason given")
@@ -239,11 +240,17 @@ pub struct Client {
     reader: BufReader<UnixStream>,
 }
 
+/// The code of an error object a core sent.
+fn wire_code(error: &Value) -> Code {
+    error["code"].as_str().and_then(Code::parse).unwrap_or(Code::Internal)
+}
+
 /// A command the core answered with an error (SPEC §16 code, message, details).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct RemoteError {
-    pub code: String,
+    /// The code the core sent; `internal` for one this binary does not know.
+    pub code: Code,
     pub message: String,
     pub details: Value,
 }
@@ -279,7 +286,7 @@ impl Client {
             }
         };
         if let Some(error) = answer.get_mut("error") {
-            let code = error["code"].as_str().unwrap_or("internal").to_owned();
+            let code = wire_code(error);
             let message = error["message"].as_str().unwrap_or_default().to_owned();
             return Err(RemoteError { code, message, details: error.take() }.into());
         }

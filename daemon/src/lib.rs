@@ -9,39 +9,18 @@ pub mod record;
 pub mod server;
 
 use serde::{Deserialize, Serialize};
+/// Which protocol a connection speaks after its hello: the core's own [`Front`].
+pub use stardust_core::service::Front;
 
 /// The version of the hello exchange; an attacher and a core must agree on it.
 pub const PROTOCOL: u32 = 1;
-
-/// Which protocol a connection speaks after its hello.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FrontKind {
-    Lsp,
-    /// The LSP protocol, for a program using the SDK: its commits have origin `sdk:<client>`.
-    Sdk,
-    Mcp,
-    /// JSON lines of registry commands, for the command line.
-    Cli,
-}
-
-impl FrontKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrontKind::Lsp => "lsp",
-            FrontKind::Sdk => "sdk",
-            FrontKind::Mcp => "mcp",
-            FrontKind::Cli => "cli",
-        }
-    }
-}
 
 /// The first line of every connection.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {
     pub stardust: u32,
-    pub front: FrontKind,
+    pub front: Front,
     /// Who is attaching (for logs and `stardust.status`; the LSP and MCP clients name
     /// themselves again in their own protocol).
     pub client: String,
@@ -51,7 +30,7 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn new(front: FrontKind, client: &str) -> Hello {
+    pub fn new(front: Front, client: &str) -> Hello {
         Hello { stardust: PROTOCOL, front, client: client.to_owned(), allow_mutation: false }
     }
 }

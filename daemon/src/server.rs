@@ -3,7 +3,8 @@
 //! Each connection starts with one line of JSON, the [`Hello`], answered by one line (`{"ok":
 //! true}` or `{"error": {...}}`); after that the connection speaks its front's protocol. LSP
 //! and MCP connections are handed to the fronts (the binary supplies them as [`Handlers`], so
-//! this crate depends on none); `cli` connections speak JSON lines of registry commands.
+//! this crate depends on none); `cli` connections speak JSON lines of the registry's commands
+//! shown to the command line.
 //! Every connection is a session of the one [`Service`], so a commit made through any of them
 //! reaches every subscriber at once.
 
@@ -17,13 +18,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use stardust_core::backup::{self, Phase, Progress};
+use stardust_core::Code;
+use stardust_core::error::error_object;
 use stardust_core::service::{Front, Service};
 use stardust_core::store::{OpenOptions, Store};
 
 use crate::hangup::{Hangup, Watcher};
 use crate::record::{self, Record};
-use crate::{FrontKind, Hello, PROTOCOL};
+use crate::{Hello, PROTOCOL};
 
 /// Serves one connection of a front on the shared service, until the connection ends or its
 /// [`Hangup`] resolves (the peer has gone, though the front may not have read all its input).
@@ -180,7 +182,7 @@ fn connection(
             record::uid(),
             peer.uid()
         );
-        answer(&mut writer, Err(("refused", why)))?;
+        answer(&mut writer, Err((Code::Refused, why)))?;
         anyhow::bail!("refused a connection from uid {}", peer.uid());
     }
     stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
@@ -190,7 +192,7 @@ fn connection(
         // A liveness probe (`record::live`) connects and goes: nothing to say.
         Err(why) if why.is_empty() => return Ok(()),
         Err(why) => {
-            answer(&mut writer, Err(("invalid-arguments", why.clone())))?;
+            answer(&mut writer, Err((Code::InvalidArguments, why.clone())))?;
             anyhow::bail!("a bad hello: {why}");
         }
     };
@@ -199,10 +201,10 @@ fn connection(
     stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
     let handler = match hello.front {
-        FrontKind::Lsp | FrontKind::Sdk => &handlers.lsp,
-        FrontKind::Mcp => &handlers.mcp,
+        Front::Lsp | Front::Sdk => &handlers.lsp,
+        Front::Mcp => &handlers.mcp,
         // Answers are written one at a time, so a gone peer fails the next write.
-        FrontKind::Cli => return cli(&service, &hello, stream),
+        Front::Cli => return cli(&service, &hello, stream),
     };
     // Dropped (its thread stopped) when this function returns, after the front is done.
     let watcher = Watcher::start(&stream)?;
@@ -230,17 +232,19 @@ fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
     Ok(hello)
 }
 
-fn answer(writer: &mut UnixStream, result: Result<(), (&str, String)>) -> std::io::Result<()> {
+fn answer(writer: &mut UnixStream, result: Result<(), (Code, String)>) -> std::io::Result<()> {
     let line = match result {
         Ok(()) => json!({"ok": true}),
-        Err((code, message)) => json!({"error": {"code": code, "message": message}}),
+        Err((code, message)) => json!({"error": error_object(code, &message, Value::Null)}),
     };
     writeln!(writer, "{line}")
 }
 
 /// The command line's connection: one JSON request a line (`{"command", "arguments"}`), one
-/// JSON answer a line (`{"result"}` or `{"error": {code, message, ...details}}`). Besides the
-/// registry's commands it answers [`BACKUP_RUN`].
+/// JSON answer a line (`{"result"}` or `{"error": {code, message, ...details}}`), any
+/// command of the registry shown to the command line (`stardust.backup.run` among them).
+/// Before an answer, a long operation sends `{"progress": {phase, done, total, path}}`
+/// lines, at most one per [`PROGRESS_EVERY`] (and the last).
 fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<()> {
     let session = service.open_session(Front::Cli, &hello.client);
     let mut writer = stream.try_clone()?;
@@ -251,23 +255,24 @@ fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<(
                 Ok(request) => {
                     let name = request["command"].as_str().unwrap_or_default();
                     let args = request.get("arguments").cloned().unwrap_or(Value::Null);
-                    if name == BACKUP_RUN {
-                        let answer = backup_run(service, &args, &mut writer)?;
-                        writeln!(writer, "{answer}")?;
-                        continue;
+                    let mut progress = Throttled::new(&mut writer);
+                    let outcome =
+                        service.execute_with_progress(&session, name, args, &mut |step| {
+                            progress.send(step)
+                        });
+                    if let Some(e) = progress.gone {
+                        return Err(e.into());
                     }
-                    match service.execute(&session, name, args) {
+                    match outcome {
                         Ok(result) => json!({"result": result}),
                         Err(err) => {
-                            let mut error = err.details(&service.store().snapshot().analysis);
-                            error["code"] = json!(err.code());
-                            error["message"] = json!(err.to_string());
-                            json!({"error": error})
+                            json!({"error": err.to_json(&service.store().snapshot().analysis)})
                         }
                     }
                 }
                 Err(e) => {
-                    json!({"error": {"code": "invalid-arguments", "message": format!("a request is one JSON object a line: {e}")}})
+                    let message = format!("a request is one JSON object a line: {e}");
+                    json!({"error": error_object(Code::InvalidArguments, &message, Value::Null)})
                 }
             };
             writeln!(writer, "{answer}")?;
@@ -278,53 +283,37 @@ fn cli(service: &Service, hello: &Hello, stream: UnixStream) -> anyhow::Result<(
     result
 }
 
-/// `stardust backup run` through the core (`{"id": "backup/..."}`): a command-line operation
-/// (SPEC §10), so not in the registry that editors and agents see. Before its answer it sends
-/// `{"progress": {phase, done, total, path}}` lines, at most one per [`PROGRESS_EVERY`].
-pub const BACKUP_RUN: &str = "stardust.backup.run";
+/// `stardust backup run` through the core: the registry's command name.
+pub use stardust_core::service::BACKUP_RUN;
 
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// Archive the core's own store (as of its latest commit), reporting progress on `writer`;
-/// the answer line. Fails only when the client cannot be written to.
-fn backup_run(service: &Service, args: &Value, writer: &mut UnixStream) -> std::io::Result<Value> {
-    let Some(id) = args["id"].as_str() else {
-        let message = format!("{BACKUP_RUN} needs {{\"id\": \"backup/...\"}}, the definition's id");
-        return Ok(json!({"error": {"code": "invalid-arguments", "message": message}}));
-    };
-    let mut last: Option<Instant> = None;
-    let mut gone: Option<std::io::Error> = None;
-    let mut report = |p: &Progress<'_>| {
-        let due = last.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) || p.done >= p.total;
-        if gone.is_some() || !due {
+/// Progress lines to the client, at most one per [`PROGRESS_EVERY`] and always the last of a
+/// phase (`done >= total`), so a fast operation does not flood the connection.
+struct Throttled<'a> {
+    writer: &'a mut UnixStream,
+    last: Option<Instant>,
+    /// The client could not be written to: the rest is not sent.
+    gone: Option<std::io::Error>,
+}
+
+impl<'a> Throttled<'a> {
+    fn new(writer: &'a mut UnixStream) -> Throttled<'a> {
+        Throttled { writer, last: None, gone: None }
+    }
+
+    fn send(&mut self, step: Value) {
+        let (done, total) = (step["done"].as_u64(), step["total"].as_u64());
+        let last = done.zip(total).is_some_and(|(done, total)| done >= total);
+        let due = self.last.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) || last;
+        if self.gone.is_some() || !due {
             return;
         }
-        last = Some(Instant::now());
-        let phase = match p.phase {
-            Phase::Archiving => "archiving",
-            Phase::Verifying => "verifying",
-            Phase::Restoring => "restoring",
-        };
-        let line =
-            json!({"progress": {"phase": phase, "done": p.done, "total": p.total, "path": p.path}});
-        if let Err(e) = writeln!(writer, "{line}") {
-            gone = Some(e);
+        self.last = Some(Instant::now());
+        if let Err(e) = writeln!(self.writer, "{}", json!({ "progress": step })) {
+            self.gone = Some(e);
         }
-    };
-    let written = backup::run(service.store(), id, &mut report);
-    if let Some(e) = gone {
-        return Err(e);
     }
-    Ok(match written {
-        Ok(w) => json!({"result": {
-            "archive": w.archive,
-            "seq": w.seq,
-            "entries": w.entries,
-            "bytes": w.bytes,
-            "removed": w.removed,
-        }}),
-        Err(err) => json!({"error": {"code": err.code(), "message": err.to_string()}}),
-    })
 }
 
 #[cfg(test)]
@@ -347,7 +336,7 @@ mod tests {
         let accepting = daemon.clone();
         std::thread::spawn(move || accepting.accept(&handlers));
 
-        let hello = Hello::new(FrontKind::Cli, "test");
+        let hello = Hello::new(Front::Cli, "test");
         let mut client =
             Client::new(attach::connect(daemon.root(), &hello, None).unwrap()).unwrap();
         let mut steps = Vec::new();

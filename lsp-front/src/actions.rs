@@ -17,6 +17,7 @@ use lsp_types::{
     TextDocumentPositionParams, TextEdit, WorkDoneProgressOptions, WorkspaceEdit,
 };
 use serde_json::{Value, json};
+use stardust_core::Code;
 use stardust_core::analysis::Document;
 use stardust_core::ide::{self, ActionKind};
 use stardust_core::text::Span;
@@ -67,7 +68,7 @@ fn document<'a>(
     let doc = snap.analysis.document(&path).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
-            "not-found",
+            Code::NotFound,
             format!("{path} is not a document of the store"),
         )
     })?;
@@ -77,7 +78,7 @@ fn document<'a>(
 fn bad_position(path: &str) -> ResponseError {
     error(
         ErrorCode::INVALID_PARAMS,
-        "invalid-arguments",
+        Code::InvalidArguments,
         format!(
             "the range is not inside {path}; positions are zero-based in the negotiated encoding"
         ),
@@ -175,7 +176,7 @@ fn resolve(snap: &Snapshot, mut action: CodeAction) -> Result<CodeAction, Respon
             || {
                 error(
                     ErrorCode::INVALID_PARAMS,
-                    "invalid-arguments",
+                    Code::InvalidArguments,
                     "this code action was not made by this server; ask for code actions again",
                 )
             },
@@ -184,14 +185,14 @@ fn resolve(snap: &Snapshot, mut action: CodeAction) -> Result<CodeAction, Respon
     if data.get("version").and_then(Value::as_str) != Some(doc.version.as_str()) {
         return Err(error(
             ErrorCode::CONTENT_MODIFIED,
-            "conflict",
+            Code::Conflict,
             format!("{path} changed since the code action was offered; ask for code actions again"),
         ));
     }
     let (new_path, conversion) = ide::convert(&snap.analysis, &path)
         .map_err(|err| error(ErrorCode::REQUEST_FAILED, err.code(), err.to_string()))?;
     let new_uri = snap.paths.uri(&new_path).ok_or_else(|| {
-        error(ErrorCode::INTERNAL_ERROR, "internal", format!("cannot name {new_path} as a URI"))
+        error(ErrorCode::INTERNAL_ERROR, Code::Internal, format!("cannot name {new_path} as a URI"))
     })?;
     let whole = Span::new(0, u32::try_from(doc.text.len()).unwrap_or(u32::MAX));
     action.edit = Some(WorkspaceEdit {
@@ -248,7 +249,7 @@ fn rename(snap: &Snapshot, params: RenameParams) -> Result<Option<WorkspaceEdit>
     let Some((id, _)) = rename_target(snap, &params.text_document_position)? else {
         return Err(error(
             ErrorCode::INVALID_PARAMS,
-            "invalid-arguments",
+            Code::InvalidArguments,
             "there is no entity id here; rename at an entity's id value or at a reference",
         ));
     };

@@ -27,7 +27,7 @@ pub struct CancelledCode<S>(S);
 
 fn with_code(mut err: ResponseError) -> ResponseError {
     if err.code == ErrorCode::REQUEST_CANCELLED && err.data.is_none() {
-        err.data = Some(json!({"code": "cancelled"}));
+        err.data = Some(json!({"code": stardust_core::Code::Cancelled}));
         err.message = "the client cancelled the request".to_owned();
     }
     err

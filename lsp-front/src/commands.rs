@@ -13,7 +13,8 @@ use lsp_types::{
     WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressOptions,
 };
 use serde_json::{Value, json};
-use stardust_core::service::{self, CommandError};
+use stardust_core::Code;
+use stardust_core::service::{self, CommandError, Front};
 use stardust_core::store::{Notice, Subscription};
 
 use crate::server::{DiagnosticsMode, Shared, State, error, internal, publish_now};
@@ -67,7 +68,7 @@ impl Notification for EntitiesChanged {
 /// sees no commits.
 pub fn extend_capabilities(capabilities: &mut ServerCapabilities, read_only: bool) {
     capabilities.execute_command_provider = Some(ExecuteCommandOptions {
-        commands: service::registry().iter().map(|c| c.name.to_owned()).collect(),
+        commands: service::shown_in(Front::Lsp).map(|c| c.name.to_owned()).collect(),
         work_done_progress_options: WorkDoneProgressOptions { work_done_progress: Some(true) },
     });
     let notifications: &[&str] = if read_only { &[] } else { &NOTIFICATIONS };
@@ -106,7 +107,7 @@ fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value
     if arguments.len() > 1 {
         return Err(error(
             ErrorCode::INVALID_PARAMS,
-            "invalid-arguments",
+            Code::InvalidArguments,
             format!(
                 "{name} takes one argument object (`\"arguments\": [{{...}}]`), not {}",
                 arguments.len()
@@ -119,10 +120,10 @@ fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value
         Some(args) => args,
         None => Value::Null,
     };
-    if service::contract(&name).is_none() {
+    if service::contract(&name).is_none_or(|c| !c.shown_in(Front::Lsp)) {
         return Err(error(
             ErrorCode::INVALID_PARAMS,
-            "invalid-arguments",
+            Code::InvalidArguments,
             format!("unknown command {name}; `stardust.commands.describe` lists every command"),
         ));
     }
@@ -137,22 +138,17 @@ fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value
     }
 }
 
-/// A command's error as a JSON-RPC error whose `data` is `{"code": ..., ...details}`.
+/// A command's error as a JSON-RPC error whose `data` is the core's error object.
 fn command_error(
     err: &CommandError,
     analysis: &stardust_core::analysis::Analysis,
 ) -> ResponseError {
-    let code = err.code();
-    let mut data = json!({"code": code});
-    if let (Value::Object(data), Value::Object(details)) = (&mut data, err.details(analysis)) {
-        data.extend(details);
-    }
-    let rpc = match code {
-        "invalid-arguments" => ErrorCode::INVALID_PARAMS,
-        "internal" => ErrorCode::INTERNAL_ERROR,
+    let rpc = match err.code() {
+        Code::InvalidArguments => ErrorCode::INVALID_PARAMS,
+        Code::Internal => ErrorCode::INTERNAL_ERROR,
         _ => ErrorCode::REQUEST_FAILED,
     };
-    ResponseError::new_with_data(rpc, err.to_string(), data)
+    ResponseError::new_with_data(rpc, err.to_string(), err.to_json(analysis))
 }
 
 /// Forward the store's change feed to the client on a thread of its own, and re-diagnose the

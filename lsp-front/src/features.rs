@@ -15,6 +15,7 @@ use lsp_types::{
     ReferenceParams, ServerCapabilities, SymbolInformation, SymbolKind, TextDocumentPositionParams,
     TextEdit, WorkspaceSymbolParams, WorkspaceSymbolResponse,
 };
+use stardust_core::Code;
 use stardust_core::analysis::Document;
 use stardust_core::ide::{self, FileSpan, Symbol};
 use stardust_core::text::Span;
@@ -76,14 +77,14 @@ fn at<'a>(
     let doc = snap.analysis.document(&path).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
-            "not-found",
+            Code::NotFound,
             format!("{path} is not a document of the store"),
         )
     })?;
     let offset = convert::offset(&doc.line_index, &doc.text, params.position, snap.encoding).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
-            "invalid-arguments",
+            Code::InvalidArguments,
             format!(
                 "line {} column {} is not a position in {path}; positions are zero-based, columns in {:?}",
                 params.position.line, params.position.character, snap.encoding

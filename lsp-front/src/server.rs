@@ -25,7 +25,7 @@ use lsp_types::{
     WorkDoneProgressOptions, WorkspaceDiagnosticReport, WorkspaceDiagnosticReportResult,
     WorkspaceDocumentDiagnosticReport, WorkspaceFullDocumentDiagnosticReport,
 };
-use serde_json::json;
+use stardust_core::Code;
 use stardust_core::analysis::Analysis;
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::store::{OpenOptions, Store};
@@ -170,7 +170,7 @@ pub(crate) enum Source {
         base: Analysis,
         /// Why the store could not be opened: the error's code (`busy` when another process
         /// owns it) and message, which commands answer.
-        code: &'static str,
+        code: Code,
         why: String,
     },
 }
@@ -250,7 +250,7 @@ impl Shared {
             let (Some(paths), Some(source)) = (inner.paths.clone(), inner.source.as_ref()) else {
                 return Err(error(
                     ErrorCode::SERVER_NOT_INITIALIZED,
-                    "not-found",
+                    Code::NotFound,
                     "no store is loaded; start the server in a store, give --store, or open a store's folder",
                 ));
             };
@@ -337,11 +337,11 @@ impl Shared {
         match (&inner.source, &inner.session) {
             (Some(Source::Store(service)), Some(session)) => Ok((service.clone(), session.clone())),
             (Some(Source::ReadOnly { code, why, .. }), _) => {
-                Err(error(ErrorCode::REQUEST_FAILED, code, why.clone()))
+                Err(error(ErrorCode::REQUEST_FAILED, *code, why.clone()))
             }
             _ => Err(error(
                 ErrorCode::SERVER_NOT_INITIALIZED,
-                "not-found",
+                Code::NotFound,
                 "no store is loaded; initialize first",
             )),
         }
@@ -416,13 +416,15 @@ fn refresh_from_disk(inner: &mut Inner) {
     inner.cache = None;
 }
 
-/// A JSON-RPC error whose data carries the SPEC §16 code.
-pub(crate) fn error(rpc: ErrorCode, code: &str, message: impl Into<String>) -> ResponseError {
-    ResponseError::new_with_data(rpc, message.into(), json!({"code": code}))
+/// A JSON-RPC error whose data is the core's error object (SPEC §16).
+pub(crate) fn error(rpc: ErrorCode, code: Code, message: impl Into<String>) -> ResponseError {
+    let message = message.into();
+    let data = stardust_core::error::error_object(code, &message, serde_json::Value::Null);
+    ResponseError::new_with_data(rpc, message, data)
 }
 
 pub(crate) fn internal(err: impl std::fmt::Display) -> ResponseError {
-    error(ErrorCode::INTERNAL_ERROR, "internal", format!("internal error: {err}"))
+    error(ErrorCode::INTERNAL_ERROR, Code::Internal, format!("internal error: {err}"))
 }
 
 /// Run `f` on a snapshot on the blocking pool.
@@ -508,14 +510,14 @@ fn initialize(
     let root = flag.or(from_client).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
-            "not-found",
+            Code::NotFound,
             "no store found: start the server inside a store (a folder with stardust.toml or .stardust/), give --store, or open the store's folder",
         )
     })?;
     let root = root.canonicalize().map_err(|err| {
         error(
             ErrorCode::INVALID_PARAMS,
-            "not-found",
+            Code::NotFound,
             format!("cannot open the store {}: {err}", root.display()),
         )
     })?;
@@ -865,14 +867,14 @@ impl Snapshot {
         let path = self.paths.relative(uri).ok_or_else(|| {
             error(
                 ErrorCode::INVALID_PARAMS,
-                "outside-store",
+                Code::OutsideStore,
                 format!("{uri} is not inside the store {}", self.paths.root.display()),
             )
         })?;
         if self.analysis.document(&path).is_none() {
             return Err(error(
                 ErrorCode::INVALID_PARAMS,
-                "not-found",
+                Code::NotFound,
                 format!("{path} is not a document of the store; open it or create it first"),
             ));
         }

@@ -16,8 +16,6 @@ mod bounded;
 mod http;
 mod jsonrpc;
 mod lines;
-mod nav;
-mod page;
 mod server;
 mod tools;
 

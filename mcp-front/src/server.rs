@@ -1,5 +1,6 @@
-//! The MCP server: one connection's session, the mutation gate, tool dispatch, resources and
-//! their update notifications.
+//! The MCP server: one connection's session (whose capabilities the core's mutation gate
+//! decided), tool calls converted to registry commands, resources and their update
+//! notifications.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -18,11 +19,12 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
-use stardust_core::service::{CommandError, Front, GateDecision, Service, Session, mutation_gate};
+use stardust_core::Code;
+use stardust_core::error::{error_line, error_object};
+use stardust_core::service::{CommandError, Front, Service, Session, SessionOptions, page};
 use stardust_core::store::Notice;
 
 use crate::tools::{self, CONFIRM_TOOL};
-use crate::{nav, page};
 
 /// How a server was started.
 #[derive(Clone, Copy, Debug, Default)]
@@ -50,7 +52,7 @@ struct Conn {
     service: Arc<Service>,
     options: Options,
     /// Set at `initialize`, from the client's name.
-    state: OnceLock<(Session, GateDecision)>,
+    state: OnceLock<Session>,
     subscriptions: Arc<Mutex<BTreeSet<String>>>,
     feed_started: AtomicBool,
     closed: Arc<AtomicBool>,
@@ -59,7 +61,7 @@ struct Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.closed.store(true, Ordering::Relaxed);
-        if let Some((session, _)) = self.state.get() {
+        if let Some(session) = self.state.get() {
             self.service.close_session(session);
         }
     }
@@ -85,58 +87,31 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Conn {
-    /// This connection's session and gate decision, made once: at `initialize` with the
-    /// client's name, or (for a client that skipped it) with no name, which keeps a gated
-    /// posture closed.
-    fn state(&self, client: Option<&str>) -> &(Session, GateDecision) {
+    /// This connection's session, opened once: at `initialize` with the client's name, or
+    /// (for a client that skipped it) with no name, which keeps a gated posture closed. The
+    /// core decides (and records) whether it may confirm.
+    fn state(&self, client: Option<&str>) -> &Session {
         self.state.get_or_init(|| {
-            let session = self.service.open_session(Front::Mcp, client.unwrap_or(""));
-            let config = self.service.store().snapshot().analysis.config().clone();
-            let gate = mutation_gate(&config, self.options.allow_mutation, client);
-            let subject = format!(
-                "{CONFIRM_TOOL} for mcp client '{}' (session {})",
-                session.client, session.id
-            );
-            self.service.record_decision("gate", gate.allowed, &subject, &gate.reason);
-            tracing::info!(
-                client = session.client,
-                allowed = gate.allowed,
-                "mcp session {}: {}",
-                session.id,
-                gate.reason
-            );
-            (session, gate)
+            let options = SessionOptions { client, allow_mutation: self.options.allow_mutation };
+            self.service.open_session_with(Front::Mcp, options)
         })
     }
 
     fn call(&self, name: &str, mut args: Map<String, Value>) -> CallToolResult {
-        let (session, gate) = self.state(None).clone();
-        let snapshot = self.service.store().snapshot();
-        let outcome = if let Some(contract) = tools::command_of(name) {
-            if name == CONFIRM_TOOL {
-                let subject = format!(
-                    "{CONFIRM_TOOL} by mcp client '{}' (session {})",
-                    session.client, session.id
-                );
-                self.service.record_decision("gate", gate.allowed, &subject, &gate.reason);
-                if !gate.allowed {
-                    return error_result("mutation-disabled", &gate.reason, json!({}));
-                }
-            }
-            if contract.arguments.pointer("/properties/limit").is_some() {
-                match page::window(&args) {
-                    Ok((limit, _)) => {
-                        args.insert("limit".into(), json!(limit));
-                    }
-                    Err(err) => return error_result(err.code(), &err.to_string(), json!({})),
-                }
-            }
-            self.execute(&session, contract.name, args)
-        } else {
-            nav::run(name, &snapshot.analysis, self.service.store().root(), &args)
-                .map_err(CommandError::from)
+        let session = self.state(None).clone();
+        let Some(contract) = tools::command_of(name) else {
+            let message = format!("unknown tool {name}; tools/list names every tool");
+            return error_result(Code::InvalidArguments, &message, json!({}));
         };
-        match outcome {
+        if contract.arguments.pointer("/properties/limit").is_some() {
+            match page::window(&args) {
+                Ok((limit, _)) => {
+                    args.insert("limit".into(), json!(limit));
+                }
+                Err(err) => return error_result(err.code(), &err.to_string(), json!({})),
+            }
+        }
+        match self.execute(&session, contract.name, args) {
             Ok(value) => {
                 // Lists were paged or cut to fit; what is still larger is one huge value.
                 let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
@@ -147,14 +122,11 @@ impl Conn {
                          or read a whole entity or document as a resource",
                         bytes.div_ceil(1024)
                     );
-                    return error_result("unsupported", &message, json!({ "bytes": bytes }));
+                    return error_result(Code::Unsupported, &message, json!({ "bytes": bytes }));
                 }
                 ok_result(name, value)
             }
-            Err(err) => {
-                let details = err.details(&self.service.store().snapshot().analysis);
-                error_result(err.code(), &err.to_string(), details)
-            }
+            Err(err) => tool_error(&err.to_json(&self.service.store().snapshot().analysis)),
         }
     }
 
@@ -196,14 +168,18 @@ fn ok_result(tool: &str, value: Value) -> CallToolResult {
     result
 }
 
-/// A tool failure: `isError` with `structuredContent.error = {code, message, ...details}`.
-fn error_result(code: &str, message: &str, details: Value) -> CallToolResult {
-    let mut error = json!({"code": code, "message": message});
-    if let (Some(error), Value::Object(details)) = (error.as_object_mut(), details) {
-        error.extend(details);
-    }
+/// A tool failure of the front itself (a page bound, an answer too large).
+fn error_result(code: Code, message: &str, details: Value) -> CallToolResult {
+    tool_error(&error_object(code, message, details))
+}
+
+/// A tool failure: `isError` with `structuredContent.error` the core's error object, and
+/// its `error[<code>]: message` line as text.
+fn tool_error(error: &Value) -> CallToolResult {
+    let code = error["code"].as_str().and_then(Code::parse).unwrap_or(Code::Internal);
+    let text = error_line(code, error["message"].as_str().unwrap_or_default());
     let mut result = CallToolResult::structured_error(json!({ "error": error }));
-    result.content = vec![ContentBlock::text(format!("error[{code}]: {message}"))];
+    result.content = vec![ContentBlock::text(text)];
     result
 }
 
@@ -249,7 +225,7 @@ fn headline(tool: &str, value: &Value) -> String {
     format!("{tool}: ok")
 }
 
-fn protocol_error(code: &str, message: String) -> McpError {
+fn protocol_error(code: Code, message: String) -> McpError {
     McpError::invalid_params(message, Some(json!({ "code": code })))
 }
 
@@ -259,7 +235,7 @@ impl Conn {
             None => 0,
             Some(c) => c.parse::<usize>().map_err(|_| {
                 protocol_error(
-                    "invalid-arguments",
+                    Code::InvalidArguments,
                     format!("the cursor '{c}' is not one this server gave"),
                 )
             })?,
@@ -293,8 +269,9 @@ impl Conn {
     }
 
     fn read(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
-        let not_found =
-            |what: String| McpError::resource_not_found(what, Some(json!({"code": "not-found"})));
+        let not_found = |what: String| {
+            McpError::resource_not_found(what, Some(json!({"code": Code::NotFound})))
+        };
         let snapshot = self.service.store().snapshot();
         if let Some(path) = uri.strip_prefix(DOCUMENTS) {
             let doc = snapshot.analysis.document(path).ok_or_else(|| {
@@ -307,7 +284,7 @@ impl Conn {
             return Ok(ReadResourceResult::new(vec![contents]));
         }
         if let Some(id) = uri.strip_prefix(ENTITIES) {
-            let session = self.state(None).0.clone();
+            let session = self.state(None).clone();
             let value = self
                 .service
                 .execute(&session, "stardust.entity.get", json!({ "id": id }))
@@ -404,7 +381,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let allowed = self.conn.state(None).1.allowed;
+        let allowed = self.conn.state(None).may_confirm();
         // The list depends on the client's name: never shared between clients.
         Ok(ListToolsResult::with_all_items(tools::list(allowed))
             .with_cache_scope(CacheScope::Private))
@@ -416,11 +393,9 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        let known =
-            tools::command_of(&name).is_some() || nav::tools().iter().any(|t| t.name == name);
-        if !known {
+        if tools::command_of(&name).is_none() {
             return Err(protocol_error(
-                "invalid-arguments",
+                Code::InvalidArguments,
                 format!("unknown tool {name}; tools/list names every tool"),
             ));
         }
@@ -428,7 +403,7 @@ impl ServerHandler for McpServer {
         let conn = self.conn.clone();
         let result =
             tokio::task::spawn_blocking(move || conn.call(&name, args)).await.unwrap_or_else(
-                |err| error_result("internal", &format!("the tool failed: {err}"), json!({})),
+                |err| error_result(Code::Internal, &format!("the tool failed: {err}"), json!({})),
             );
         Ok(result.into())
     }
@@ -479,7 +454,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         if !request.uri.starts_with(DOCUMENTS) && !request.uri.starts_with(ENTITIES) {
             return Err(protocol_error(
-                "invalid-arguments",
+                Code::InvalidArguments,
                 format!(
                     "cannot subscribe to {}; resources are {DOCUMENTS}<path> and {ENTITIES}<id>",
                     request.uri

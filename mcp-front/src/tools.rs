@@ -1,16 +1,14 @@
-//! The closed tool list of SPEC §13, generated: one tool per command of the core's registry
-//! (named without `stardust.` and with `.` -> `_`, the contract's schemas as input and output
-//! schemas) and the navigation tools. Nothing here is written per command.
+//! The closed tool list of SPEC §13, generated: one tool per contract of the core's registry
+//! shown to agents (named without `stardust.` and with `.` -> `_`, the contract's schemas as
+//! input and output schemas), the navigation tools included. Nothing here is written per tool.
 
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
-use stardust_core::service::{Contract, Effect, registry};
+use stardust_core::service::{Contract, Effect, Front, page, shown_in};
 
-use crate::{nav, page};
-
-/// The tool that commits previews; listed only when the mutation gate allows it.
+/// The tool that commits previews; listed only when the session may confirm.
 pub const CONFIRM_TOOL: &str = "preview_confirm";
 
 /// The MCP tool name of registry command `command`: `stardust.query.execute` -> `query_execute`.
@@ -18,44 +16,37 @@ pub fn tool_name(command: &str) -> String {
     command.strip_prefix("stardust.").unwrap_or(command).replace('.', "_")
 }
 
-/// The registry command a tool runs, if it is one.
+/// The registry contract a tool runs, if it is one shown to agents.
 pub fn command_of(tool: &str) -> Option<&'static Contract> {
-    registry().iter().find(|c| tool_name(c.name) == tool)
+    shown_in(Front::Mcp).find(|c| tool_name(c.name) == tool)
 }
 
-/// Every tool a session sees: the registry's commands (without `preview_confirm` unless
-/// `confirm` is allowed) and then the navigation tools.
+/// Every tool a session sees, in registry order (without `preview_confirm` unless the session
+/// may `confirm`).
 pub fn list(confirm: bool) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = registry()
-        .iter()
+    shown_in(Front::Mcp)
         .filter(|c| confirm || tool_name(c.name) != CONFIRM_TOOL)
-        .map(command_tool)
-        .collect();
-    tools.extend(nav::tools().into_iter().map(|t| {
-        Tool::new(t.name, t.description, schema_object(t.input))
-            .with_title(t.title)
-            .with_raw_output_schema(schema_object(t.output))
-            .with_annotations(
-                ToolAnnotations::with_title(t.title).read_only(true).open_world(false),
-            )
-    }));
-    tools
+        .map(contract_tool)
+        .collect()
 }
 
-fn command_tool(contract: &'static Contract) -> Tool {
+fn contract_tool(contract: &'static Contract) -> Tool {
     let name = tool_name(contract.name);
-    let description = match contract.effect {
-        Effect::Read => format!("{} (`{}`). Reads only.", contract.title, contract.name),
-        Effect::Mutation => format!(
+    let description = match (contract.description, contract.effect) {
+        (Some(description), _) => description.to_owned(),
+        (None, Effect::Read) => format!("{} (`{}`). Reads only.", contract.title, contract.name),
+        (None, Effect::Mutation) => format!(
             "{} (`{}`). Writes nothing: answers with a preview (diffs, resolved ids, diagnostics \
              delta, committable); `preview_confirm` commits it when mutation is allowed.",
             contract.title, contract.name
         ),
-        Effect::Preview if name == CONFIRM_TOOL => format!(
+        (None, Effect::Preview) if name == CONFIRM_TOOL => format!(
             "{} (`{}`): commit a preview made in this session, through the save authority.",
             contract.title, contract.name
         ),
-        Effect::Preview => format!("{} (`{}`).", contract.title, contract.name),
+        (None, Effect::Preview | Effect::Operation) => {
+            format!("{} (`{}`).", contract.title, contract.name)
+        }
     };
     let annotations = ToolAnnotations::with_title(contract.title)
         .read_only(contract.effect != Effect::Preview || name != CONFIRM_TOOL)
@@ -86,32 +77,40 @@ fn schema_object(schema: Value) -> Arc<JsonObject> {
 
 #[cfg(test)]
 mod tests {
+    use stardust_core::service::registry;
+
     use super::*;
 
     /// The tool list and the registry the LSP front advertises (`stardust.commands.describe`)
     /// are one source: every command is a tool with the contract's schemas, and no other
-    /// tool exists besides the navigation tools.
+    /// tool exists besides the navigation tools, which are contracts of the registry too.
     #[test]
     fn the_tools_are_the_registry_plus_navigation() {
         let tools = list(true);
         let described = stardust_core::service::describe();
         let commands = described["commands"].as_array().unwrap();
-        assert_eq!(tools.len(), commands.len() + nav::tools().len());
-        for (tool, command) in tools.iter().zip(commands) {
-            let name = command["name"].as_str().unwrap();
-            assert_eq!(tool.name, tool_name(name));
-            assert_eq!(command_of(&tool.name).map(|c| c.name), Some(name));
+        let agents: Vec<&Contract> = registry().iter().filter(|c| c.shown_in(Front::Mcp)).collect();
+        assert_eq!(tools.len(), agents.len());
+        for (tool, contract) in tools.iter().zip(&agents) {
+            assert_eq!(tool.name, tool_name(contract.name));
+            assert_eq!(command_of(&tool.name).map(|c| c.name), Some(contract.name));
             assert_eq!(
                 Value::Object((*tool.output_schema.clone().unwrap()).clone()),
-                command["result"]
+                contract.result
             );
             let mut input = Value::Object((*tool.input_schema).clone());
             if let Some(limit) = input.pointer_mut("/properties/limit") {
                 assert_eq!(limit["maximum"], json!(page::MAX_LIMIT));
-                limit["maximum"] = command["arguments"]["properties"]["limit"]["maximum"].clone();
-                limit.as_object_mut().unwrap().remove("default");
+                limit["maximum"] = contract.arguments["properties"]["limit"]["maximum"].clone();
+                if contract.arguments["properties"]["limit"].get("default").is_none() {
+                    limit.as_object_mut().unwrap().remove("default");
+                }
             }
-            assert_eq!(input, command["arguments"], "{name}");
+            assert_eq!(input, contract.arguments, "{}", contract.name);
+        }
+        // The commands of SPEC §7 come first, as `stardust.commands.describe` lists them.
+        for (tool, command) in tools.iter().zip(commands) {
+            assert_eq!(tool.name, tool_name(command["name"].as_str().unwrap()));
         }
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use stardust_daemon::attach::{self, Autostart};
-use stardust_daemon::{FrontKind, Hello};
+use stardust_daemon::{Front, Hello};
 
 use crate::{ConnectOptions, Error, Result};
 
@@ -48,7 +48,7 @@ impl Conn {
             Some(Ok(exe)) => Some(Autostart { exe, idle_exit: options.idle_exit }),
             _ => None,
         };
-        let stream = attach::connect(store, &Hello::new(FrontKind::Sdk, name), autostart).map_err(
+        let stream = attach::connect(store, &Hello::new(Front::Sdk, name), autostart).map_err(
             |err| {
                 let mut message = format!("{err:#}");
                 if let Some(Err(not_found)) = &exe {

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::store::{OpenOptions, Store};
+use stardust_daemon::Hello;
 use stardust_daemon::attach::{self, Client};
-use stardust_daemon::{FrontKind, Hello};
 
 use crate::OutputFormat;
 
@@ -69,7 +69,7 @@ impl Core {
         if let Ok(root) = store.canonicalize()
             && attach::running(&root)
         {
-            let stream = attach::connect(&root, &Hello::new(FrontKind::Cli, "cli"), None)?;
+            let stream = attach::connect(&root, &Hello::new(Front::Cli, "cli"), None)?;
             return Ok(Core::Attached(Client::new(stream)?));
         }
         // A one-shot command: edits made behind the store's back are taken in when it opens.

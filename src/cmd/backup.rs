@@ -9,10 +9,10 @@ use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use stardust_core::backup::{self, Phase, Progress};
+use stardust_core::service::BACKUP_RUN;
 use stardust_core::store::{OpenOptions, Store};
 use stardust_daemon::attach::{self, Client};
-use stardust_daemon::server::BACKUP_RUN;
-use stardust_daemon::{FrontKind, Hello};
+use stardust_daemon::{Front, Hello};
 
 use crate::OutputFormat;
 
@@ -135,7 +135,7 @@ fn run_backup(store: &Path, id: &str, bar: &Bar) -> anyhow::Result<backup::Writt
     if let Ok(root) = store.canonicalize()
         && attach::running(&root)
     {
-        let stream = attach::connect(&root, &Hello::new(FrontKind::Cli, "cli"), None)?;
+        let stream = attach::connect(&root, &Hello::new(Front::Cli, "cli"), None)?;
         let mut client = Client::new(stream)?;
         let mut progress = |step: &Value| {
             let number = |key: &str| step[key].as_u64().unwrap_or_default();

@@ -58,7 +58,7 @@ pub(crate) fn run(
             Ok(Outcome::Broken) => failed = true,
             Err(err) => {
                 failed = true;
-                eprintln!("error[{}]: {err}", err.code());
+                eprintln!("{}", stardust_core::error::error_line(err.code(), &err.to_string()));
             }
         }
     }

@@ -6,13 +6,13 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use stardust_daemon::{FrontKind, Hello};
+use stardust_daemon::{Front, Hello};
 
 pub(crate) fn run(store: Option<&Path>) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let found = stardust_core::scan::find_store(store, &cwd).and_then(|r| r.canonicalize().ok());
     if let Some(root) = found
-        && super::attach_stdio(&root, &Hello::new(FrontKind::Lsp, "stardust lsp"))?
+        && super::attach_stdio(&root, &Hello::new(Front::Lsp, "stardust lsp"))?
     {
         return Ok(ExitCode::SUCCESS);
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use stardust_core::service::Service;
 use stardust_core::store::{OpenOptions, Store};
-use stardust_daemon::{FrontKind, Hello};
+use stardust_daemon::{Front, Hello};
 
 pub(crate) fn run(
     store: Option<&Path>,
@@ -33,7 +33,7 @@ pub(crate) fn run(
     if http.is_none()
         && let Ok(canonical) = root.canonicalize()
     {
-        let hello = Hello { allow_mutation, ..Hello::new(FrontKind::Mcp, "stardust mcp") };
+        let hello = Hello { allow_mutation, ..Hello::new(Front::Mcp, "stardust mcp") };
         if super::attach_stdio(&canonical, &hello)? {
             return Ok(ExitCode::SUCCESS);
         }

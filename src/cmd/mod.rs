@@ -17,6 +17,7 @@ use std::process::ExitCode;
 /// Print an error as `error[<code>]: message` on stderr and choose the exit code: 2 for usage
 /// and configuration errors, 1 otherwise.
 pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
+    use stardust_core::Code;
     let code = if let Some(e) = err.downcast_ref::<stardust_core::store::StoreError>() {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_core::service::CommandError>() {
@@ -24,15 +25,12 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
     } else if let Some(e) = err.downcast_ref::<stardust_core::backup::BackupError>() {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_daemon::attach::RemoteError>() {
-        e.code.as_str()
+        e.code
     } else {
-        err.downcast_ref::<stardust_core::Error>().map_or("internal", |e| e.code())
+        err.downcast_ref::<stardust_core::Error>().map_or(Code::Internal, |e| e.code())
     };
-    eprintln!("error[{code}]: {err:#}");
-    match code {
-        "config-invalid" | "invalid-arguments" | "outside-store" => ExitCode::from(2),
-        _ => ExitCode::from(1),
-    }
+    eprintln!("{}", stardust_core::error::error_line(code, &format!("{err:#}")));
+    if code.is_usage() { ExitCode::from(2) } else { ExitCode::from(1) }
 }
 
 /// How long a core started in the background by an attacher waits with no client before it

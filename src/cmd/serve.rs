@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use nix::sys::signal::{SigSet, Signal};
 use stardust_core::service::Front;
-use stardust_daemon::FrontKind;
 use stardust_daemon::server::{Daemon, Handlers};
 
 /// How often the core checks that its store is still where it was, and whether it is idle.
@@ -57,7 +56,7 @@ pub(crate) fn run(
             let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
             // The SDK speaks LSP too; its session commits as `sdk:<client>`.
             let front = match hello.front {
-                FrontKind::Sdk => Front::Sdk,
+                Front::Sdk => Front::Sdk,
                 _ => Front::Lsp,
             };
             let served = stardust_lsp::run_attached(service, front, stream, output, gone);

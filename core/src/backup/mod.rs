@@ -127,16 +127,18 @@ pub enum BackupError {
 
 impl BackupError {
     /// The stable kebab-case code shared by every front (SPEC §16).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::Code {
         match self {
-            BackupError::NotFound(_) => "not-found",
+            BackupError::NotFound(_) => crate::Code::NotFound,
             BackupError::InvalidArguments(_)
             | BackupError::InvalidDefinition { .. }
             | BackupError::TargetUnwritable { .. }
-            | BackupError::Corrupt { .. } => "invalid-arguments",
-            BackupError::TargetInsideStore { .. } | BackupError::NotEmpty { .. } => "refused",
-            BackupError::Changed { .. } => "conflict",
-            BackupError::Io { .. } => "internal",
+            | BackupError::Corrupt { .. } => crate::Code::InvalidArguments,
+            BackupError::TargetInsideStore { .. } | BackupError::NotEmpty { .. } => {
+                crate::Code::Refused
+            }
+            BackupError::Changed { .. } => crate::Code::Conflict,
+            BackupError::Io { .. } => crate::Code::Internal,
             BackupError::Store(err) => err.code(),
         }
     }

@@ -43,10 +43,10 @@ fn syntax_message(errors: &[SyntaxError]) -> String {
 
 impl FormatError {
     /// The stable error code (SPEC §16).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::Code {
         match self {
-            FormatError::Syntax(_) => "invalid-arguments",
-            FormatError::TopLevelScalar(_) => "unsupported",
+            FormatError::Syntax(_) => crate::Code::InvalidArguments,
+            FormatError::TopLevelScalar(_) => crate::Code::Unsupported,
         }
     }
 }

@@ -72,6 +72,15 @@ pub fn entity_place(analysis: &Analysis, id: &str, pointer: &str) -> Result<(Str
             None => format!("no entity has the id '{id}'; check the id"),
         })
     })?;
+    if let [_, _, ..] = analysis.entity(id) {
+        let paths: Vec<&str> = analysis.entity(id).iter().map(|l| &*l.path).collect();
+        return Err(Error::AmbiguousPosition(format!(
+            "{} entities have the id '{id}' (in {}); give `path` and `position` instead, or \
+             fix the duplicate id",
+            paths.len(),
+            paths.join(", ")
+        )));
+    }
     let missing = || Error::NotFound(format!("no entity has the id '{id}'; check the id"));
     let doc = analysis.document(&loc.path).ok_or_else(missing)?;
     let entity = doc.entities.get(loc.index).ok_or_else(missing)?;

@@ -1,9 +1,17 @@
-//! The command registry (SPEC §7): every command's contract, the one source both fronts render.
+//! The command registry (SPEC §7, §13): every command and tool as one [`Contract`] — name,
+//! argument and result schemas, effect, the fronts it is shown in, and its handler. Both
+//! fronts, `stardust.commands.describe` and the command line's core connection render and
+//! dispatch from this one list.
+//!
+//! Schemas use `anyOf` instead of an array-valued `type`: some hosts' tool calling rejects
+//! `"type": [..]` (MCP Inspector `--strict` warns about it); a test walks every schema.
 
 use std::sync::OnceLock;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+
+use super::{Front, Handler, commands, nav, page};
 
 /// Whether a command only reads, or proposes a change (and so answers with a preview).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -14,6 +22,9 @@ pub enum Effect {
     /// The preview commands themselves (SPEC §7 shows "—"): they act on a preview;
     /// `stardust.preview.confirm` is the one command that writes.
     Preview,
+    /// Runs at once and writes outside the store (a backup archive into its target), without
+    /// a preview: the command line's operations (SPEC §10), shown only in the `cli` front.
+    Operation,
 }
 
 /// Whether the change a command proposes needs `stardust.preview.confirm`.
@@ -29,8 +40,14 @@ pub enum Confirmation {
 pub struct Contract {
     pub name: &'static str,
     pub title: &'static str,
+    /// What an agent is told the tool does, where the title and effect do not say enough.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'static str>,
     pub effect: Effect,
     pub confirmation: Confirmation,
+    /// The fronts that show (and accept) the command: `lsp` (editors and SDK programs),
+    /// `mcp` (agents), `cli` (the command line's connection to a core).
+    pub fronts: &'static [Front],
     /// JSON Schema of the one argument object.
     pub arguments: Value,
     /// JSON Schema of the result.
@@ -38,9 +55,27 @@ pub struct Contract {
     /// Argument validator, compiled once.
     #[serde(skip)]
     pub(crate) validator: jsonschema::Validator,
+    #[serde(skip)]
+    pub(crate) handler: Handler,
 }
 
-/// Every command, in the order of SPEC §7.
+impl Contract {
+    /// Whether a session of `front` sees and may run this command. SDK programs speak LSP.
+    pub fn shown_in(&self, front: Front) -> bool {
+        let front = if front == Front::Sdk { Front::Lsp } else { front };
+        self.fronts.contains(&front)
+    }
+}
+
+/// The fronts of the commands of SPEC §7.
+const EVERY_FRONT: &[Front] = &[Front::Lsp, Front::Mcp, Front::Cli];
+/// The navigation tools of SPEC §13: editors have the same features as LSP requests.
+const AGENTS: &[Front] = &[Front::Mcp];
+/// The command line's operations.
+const COMMAND_LINE: &[Front] = &[Front::Cli];
+
+/// Every command and tool: the commands in the order of SPEC §7, the navigation tools in
+/// the order of SPEC §13, then the command line's operations.
 pub fn registry() -> &'static [Contract] {
     static REGISTRY: OnceLock<Vec<Contract>> = OnceLock::new();
     REGISTRY.get_or_init(build)
@@ -51,10 +86,83 @@ pub fn contract(name: &str) -> Option<&'static Contract> {
     registry().iter().find(|c| c.name == name)
 }
 
-/// Every contract as JSON, for `stardust.commands.describe` and capability advertisements.
-pub fn describe() -> Value {
-    json!({ "commands": registry() })
+/// The contracts a session of `front` sees, in registry order.
+pub fn shown_in(front: Front) -> impl Iterator<Item = &'static Contract> {
+    registry().iter().filter(move |c| c.shown_in(front))
 }
+
+/// The commands of SPEC §7 (every contract shown to editors) as JSON, for
+/// `stardust.commands.describe` and capability advertisements.
+pub fn describe() -> Value {
+    json!({ "commands": shown_in(Front::Lsp).collect::<Vec<_>>() })
+}
+
+/// What [`build`] compiles into a [`Contract`].
+struct Spec {
+    name: &'static str,
+    title: &'static str,
+    description: Option<&'static str>,
+    effect: Effect,
+    fronts: &'static [Front],
+    arguments: Value,
+    result: Value,
+    handler: Handler,
+}
+
+impl Spec {
+    fn new(
+        name: &'static str,
+        title: &'static str,
+        effect: Effect,
+        arguments: Value,
+        result: Value,
+        handler: Handler,
+    ) -> Spec {
+        Spec {
+            name,
+            title,
+            description: None,
+            effect,
+            fronts: EVERY_FRONT,
+            arguments,
+            result,
+            handler,
+        }
+    }
+
+    fn tool(mut self, description: &'static str) -> Spec {
+        self.description = Some(description);
+        self.fronts = AGENTS;
+        self
+    }
+}
+
+fn build() -> Vec<Contract> {
+    let specs = reads().into_iter().chain(mutations()).chain(previews()).chain(changes());
+    specs.chain(navigation()).chain(operations()).map(compile).collect()
+}
+
+fn compile(spec: Spec) -> Contract {
+    let validator = jsonschema::options()
+        .build(&spec.arguments)
+        .unwrap_or_else(|e| panic!("the argument schema of {} is invalid: {e}", spec.name));
+    let confirmation =
+        if spec.effect == Effect::Mutation { Confirmation::Required } else { Confirmation::None };
+    Contract {
+        name: spec.name,
+        title: spec.title,
+        description: spec.description,
+        effect: spec.effect,
+        confirmation,
+        fronts: spec.fronts,
+        arguments: spec.arguments,
+        result: spec.result,
+        validator,
+        handler: spec.handler,
+    }
+}
+
+// Schema pieces.
 
 fn object(properties: Value, required: &[&str]) -> Value {
     json!({
@@ -65,12 +173,28 @@ fn object(properties: Value, required: &[&str]) -> Value {
     })
 }
 
+/// `properties` with `more` added (both objects).
+fn with(mut properties: Value, more: Value) -> Value {
+    if let (Some(properties), Value::Object(more)) = (properties.as_object_mut(), more) {
+        properties.extend(more);
+    }
+    properties
+}
+
+/// One of several JSON types, portable to every host (`anyOf`, not an array `type`).
+fn one_of_types(types: &[&str]) -> Value {
+    json!({"anyOf": types.iter().map(|t| json!({"type": t})).collect::<Vec<_>>()})
+}
+
+fn nullable(ty: &str) -> Value {
+    one_of_types(&[ty, "null"])
+}
+
 /// A query, patch or entity: an object, or its DUST or JSON text.
 fn document(what: &str) -> Value {
-    json!({
-        "description": format!("the {what}, as an object or as DUST or JSON text"),
-        "type": ["object", "string"],
-    })
+    let mut schema = one_of_types(&["object", "string"]);
+    schema["description"] = json!(format!("the {what}, as an object or as DUST or JSON text"));
+    schema
 }
 
 fn id() -> Value {
@@ -79,7 +203,7 @@ fn id() -> Value {
 
 fn preview_result() -> Value {
     let ids = json!({"type": "array", "items": {"type": "string"}});
-    let version = json!({"type": ["string", "null"]});
+    let version = nullable("string");
     json!({
         "type": "object",
         "required": ["previewId", "expiresAt", "documents", "entities", "resolved", "diagnostics", "committable"],
@@ -107,16 +231,39 @@ fn preview_result() -> Value {
     })
 }
 
-fn page(limit_max: u64) -> (Value, Value) {
-    (
-        json!({"type": "integer", "minimum": 0, "maximum": limit_max}),
-        json!({"type": "integer", "minimum": 0}),
-    )
+/// A paged list answer: `{<key>: [...], total, nextOffset, pageShrunk?}`.
+fn paged(key: &str) -> Value {
+    json!({
+        "type": "object",
+        "required": [key, "total", "nextOffset"],
+        "properties": {
+            key: {"type": "array"},
+            "total": {"type": "integer"},
+            "nextOffset": nullable("integer"),
+            "pageShrunk": {"type": "boolean"},
+        },
+    })
 }
 
-fn build() -> Vec<Contract> {
-    let (limit, offset) = page(crate::query::MAX_LIMIT);
-    let any_object = json!({"type": "object"});
+/// `limit` and `offset` of a query (the query engine's bound on `limit`).
+fn query_page() -> Value {
+    json!({
+        "limit": {"type": "integer", "minimum": 0, "maximum": crate::query::MAX_LIMIT},
+        "offset": {"type": "integer", "minimum": 0},
+    })
+}
+
+/// `limit` and `offset` of a navigation tool's list (SPEC §13's page bounds).
+fn tool_page() -> Value {
+    json!({
+        "limit": {"type": "integer", "minimum": 0, "maximum": page::MAX_LIMIT, "default": page::DEFAULT_LIMIT},
+        "offset": {"type": "integer", "minimum": 0, "default": 0},
+    })
+}
+
+// The commands of SPEC §7, by job.
+
+fn reads() -> Vec<Spec> {
     let rows = json!({
         "type": "object",
         "required": ["columns", "rows", "total", "nextOffset"],
@@ -124,36 +271,27 @@ fn build() -> Vec<Contract> {
             "columns": {"type": "array", "items": {"type": "string"}},
             "rows": {"type": "array", "items": {"type": "array"}},
             "total": {"type": "integer"},
-            "nextOffset": {"type": ["integer", "null"]},
+            "nextOffset": nullable("integer"),
         },
     });
-    let changes = json!({
-        "type": "object",
-        "required": ["seq"],
-        "properties": {
-            "seq": {"type": "integer"},
-            "overflow": {"type": "boolean"},
-            "documents": {"type": "array"},
-            "entities": {"type": "array"},
-            "more": {"type": "boolean"},
-        },
-    });
-    let specs: Vec<(&'static str, &'static str, Effect, Value, Value)> = vec![
-        (
+    vec![
+        Spec::new(
             "stardust.commands.describe",
             "Describe every command",
             Effect::Read,
             object(json!({}), &[]),
             json!({"type": "object", "required": ["commands"], "properties": {"commands": {"type": "array"}}}),
+            commands::describe,
         ),
-        (
+        Spec::new(
             "stardust.status",
             "Show the store's status",
             Effect::Read,
             object(json!({}), &[]),
             json!({"type": "object", "required": ["store", "seq", "documents", "entities", "sessions", "decisions"]}),
+            commands::status,
         ),
-        (
+        Spec::new(
             "stardust.expression.evaluate",
             "Evaluate an expression",
             Effect::Read,
@@ -162,18 +300,17 @@ fn build() -> Vec<Contract> {
                 &["expression"],
             ),
             json!({"type": "object", "required": ["value"]}),
+            commands::evaluate,
         ),
-        (
+        Spec::new(
             "stardust.query.execute",
             "Run a query",
             Effect::Read,
-            object(
-                json!({"document": document("query"), "limit": limit, "offset": offset}),
-                &["document"],
-            ),
+            object(with(json!({"document": document("query")}), query_page()), &["document"]),
             rows,
+            commands::query,
         ),
-        (
+        Spec::new(
             "stardust.entity.get",
             "Get an entity",
             Effect::Read,
@@ -182,20 +319,27 @@ fn build() -> Vec<Contract> {
                 "type": "object",
                 "required": ["id", "value", "path", "range", "version"],
                 "properties": {
-                    "id": {"type": "string"}, "value": any_object, "path": {"type": "string"},
+                    "id": {"type": "string"}, "value": {"type": "object"}, "path": {"type": "string"},
                     "range": {"type": "object"}, "version": {"type": "string"},
                 },
             }),
+            commands::entity_get,
         ),
-        (
+        Spec::new(
             "stardust.entity.validate",
             "Validate an entity without committing it",
             Effect::Read,
             object(json!({"entity": document("entity")}), &["entity"]),
             json!({"type": "object", "required": ["valid", "diagnostics"],
                    "properties": {"valid": {"type": "boolean"}, "diagnostics": {"type": "array"}}}),
+            commands::entity_validate,
         ),
-        (
+    ]
+}
+
+fn mutations() -> Vec<Spec> {
+    vec![
+        Spec::new(
             "stardust.entity.create",
             "Create entities",
             Effect::Mutation,
@@ -204,8 +348,9 @@ fn build() -> Vec<Contract> {
                 &["entities"],
             ),
             preview_result(),
+            commands::entity_create,
         ),
-        (
+        Spec::new(
             "stardust.mutation.execute",
             "Set or unset fields of the entities a query finds",
             Effect::Mutation,
@@ -218,22 +363,25 @@ fn build() -> Vec<Contract> {
                 &["document"],
             ),
             preview_result(),
+            commands::mutation_execute,
         ),
-        (
+        Spec::new(
             "stardust.patch.apply",
             "Apply a patch",
             Effect::Mutation,
             object(json!({"document": document("patch")}), &["document"]),
             preview_result(),
+            commands::patch_apply,
         ),
-        (
+        Spec::new(
             "stardust.entity.rename",
             "Rename an entity and every reference to it",
             Effect::Mutation,
             object(json!({"id": id(), "newId": id()}), &["id", "newId"]),
             preview_result(),
+            commands::entity_rename,
         ),
-        (
+        Spec::new(
             "stardust.backup.define",
             "Define a backup",
             Effect::Mutation,
@@ -247,42 +395,228 @@ fn build() -> Vec<Contract> {
                 &["id", "target"],
             ),
             preview_result(),
+            commands::backup_define,
         ),
-        (
+    ]
+}
+
+fn previews() -> Vec<Spec> {
+    let preview_id =
+        || object(json!({"previewId": {"type": "string", "minLength": 1}}), &["previewId"]);
+    vec![
+        Spec::new(
             "stardust.preview.confirm",
             "Confirm a preview",
             Effect::Preview,
-            object(json!({"previewId": {"type": "string", "minLength": 1}}), &["previewId"]),
+            preview_id(),
             json!({"type": "object", "required": ["seq", "resolved"],
                    "properties": {"seq": {"type": "integer"}, "resolved": {"type": "object"}}}),
+            commands::preview_confirm,
         ),
-        (
+        Spec::new(
             "stardust.preview.discard",
             "Discard a preview",
             Effect::Preview,
-            object(json!({"previewId": {"type": "string", "minLength": 1}}), &["previewId"]),
+            preview_id(),
             json!({"type": "object", "required": ["discarded"], "properties": {"discarded": {"type": "boolean"}}}),
+            commands::preview_discard,
         ),
-        (
-            "stardust.changes.since",
-            "List what changed after a seq",
-            Effect::Read,
-            object(json!({"seq": {"type": "integer", "minimum": 0}}), &["seq"]),
-            changes,
+    ]
+}
+
+fn changes() -> Vec<Spec> {
+    vec![Spec::new(
+        "stardust.changes.since",
+        "List what changed after a seq",
+        Effect::Read,
+        object(json!({"seq": {"type": "integer", "minimum": 0}}), &["seq"]),
+        json!({
+            "type": "object",
+            "required": ["seq"],
+            "properties": {
+                "seq": {"type": "integer"},
+                "overflow": {"type": "boolean"},
+                "documents": {"type": "array"},
+                "entities": {"type": "array"},
+                "more": {"type": "boolean"},
+            },
+        }),
+        commands::changes_since,
+    )]
+}
+
+// The navigation tools of SPEC §13.
+
+/// `path` + `position`, or `entity` + `pointer`.
+fn address() -> Value {
+    json!({
+        "path": {"type": "string", "description": "a document path, relative to the store root or absolute inside it"},
+        "position": {
+            "type": "object",
+            "description": "1-based line and column, the column counted in characters (what grep -n and editors show)",
+            "required": ["line", "column"],
+            "additionalProperties": false,
+            "properties": {
+                "line": {"type": "integer", "minimum": 1, "description": "the line, 1-based"},
+                "column": {"type": "integer", "minimum": 1, "description": "the column in characters, 1-based"},
+            },
+        },
+        "entity": {"type": "string", "description": "an entity id, instead of path and position"},
+        "pointer": {"type": "string", "description": "a JSON Pointer into the entity, e.g. /author; empty for its id"},
+    })
+}
+
+fn navigation() -> Vec<Spec> {
+    let diagnostics_args = with(
+        tool_page(),
+        json!({
+            "path": {"type": "string", "description": "only this document; every document when absent"},
+            "severity": {"enum": ["error", "warning"]},
+        }),
+    );
+    let references_args = with(
+        with(address(), tool_page()),
+        json!({"includeDeclaration": {"type": "boolean", "default": true, "description": "list the entity's own id first"}}),
+    );
+    let hover = json!({"type": "object", "required": ["hover"], "properties": {"hover": nullable("object")}});
+    let workspace_args = with(
+        tool_page(),
+        json!({"query": {"type": "string", "description": "characters of an id or title, in order; empty lists every entity"}}),
+    );
+    let read = |name, title, arguments, result, handler| {
+        Spec::new(name, title, Effect::Read, arguments, result, handler)
+    };
+    vec![
+        read("diagnostics", "List diagnostics", object(diagnostics_args, &[]), paged("diagnostics"), nav::diagnostics)
+            .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs."),
+        read("hover", "Describe what is at a place", object(address(), &[]), hover, nav::hover)
+            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity."),
+        read("definition", "Go to the definition", object(address(), &[]), paged("locations"), nav::definition)
+            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema."),
+        read("references", "Find references", object(references_args, &[]), paged("references"), nav::references)
+            .tool("Every reference to the entity whose id or reference is at a place, in path and source order."),
+        read(
+            "document_symbols",
+            "Outline a document",
+            object(with(tool_page(), json!({"path": {"type": "string"}})), &["path"]),
+            paged("symbols"),
+            nav::document_symbols,
+        )
+        .tool("A document's entities by id, each with its members and their ranges."),
+        read("workspace_symbols", "Find entities by id or title", object(workspace_args, &[]), paged("symbols"), nav::workspace_symbols)
+            .tool("Entities whose id or title matches the query fuzzily, best first."),
+        read("code_actions", "List repairs at a place", object(with(address(), tool_page()), &[]), paged("actions"), nav::code_actions)
+            .tool("The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount."),
+        read(
+            "describe_type",
+            "Describe an entity type",
+            object(json!({"type": {"type": "string", "minLength": 1}}), &["type"]),
+            json!({"type": "object", "required": ["type", "schema", "required", "fields"]}),
+            nav::describe_type,
+        )
+        .tool("A type's fields, required fields, types, allowed values, reference targets and descriptions, from its schema: what a valid new entity needs."),
+    ]
+}
+
+// The command line's operations.
+
+/// `stardust backup run` through a core: the archive is written by the process that owns the
+/// store, as of its latest commit.
+pub const BACKUP_RUN: &str = "stardust.backup.run";
+
+fn operations() -> Vec<Spec> {
+    let mut run = Spec::new(
+        BACKUP_RUN,
+        "Run a backup",
+        Effect::Operation,
+        object(
+            json!({"id": {"type": "string", "minLength": 1, "description": "the backup definition's id, e.g. backup/nightly"}}),
+            &["id"],
         ),
-    ];
-    specs
-        .into_iter()
-        .map(|(name, title, effect, arguments, result)| {
-            let validator = jsonschema::options()
-                .build(&arguments)
-                .unwrap_or_else(|e| panic!("the argument schema of {name} is invalid: {e}"));
-            let confirmation = if effect == Effect::Mutation {
-                Confirmation::Required
-            } else {
-                Confirmation::None
-            };
-            Contract { name, title, effect, confirmation, arguments, result, validator }
-        })
-        .collect()
+        json!({
+            "type": "object",
+            "required": ["archive", "seq", "entries", "bytes", "removed"],
+            "properties": {
+                "archive": {"type": "string"},
+                "seq": {"type": "integer"},
+                "entries": {"type": "integer"},
+                "bytes": {"type": "integer"},
+                "removed": {"type": "array", "items": {"type": "string"}},
+            },
+        }),
+        commands::backup_run,
+    );
+    run.description = Some(
+        "Archive the store as of its latest commit by a backup definition, sending progress \
+         (phase, done, total, path) before the answer.",
+    );
+    run.fronts = COMMAND_LINE;
+    vec![run]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `type` in `schema` (at `at`) that is an array, as a list of places.
+    fn array_types(schema: &Value, at: String, found: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    // A property may be named `type`; its schema is a value of `properties`.
+                    let is_keyword = key == "type" && !at.ends_with("/properties");
+                    if is_keyword && value.is_array() {
+                        found.push(format!("{at}/type"));
+                    }
+                    array_types(value, format!("{at}/{key}"), found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    array_types(item, format!("{at}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn no_schema_has_an_array_valued_type() {
+        let mut found = Vec::new();
+        for contract in registry() {
+            array_types(&contract.arguments, format!("{} arguments", contract.name), &mut found);
+            array_types(&contract.result, format!("{} result", contract.name), &mut found);
+        }
+        assert!(found.is_empty(), "use anyOf instead of an array `type` at: {found:#?}");
+        // The walk does find one.
+        array_types(&json!({"properties": {"x": {"type": ["a", "b"]}}}), String::new(), &mut found);
+        assert_eq!(found, ["/properties/x/type"]);
+    }
+
+    #[test]
+    fn every_front_sees_its_own_list_from_the_one_registry() {
+        let names = |front| shown_in(front).map(|c| c.name).collect::<Vec<_>>();
+        let (lsp, mcp, cli) = (names(Front::Lsp), names(Front::Mcp), names(Front::Cli));
+        assert_eq!(lsp.len(), 14, "{lsp:?}");
+        assert_eq!(names(Front::Sdk), lsp);
+        assert_eq!(mcp[..14], lsp[..]);
+        assert_eq!(
+            mcp[14..],
+            [
+                "diagnostics",
+                "hover",
+                "definition",
+                "references",
+                "document_symbols",
+                "workspace_symbols",
+                "code_actions",
+                "describe_type"
+            ]
+        );
+        assert_eq!(cli[..14], lsp[..]);
+        assert_eq!(cli[14..], [BACKUP_RUN]);
+        let described = describe();
+        assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+        assert_eq!(described["commands"][0]["fronts"], json!(["lsp", "mcp", "cli"]));
+    }
 }

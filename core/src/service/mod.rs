@@ -1,14 +1,20 @@
 //! The capability core as fronts see it: one open store, its sessions and previews, and the
-//! dispatcher of every command of the registry (SPEC §7).
+//! dispatcher of every command and tool of the registry (SPEC §7, §13).
 //!
 //! A front opens a [`Session`] per connection and calls [`Service::execute`] with a command
-//! name and its one argument object; arguments are validated against the contract before any
-//! handler runs. Mutation commands only plan and answer with a preview; the change is committed
-//! by `stardust.preview.confirm` through the store's save authority, the same rule as every
-//! other path. Reads work on the current immutable snapshot.
+//! name and its one argument object. Dispatch goes through the command's [`Contract`]: the
+//! session's front must show it, the arguments are validated against its schema (one
+//! validator for every command and tool, the error naming the field), then its handler runs.
+//! Mutation commands only plan and answer with a preview; the change is committed by
+//! `stardust.preview.confirm` through the store's save authority, the same rule as every
+//! other path, and only for a session whose capabilities allow it (the mutation gate).
 
+mod arguments;
+mod commands;
 mod contracts;
 mod gate;
+mod nav;
+pub mod page;
 mod preview;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -16,27 +22,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::analysis::Analysis;
+use crate::backup::BackupError;
 use crate::diagnostics;
-use crate::error::Error;
-use crate::patch::{self, Op, Patch};
-use crate::query::{self, Query, QueryOptions};
-use crate::store::{ChangesSince, Origin, Store, StoreError, rfc3339};
+use crate::error::{Code, Error, error_object};
+use crate::patch::{self, Patch};
+use crate::store::{Origin, Snapshot, Store, StoreError, rfc3339};
 
-pub use contracts::{Confirmation, Contract, Effect, contract, describe, registry};
+pub use contracts::{
+    BACKUP_RUN, Confirmation, Contract, Effect, contract, describe, registry, shown_in,
+};
 pub use gate::{GateDecision, mutation_gate};
 pub use preview::PREVIEW_LIFETIME;
 use preview::Previews;
 
-/// Why a command failed. `code()` is the stable wire name of SPEC §16.
+/// Why a command failed. `code()` is the stable code of SPEC §16.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error(transparent)]
     Core(#[from] Error),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Backup(#[from] BackupError),
     #[error("unknown command {0}; `stardust.commands.describe` lists every command")]
     UnknownCommand(String),
     #[error("no preview {0} in this session; it was confirmed, discarded, or made elsewhere")]
@@ -45,25 +56,27 @@ pub enum CommandError {
     PreviewExpired(String),
     #[error("{path} changed since the preview was made; run the command again for a fresh preview")]
     PreviewStale { path: String },
+    /// The session may not confirm previews; the message is the gate's reason.
     #[error("{0}")]
     MutationDisabled(String),
 }
 
 impl CommandError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
             CommandError::Core(e) => e.code(),
             CommandError::Store(e) => e.code(),
-            CommandError::UnknownCommand(_) => "invalid-arguments",
-            CommandError::PreviewNotFound(_) => "preview-not-found",
-            CommandError::PreviewExpired(_) => "preview-expired",
-            CommandError::PreviewStale { .. } => "preview-stale",
-            CommandError::MutationDisabled(_) => "mutation-disabled",
+            CommandError::Backup(e) => e.code(),
+            CommandError::UnknownCommand(_) => Code::InvalidArguments,
+            CommandError::PreviewNotFound(_) => Code::PreviewNotFound,
+            CommandError::PreviewExpired(_) => Code::PreviewExpired,
+            CommandError::PreviewStale { .. } => Code::PreviewStale,
+            CommandError::MutationDisabled(_) => Code::MutationDisabled,
         }
     }
 
-    /// The details a front sends beside the code and message (`data` in LSP, MCP's
-    /// `structuredContent.error`): the refused diagnostics, the stale document.
+    /// The details a front sends beside the code and message: the refused diagnostics, the
+    /// stale document.
     pub fn details(&self, analysis: &Analysis) -> Value {
         match self {
             CommandError::Store(StoreError::Refused { problems }) => {
@@ -73,6 +86,11 @@ impl CommandError {
             | CommandError::PreviewStale { path } => json!({"path": path}),
             _ => json!({}),
         }
+    }
+
+    /// The error object `{code, message, ...details}` every front sends (SPEC §13, §16).
+    pub fn to_json(&self, analysis: &Analysis) -> Value {
+        error_object(self.code(), &self.to_string(), self.details(analysis))
     }
 }
 
@@ -92,16 +110,20 @@ fn problems_json(
 pub type CommandResult<T = Value> = Result<T, CommandError>;
 
 /// Which front a session came through; with the client's name it makes the commit origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// It is also what a connection to a core names in its hello (serialised in lowercase).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Front {
     Lsp,
     Mcp,
+    /// The LSP protocol, for a program using the SDK: its commits have origin `sdk:<client>`.
     Sdk,
+    /// JSON lines of registry commands, for the command line.
     Cli,
 }
 
 impl Front {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Front::Lsp => "lsp",
             Front::Mcp => "mcp",
@@ -111,12 +133,23 @@ impl Front {
     }
 }
 
+/// What a session may do beyond reading and previewing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// May it confirm previews, and why (or why not).
+    pub confirm: GateDecision,
+    /// Whether the mutation gate made `confirm` (agent sessions): each confirm attempt is
+    /// then a gate decision too, recorded for `stardust.status`.
+    pub gated: bool,
+}
+
 /// One connection's identity. Previews are bound to the session that made them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Session {
     pub id: u64,
     pub front: Front,
     pub client: String,
+    pub capabilities: Capabilities,
 }
 
 impl Session {
@@ -129,6 +162,21 @@ impl Session {
             Front::Cli => Origin::Sdk("cli".to_owned()),
         }
     }
+
+    /// Whether this session may confirm previews (an MCP front lists `preview_confirm` only
+    /// then).
+    pub fn may_confirm(&self) -> bool {
+        self.capabilities.confirm.allowed
+    }
+}
+
+/// How a session is opened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionOptions<'a> {
+    /// The client's own name (`clientInfo.name`); `None` or empty when it gave none.
+    pub client: Option<&'a str>,
+    /// `stardust mcp --allow-mutation`: the gate lets every agent confirm.
+    pub allow_mutation: bool,
 }
 
 /// How many recent save-authority and gate decisions `stardust.status` shows.
@@ -150,6 +198,43 @@ impl std::fmt::Debug for Service {
         f.debug_struct("Service").field("store", &self.store.root()).finish_non_exhaustive()
     }
 }
+
+/// One command being run: the service, the session, the validated arguments, the snapshot
+/// it reads, and where progress goes.
+pub(crate) struct Call<'a> {
+    service: &'a Service,
+    session: &'a Session,
+    name: &'static str,
+    args: Map<String, Value>,
+    snapshot: Arc<Snapshot>,
+    progress: &'a mut dyn FnMut(Value),
+}
+
+impl Call<'_> {
+    /// A string argument ("" when absent: the schema made the required ones present).
+    fn text(&self, key: &str) -> String {
+        self.args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    }
+
+    /// The snapshot's analysis, the store's (canonical) root and the arguments.
+    fn parts(&self) -> (&Analysis, &std::path::Path, &Map<String, Value>) {
+        (&self.snapshot.analysis, self.service.store.root(), &self.args)
+    }
+
+    /// Plan `patch` on the call's snapshot and answer with its preview.
+    fn preview(&self, patch: &Patch) -> CommandResult {
+        let analysis = &self.snapshot.analysis;
+        let plan = patch::plan(analysis, patch)?;
+        let lifetime = self.service.preview_lifetime;
+        let preview = preview::build(analysis, self.snapshot.seq, self.name, plan, lifetime);
+        let answer = preview.to_json();
+        lock(&self.service.previews).insert(self.session.id, preview);
+        Ok(answer)
+    }
+}
+
+/// A command's handler.
+pub(crate) type Handler = fn(&mut Call<'_>) -> CommandResult;
 
 impl Service {
     pub fn new(store: Store) -> Service {
@@ -181,9 +266,39 @@ impl Service {
 
     /// Start a session for a connection of `front` from the client named `client`.
     pub fn open_session(&self, front: Front, client: &str) -> Session {
+        self.open_session_with(
+            front,
+            SessionOptions { client: Some(client), allow_mutation: false },
+        )
+    }
+
+    /// Start a session. An agent's (MCP) session may confirm only as the mutation gate
+    /// decides from the store's `[mcp]` posture, the client's name and `--allow-mutation`,
+    /// and the decision is recorded; an editor's, an SDK program's and the command line's
+    /// sessions act for the user, who sees the preview, and may confirm.
+    pub fn open_session_with(&self, front: Front, options: SessionOptions<'_>) -> Session {
         let id = self.next_session.fetch_add(1, Ordering::Relaxed);
-        let client = if client.is_empty() { "unknown".to_owned() } else { client.to_owned() };
-        let session = Session { id, front, client };
+        let named = options.client.filter(|c| !c.is_empty());
+        let client = named.unwrap_or("unknown").to_owned();
+        let capabilities = if front == Front::Mcp {
+            let config = self.store.snapshot().analysis.config().clone();
+            let confirm = mutation_gate(&config, options.allow_mutation, named);
+            let subject =
+                format!("stardust.preview.confirm for mcp client '{client}' (session {id})");
+            self.record_decision("gate", confirm.allowed, &subject, &confirm.reason);
+            tracing::info!(
+                client,
+                allowed = confirm.allowed,
+                "mcp session {id}: {}",
+                confirm.reason
+            );
+            Capabilities { confirm, gated: true }
+        } else {
+            let reason =
+                format!("{} sessions confirm the previews their user sees", front.as_str());
+            Capabilities { confirm: GateDecision { allowed: true, reason }, gated: false }
+        };
+        let session = Session { id, front, client, capabilities };
         lock(&self.sessions).insert(id, session.clone());
         session
     }
@@ -216,96 +331,37 @@ impl Service {
 
     /// Run command `name` with its argument object for `session`.
     pub fn execute(&self, session: &Session, name: &str, args: Value) -> CommandResult {
-        let contract =
-            contract(name).ok_or_else(|| CommandError::UnknownCommand(name.to_owned()))?;
-        let args = if args.is_null() { json!({}) } else { args };
-        if let Some(err) = contract.validator.iter_errors(&args).next() {
-            let at = err.instance_path().as_str();
-            let at = if at.is_empty() { "the arguments".to_owned() } else { format!("`{at}`") };
-            return Err(Error::InvalidArguments(format!(
-                "invalid arguments for {name}: {at}: {err}"
-            ))
-            .into());
-        }
-        let snapshot = self.store.snapshot();
-        let analysis = &snapshot.analysis;
-        let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
-        match name {
-            "stardust.commands.describe" => Ok(describe()),
-            "stardust.status" => Ok(self.status()),
-            "stardust.expression.evaluate" => {
-                let entity = args.get("entity").and_then(Value::as_str);
-                let value = query::evaluate(analysis, &text("expression"), entity)?;
-                Ok(json!({ "value": value }))
-            }
-            "stardust.query.execute" => {
-                let query = read_query(&args["document"])?;
-                let options = QueryOptions {
-                    limit: args.get("limit").and_then(Value::as_u64),
-                    offset: args.get("offset").and_then(Value::as_u64),
-                    ..QueryOptions::default()
-                };
-                Ok(query::execute(analysis, &query, &options)?.to_json())
-            }
-            "stardust.entity.get" => entity_get(analysis, &text("id")),
-            "stardust.entity.validate" => {
-                let entity = read_document(&args["entity"], "entity")?;
-                Ok(entity_validate(analysis, entity)?)
-            }
-            "stardust.entity.create" => {
-                let mut ops = Vec::new();
-                for entity in args["entities"].as_array().into_iter().flatten() {
-                    ops.push(Op::Create(entity_object(read_document(entity, "entity")?)?));
-                }
-                self.preview(session, name, analysis, snapshot.seq, &Patch { ops })
-            }
-            "stardust.mutation.execute" => {
-                let patch = mutation_patch(analysis, &args)?;
-                self.preview(session, name, analysis, snapshot.seq, &patch)
-            }
-            "stardust.patch.apply" => {
-                let patch = match &args["document"] {
-                    Value::String(text) => Patch::from_text(text)?,
-                    value => Patch::from_value(value)?,
-                };
-                self.preview(session, name, analysis, snapshot.seq, &patch)
-            }
-            "stardust.entity.rename" => {
-                let patch = Patch { ops: vec![Op::Rename { from: text("id"), to: text("newId") }] };
-                self.preview(session, name, analysis, snapshot.seq, &patch)
-            }
-            "stardust.backup.define" => {
-                let mut entity = Map::new();
-                entity.insert("id".into(), args["id"].clone());
-                entity.insert("type".into(), json!("backup"));
-                entity.insert(
-                    "include".into(),
-                    args.get("include").cloned().unwrap_or(json!(["**"])),
-                );
-                entity.insert("target".into(), args["target"].clone());
-                entity.insert("keep".into(), args.get("keep").cloned().unwrap_or(json!(7)));
-                let patch = Patch { ops: vec![Op::Create(entity)] };
-                self.preview(session, name, analysis, snapshot.seq, &patch)
-            }
-            "stardust.preview.confirm" => self.confirm(session, &text("previewId")),
-            "stardust.preview.discard" => {
-                let discarded = lock(&self.previews).take(&text("previewId"), session.id).is_some();
-                Ok(json!({ "discarded": discarded }))
-            }
-            "stardust.changes.since" => {
-                let since = args["seq"].as_u64().unwrap_or(0);
-                Ok(match self.store.changes_since(since, 10_000)? {
-                    ChangesSince::Changes { seq, documents, entities, more } => json!({
-                        "seq": seq,
-                        "documents": documents,
-                        "entities": entities,
-                        "more": more,
-                    }),
-                    ChangesSince::Overflow { seq } => json!({"seq": seq, "overflow": true}),
-                })
-            }
-            other => Err(CommandError::UnknownCommand(other.to_owned())),
-        }
+        self.execute_with_progress(session, name, args, &mut |_| {})
+    }
+
+    /// Run command `name` for `session`, handing each progress step of a long operation
+    /// (`stardust.backup.run`: `{phase, done, total, path}`) to `progress`.
+    pub fn execute_with_progress(
+        &self,
+        session: &Session,
+        name: &str,
+        args: Value,
+        progress: &mut dyn FnMut(Value),
+    ) -> CommandResult {
+        let contract = contract(name)
+            .filter(|c| c.shown_in(session.front))
+            .ok_or_else(|| CommandError::UnknownCommand(name.to_owned()))?;
+        let args = if args.is_null() { Value::Object(Map::new()) } else { args };
+        arguments::validate(contract, &args)?;
+        let args = match args {
+            Value::Object(map) => map,
+            // Every argument schema is an object's, so validation refused anything else.
+            _ => Map::new(),
+        };
+        let mut call = Call {
+            service: self,
+            session,
+            name: contract.name,
+            args,
+            snapshot: self.store.snapshot(),
+            progress,
+        };
+        (contract.handler)(&mut call)
     }
 
     fn status(&self) -> Value {
@@ -326,22 +382,22 @@ impl Service {
         })
     }
 
-    fn preview(
-        &self,
-        session: &Session,
-        command: &str,
-        analysis: &Analysis,
-        seq: u64,
-        patch: &Patch,
-    ) -> CommandResult {
-        let plan = patch::plan(analysis, patch)?;
-        let preview = preview::build(analysis, seq, command, plan, self.preview_lifetime);
-        let answer = preview.to_json();
-        lock(&self.previews).insert(session.id, preview);
-        Ok(answer)
-    }
-
-    fn confirm(&self, session: &Session, id: &str) -> CommandResult {
+    /// Commit preview `id` of `session`, if the session may confirm: an agent's session asks
+    /// the mutation gate's decision it was opened with, and each attempt is recorded.
+    pub fn confirm(&self, session: &Session, id: &str) -> CommandResult {
+        let Capabilities { confirm, gated } = &session.capabilities;
+        if *gated {
+            let subject = format!(
+                "stardust.preview.confirm by {} client '{}' (session {})",
+                session.front.as_str(),
+                session.client,
+                session.id
+            );
+            self.record_decision("gate", confirm.allowed, &subject, &confirm.reason);
+        }
+        if !confirm.allowed {
+            return Err(CommandError::MutationDisabled(confirm.reason.clone()));
+        }
         let preview = lock(&self.previews)
             .take(id, session.id)
             .ok_or_else(|| CommandError::PreviewNotFound(id.to_owned()))?;
@@ -358,164 +414,14 @@ impl Service {
         }
         outcome
     }
+
+    /// Drop preview `id` of `session`; whether there was one.
+    fn discard(&self, session: &Session, id: &str) -> bool {
+        lock(&self.previews).take(id, session.id).is_some()
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain data behind; keep serving.
     mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A query, patch or entity argument: an object, or DUST or JSON text.
-fn read_document(value: &Value, what: &str) -> Result<Value, Error> {
-    match value {
-        Value::String(text) => patch::read_value(text, what),
-        other => Ok(other.clone()),
-    }
-}
-
-fn read_query(value: &Value) -> Result<Query, Error> {
-    match value {
-        Value::String(text) => Query::parse(text),
-        other => Query::from_json(other),
-    }
-}
-
-fn entity_object(value: Value) -> Result<Map<String, Value>, Error> {
-    match value {
-        Value::Object(map) => Ok(map),
-        other => Err(Error::InvalidArguments(format!(
-            "an entity is an object with `id` and `type`, not {}",
-            crate::model::value_kind(&other)
-        ))),
-    }
-}
-
-fn entity_get(analysis: &Analysis, id: &str) -> CommandResult {
-    let not_found = || {
-        let hint = analysis.closest_ids(id, 1);
-        Error::NotFound(match hint.first() {
-            Some(near) => format!("no entity has the id '{id}'; did you mean '{near}'?"),
-            None => format!("no entity has the id '{id}'; check the id"),
-        })
-    };
-    let loc = analysis.entity(id).first().ok_or_else(not_found)?;
-    let doc = analysis.document(&loc.path).ok_or_else(not_found)?;
-    let (_, value) = doc.entity_node(loc.index).ok_or_else(not_found)?;
-    let entity = &doc.entities[loc.index];
-    Ok(json!({
-        "id": id,
-        "value": value,
-        "path": doc.path,
-        "range": diagnostics::range_json(doc, entity.span),
-        "version": doc.version,
-    }))
-}
-
-/// Diagnose an entity as if it were in the store: a new entity goes where `create` would put
-/// it; an existing one is diagnosed as a replacement of its current value.
-fn entity_validate(analysis: &Analysis, entity: Value) -> Result<Value, Error> {
-    let map = entity_object(entity)?;
-    let id = map.get("id").and_then(Value::as_str).map(str::to_owned);
-    let exists = id.as_deref().is_some_and(|id| analysis.entity(id).len() == 1);
-    let ty = map.get("type").and_then(Value::as_str).unwrap_or("entity").to_owned();
-    let (path, text) = match (exists, &id) {
-        (true, Some(id)) => {
-            // Replace the entity in place: its document with the new value.
-            let loc = &analysis.entity(id)[0];
-            let doc = analysis.document(&loc.path).expect("an indexed entity's document exists");
-            let mut value = doc.parse.value.clone();
-            match (&mut value, doc.entities[loc.index].index) {
-                (Value::Array(items), Some(i)) => items[i] = Value::Object(map),
-                (slot, _) => *slot = Value::Object(map),
-            }
-            (doc.path.clone(), crate::edit::rewrite(&doc.text, &doc.parse, doc.lang, &value))
-        }
-        _ => {
-            let config = analysis.config().type_config(&ty);
-            let path = format!("{}/.stardust-validate.{}", config.dir, config.format.as_str());
-            (path, crate::edit::canonical(&Value::Object(map), config.format))
-        }
-    };
-    let after = analysis.with_changes(vec![(path.clone(), Some(text.into_bytes()))]);
-    let doc = after.document(&path).expect("just added");
-    let found: Vec<Value> = after
-        .diagnostics_of(&path)
-        .iter()
-        .map(|d| {
-            let mut v = diagnostics::to_json(&after, doc, d);
-            // The document is hypothetical: name the entity, not a path that does not exist.
-            if !exists {
-                v["path"] = Value::Null;
-            }
-            v
-        })
-        .collect();
-    let valid = !found.iter().any(|d| d["severity"] == "error");
-    Ok(json!({"valid": valid, "diagnostics": found}))
-}
-
-/// The patch of `stardust.mutation.execute`: `set` / `unset` on every entity the query's first
-/// `find` variable binds (every page of it).
-fn mutation_patch(analysis: &Analysis, args: &Value) -> Result<Patch, Error> {
-    let query = read_query(&args["document"])?;
-    let set: Vec<(String, Value)> = args
-        .get("set")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default();
-    let unset: Vec<String> = args
-        .get("unset")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
-    if set.is_empty() && unset.is_empty() {
-        return Err(Error::InvalidArguments(
-            "give `set` (fields to set) or `unset` (fields to remove), or both".to_owned(),
-        ));
-    }
-    let mut ids: Vec<String> = Vec::new();
-    let mut offset = 0;
-    loop {
-        let options = QueryOptions {
-            limit: Some(query::MAX_LIMIT),
-            offset: Some(offset),
-            ..QueryOptions::default()
-        };
-        let page = query::execute(analysis, &query, &options)?;
-        for row in &page.rows {
-            match row.first() {
-                Some(Value::String(id)) if !analysis.entity(id).is_empty() => ids.push(id.clone()),
-                Some(other) => {
-                    return Err(Error::InvalidArguments(format!(
-                        "the query's first find variable must bind entities; it bound {other}"
-                    )));
-                }
-                None => {}
-            }
-        }
-        match page.next_offset {
-            Some(next) => offset = next,
-            None => break,
-        }
-    }
-    ids.sort();
-    ids.dedup();
-    let snapshot_has = |id: &str, field: &str| {
-        analysis
-            .query_index()
-            .entity_value(id)
-            .is_some_and(|v| field.split('.').try_fold(v, |v, part| v.get(part)).is_some())
-    };
-    let mut ops = Vec::new();
-    for id in ids {
-        if !set.is_empty() {
-            ops.push(Op::Set { id: id.clone(), fields: set.clone() });
-        }
-        // Only fields an entity has are removed: the query may find entities without them.
-        let fields: Vec<String> = unset.iter().filter(|f| snapshot_has(&id, f)).cloned().collect();
-        if !fields.is_empty() {
-            ops.push(Op::Unset { id, fields });
-        }
-    }
-    Ok(Patch { ops })
 }

@@ -71,16 +71,16 @@ pub enum StoreError {
 
 impl StoreError {
     /// The stable kebab-case code shared by every front (SPEC §16).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::Code {
         match self {
-            StoreError::Busy { .. } | StoreError::Closed { .. } => "busy",
-            StoreError::Conflict { .. } => "conflict",
-            StoreError::Refused { .. } => "refused",
-            StoreError::NotFound(_) => "not-found",
-            StoreError::OutsideStore { .. } => "outside-store",
-            StoreError::InvalidArguments(_) => "invalid-arguments",
-            StoreError::LogCorrupt { .. } | StoreError::Poisoned { .. } => "internal",
-            StoreError::Io { .. } => "internal",
+            StoreError::Busy { .. } | StoreError::Closed { .. } => crate::Code::Busy,
+            StoreError::Conflict { .. } => crate::Code::Conflict,
+            StoreError::Refused { .. } => crate::Code::Refused,
+            StoreError::NotFound(_) => crate::Code::NotFound,
+            StoreError::OutsideStore { .. } => crate::Code::OutsideStore,
+            StoreError::InvalidArguments(_) => crate::Code::InvalidArguments,
+            StoreError::LogCorrupt { .. } | StoreError::Poisoned { .. } => crate::Code::Internal,
+            StoreError::Io { .. } => crate::Code::Internal,
             StoreError::Core(err) => err.code(),
         }
     }

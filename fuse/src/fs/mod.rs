@@ -33,6 +33,7 @@ use fuser::{
 };
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
+use stardust_core::Code;
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
 
 use crate::nodes::{self, Nodes, ROOT};
@@ -329,9 +330,9 @@ impl StardustFs {
             None => tracing::warn!("the change of {path} failed: {err}"),
         }
         match err.code() {
-            "refused" => errno,
-            "not-found" => Errno::ENOENT,
-            "invalid-arguments" | "outside-store" => Errno::EINVAL,
+            Code::Refused => errno,
+            Code::NotFound => Errno::ENOENT,
+            Code::InvalidArguments | Code::OutsideStore => Errno::EINVAL,
             _ => Errno::EIO,
         }
     }

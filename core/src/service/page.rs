@@ -3,8 +3,8 @@
 //! not fit is shrunk, never cut silently: `nextOffset` then points at the first item left out
 //! and `pageShrunk` says why.
 
+use crate::error::Error;
 use serde_json::{Map, Value, json};
-use stardust_core::Error;
 
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;

@@ -1,0 +1,206 @@
+//! The navigation tools of SPEC §13 (`diagnostics`, `hover`, `definition`, `references`,
+//! `document_symbols`, `workspace_symbols`, `code_actions`, `describe_type`): the handlers of
+//! their contracts, over the core's editor features.
+//!
+//! Places are addressed by `path` + `position {line, column}` (1-based, columns in
+//! characters) or by `entity` + optional JSON `pointer`, resolved by `ide::address`; every
+//! location in an answer uses the same convention and names its entity. Arguments arrive
+//! validated against the contract's schema.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::{Call, CommandResult, page};
+use crate::analysis::{Analysis, Document};
+use crate::diagnostics;
+use crate::error::Error;
+use crate::ide::{self, Symbol, SymbolKind};
+
+pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let docs: Vec<&Document> = match text(args, "path") {
+        Some(given) => vec![document(analysis, root, given)?],
+        None => analysis.documents().map(|d| &**d).collect(),
+    };
+    let severity = text(args, "severity");
+    let mut items = Vec::new();
+    for doc in docs {
+        for d in analysis.diagnostics_of(&doc.path) {
+            if severity.is_none_or(|s| d.severity.as_str() == s) {
+                let mut item = diagnostics::to_json(analysis, doc, &d);
+                if let Some(id) = ide::entity_at(doc, d.span.start) {
+                    item["entity"] = json!(id);
+                }
+                items.push(item);
+            }
+        }
+    }
+    Ok(page::page("diagnostics", items, args)?)
+}
+
+pub(super) fn hover(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let hover = ide::hover(analysis, &doc.path, offset).map(|h| {
+        let mut out = ide::location_json(analysis, &doc.path, h.span);
+        out["markdown"] = json!(h.markdown);
+        out
+    });
+    Ok(json!({"hover": hover}))
+}
+
+pub(super) fn definition(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let found = ide::definition(analysis, &doc.path, offset);
+    let items = found.iter().map(|f| ide::location_json(analysis, &f.path, f.span)).collect();
+    Ok(page::page("locations", items, args)?)
+}
+
+pub(super) fn references(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let declaration = args.get("includeDeclaration").and_then(Value::as_bool);
+    let found = ide::references(analysis, &doc.path, offset, declaration.unwrap_or(true));
+    let items = found.iter().map(|f| ide::location_json(analysis, &f.path, f.span)).collect();
+    Ok(page::page("references", items, args)?)
+}
+
+pub(super) fn document_symbols(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let doc = document(analysis, root, text(args, "path").unwrap_or_default())?;
+    let items = ide::document_symbols(doc).iter().map(|s| symbol(doc, s)).collect();
+    Ok(page::page("symbols", items, args)?)
+}
+
+pub(super) fn workspace_symbols(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, _, args) = call.parts();
+    let query = text(args, "query").unwrap_or_default();
+    let items = ide::workspace_symbols(analysis, query, usize::MAX)
+        .into_iter()
+        .map(|s| {
+            json!({
+                "id": s.id,
+                "type": s.ty,
+                "title": s.title,
+                "location": ide::location_json(analysis, &s.location.path, s.location.span),
+            })
+        })
+        .collect();
+    Ok(page::page("symbols", items, args)?)
+}
+
+pub(super) fn code_actions(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let span = crate::text::Span::empty(offset);
+    let items = ide::code_actions(analysis, &doc.path, span)
+        .iter()
+        .map(|a| action(analysis, &doc.path, a))
+        .collect();
+    Ok(page::page("actions", items, args)?)
+}
+
+pub(super) fn describe_type(call: &mut Call<'_>) -> CommandResult {
+    let (analysis, _, args) = call.parts();
+    Ok(ide::describe_type(analysis, text(args, "type").unwrap_or_default())?)
+}
+
+/// A code action as the `code_actions` tool answers it: edits with the tool's ranges.
+fn action(analysis: &Analysis, path: &str, action: &ide::Action) -> Value {
+    let edits: Vec<Value> = action
+        .edits
+        .iter()
+        .map(|e| {
+            let mut at = ide::location_json(analysis, path, e.span);
+            at["newText"] = json!(e.text);
+            at
+        })
+        .collect();
+    json!({
+        "title": action.title,
+        "kind": match action.kind {
+            ide::ActionKind::QuickFix => "quickfix",
+            ide::ActionKind::Convert => "convert",
+        },
+        "preferred": action.preferred,
+        "diagnostic": action.diagnostic.as_ref().map(|d| json!({"code": d.code, "message": d.message})),
+        "edits": edits,
+        "to": action.to.map(|l| l.as_str()),
+    })
+}
+
+fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+/// The document at a `path` argument.
+fn document<'a>(analysis: &'a Analysis, root: &Path, given: &str) -> Result<&'a Document, Error> {
+    let path = ide::store_path(root, given)?;
+    analysis.document(&path).map(|d| &**d).ok_or_else(|| {
+        Error::NotFound(format!(
+            "{path} is not a document of the store; documents end in .json or .dust"
+        ))
+    })
+}
+
+/// The document and byte offset the address arguments name.
+fn place<'a>(
+    analysis: &'a Analysis,
+    root: &Path,
+    args: &Map<String, Value>,
+) -> Result<(&'a Document, u32), Error> {
+    if let Some(id) = text(args, "entity") {
+        if args.contains_key("path") || args.contains_key("position") {
+            return Err(Error::InvalidArguments(
+                "give either `entity` (and `pointer`) or `path` and `position`, not both".into(),
+            ));
+        }
+        let (path, span) = ide::entity_place(analysis, id, text(args, "pointer").unwrap_or(""))?;
+        let doc = analysis
+            .document(&path)
+            .map(|d| &**d)
+            .ok_or_else(|| Error::NotFound(format!("no entity has the id '{id}'; check the id")))?;
+        return Ok((doc, span.start));
+    }
+    if args.contains_key("pointer") {
+        return Err(Error::InvalidArguments("`pointer` goes with `entity`".into()));
+    }
+    let (Some(path), Some(position)) = (text(args, "path"), args.get("position")) else {
+        return Err(Error::InvalidArguments(
+            "give `path` and `position {line, column}` (1-based), or `entity` and an optional `pointer`"
+                .into(),
+        ));
+    };
+    let number = |key: &str| {
+        position.get(key).and_then(Value::as_u64).ok_or_else(|| {
+            Error::InvalidArguments(format!(
+                "`position.{key}` must be a positive integer (1-based)"
+            ))
+        })
+    };
+    let (line, column) = (number("line")?, number("column")?);
+    let doc = document(analysis, root, path)?;
+    Ok((doc, ide::position_offset(doc, line, column)?))
+}
+
+fn symbol(doc: &Document, s: &Symbol) -> Value {
+    let kind = match s.kind {
+        SymbolKind::Entity => "entity",
+        SymbolKind::Object => "object",
+        SymbolKind::Array => "array",
+        SymbolKind::String => "string",
+        SymbolKind::Number => "number",
+        SymbolKind::Boolean => "boolean",
+        SymbolKind::Null => "null",
+    };
+    json!({
+        "name": s.name,
+        "detail": s.detail,
+        "kind": kind,
+        "range": diagnostics::range_json(doc, s.span),
+        "selectionRange": diagnostics::range_json(doc, s.selection),
+        "children": s.children.iter().map(|c| symbol(doc, c)).collect::<Vec<_>>(),
+    })
+}
