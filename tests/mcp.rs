@@ -853,3 +853,53 @@ fn the_core_serves_mcp_over_http_beside_stdio_agents() {
     assert_eq!(out.status.code(), Some(2));
     assert!(util::text(&out.stderr).contains("loopback only"), "{}", util::text(&out.stderr));
 }
+
+/// Every `type` keyword in `schema` whose value is an array (places as JSON Pointers).
+fn array_types(schema: &Value, at: &str, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map {
+                if key == "type" && value.is_array() && !at.ends_with("/properties") {
+                    found.push(format!("{at}/type"));
+                }
+                array_types(value, &format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                array_types(item, &format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn tool_schemas_are_portable_and_nested_arguments_are_checked() {
+    let tmp = util::library();
+    let mut mcp = Mcp::open(tmp.path(), &["--allow-mutation"], "test-agent");
+    let listed = mcp.request("tools/list", json!({}));
+    let mut found = Vec::new();
+    for tool in listed["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        array_types(&tool["inputSchema"], &format!("{name} inputSchema"), &mut found);
+        array_types(&tool["outputSchema"], &format!("{name} outputSchema"), &mut found);
+    }
+    assert!(found.is_empty(), "array-valued `type` (use anyOf): {found:?}");
+    // A navigation tool's nested fields and minimums are validated like every command's.
+    let at = |position: Value| json!({"path": "books/dune.dust", "position": position});
+    let error = mcp.fail("hover", at(json!({"line": 1})));
+    assert_eq!(error["code"], "invalid-arguments", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("`position.column` is required"),
+        "{error}"
+    );
+    let error = mcp.fail("definition", at(json!({"line": 1, "column": 0})));
+    assert_eq!(error["code"], "invalid-arguments", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("`position.column` must be at least 1"));
+    let error = mcp.fail("entity_create", json!({"entities": [7]}));
+    assert!(
+        error["message"].as_str().unwrap().contains("must be an object or a string"),
+        "{error}"
+    );
+}

@@ -527,7 +527,10 @@ fn a_navigation_tool_checks_nested_fields_and_minimums() {
             at(json!({"line": 2, "column": 1, "row": 3})),
             "`position.row` is not an argument of `position`; the arguments are line, column",
         ),
-        (at(json!({"line": "2", "column": 1})), "`position.line` must be an integer, not \"2\" (the line, 1-based)"),
+        (
+            at(json!({"line": "2", "column": 1})),
+            "`position.line` must be an integer, not \"2\" (the line, 1-based)",
+        ),
         (json!({"entity": "book/dune", "limit": 501}), "`limit` must be at most 500, not 501"),
     ];
     for (args, why) in cases {

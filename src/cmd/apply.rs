@@ -61,7 +61,8 @@ pub(crate) fn run(
 /// races it), else on the store opened here.
 enum Core {
     Attached(Client),
-    Local(Service, Session),
+    // Boxed: a service and a session are much larger than a client.
+    Local(Box<(Service, Session)>),
 }
 
 impl Core {
@@ -76,13 +77,13 @@ impl Core {
         let store = Store::open(store, OpenOptions { watch: false, ..OpenOptions::default() })?;
         let service = Service::new(store);
         let session = service.open_session(Front::Cli, "cli");
-        Ok(Core::Local(service, session))
+        Ok(Core::Local(Box::new((service, session))))
     }
 
     fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
         match self {
             Core::Attached(client) => client.call(command, arguments),
-            Core::Local(service, session) => Ok(service.execute(session, command, arguments)?),
+            Core::Local(local) => Ok(local.0.execute(&local.1, command, arguments)?),
         }
     }
 }
