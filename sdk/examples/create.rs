@@ -27,7 +27,7 @@ fn create(store: &str, kind: &str, name: &str) -> stardust_sdk::Result<serde_jso
         let reasons = preview.reasons.join("; ");
         preview.discard()?;
         return Err(stardust_sdk::Error::Command {
-            code: "refused".to_owned(),
+            code: stardust_sdk::Code::Refused,
             message: format!("the store would refuse the new entity: {reasons}"),
             data: json!({"code": "refused"}),
         });

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
+use stardust_core::Code;
 
 /// What can go wrong talking to a store's core.
 #[derive(Debug, thiserror::Error)]
@@ -13,7 +14,7 @@ pub enum Error {
     /// details the core gave with it (`problems` of a refused commit, `path` of a stale
     /// preview, ...), including `code` itself.
     #[error("{message} [{code}]")]
-    Command { code: String, message: String, data: Value },
+    Command { code: Code, message: String, data: Value },
     /// No connection to the store's core could be made.
     #[error("cannot connect to the core of {}: {message}", store.display())]
     Connect { store: PathBuf, message: String },
@@ -35,12 +36,12 @@ pub enum Error {
 impl Error {
     /// The SPEC §16 code: the core's own for [`Error::Command`], `type-error` for a result that
     /// does not fit the requested type, and `internal` for connection failures.
-    pub fn code(&self) -> &str {
+    pub fn code(&self) -> Code {
         match self {
-            Error::Command { code, .. } => code,
-            Error::Decode(_) => "type-error",
+            Error::Command { code, .. } => *code,
+            Error::Decode(_) => Code::TypeError,
             Error::Connect { .. } | Error::Disconnected | Error::Io(_) | Error::Protocol(_) => {
-                "internal"
+                Code::Internal
             }
         }
     }

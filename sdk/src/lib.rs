@@ -141,6 +141,8 @@ use serde_json::{Value, json};
 
 pub use error::{Error, Result};
 pub use preview::{Committed, DiagnosticsDelta, DocumentDiff, EntityIds, Preview};
+/// The stable error codes of SPEC §16, as [`Error::code`] gives them.
+pub use stardust_core::Code;
 pub use subscribe::{Change, ChangeKind, DocumentChange, EntityChange, Event, Subscription};
 
 use wire::Conn;

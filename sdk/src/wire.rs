@@ -8,6 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use serde_json::{Value, json};
+use stardust_core::Code;
 use stardust_daemon::attach::{self, Autostart};
 use stardust_daemon::{Front, Hello};
 
@@ -204,10 +205,11 @@ fn disconnect(err: std::io::Error) -> Error {
 /// A JSON-RPC error as the SDK's error: the SPEC §16 code is in `data.code`.
 fn command_error(error: Value) -> Error {
     let message = error["message"].as_str().unwrap_or("the core gave no message").to_owned();
+    // A code this SDK does not know (a newer core's) is `internal`.
     let code = match error["data"]["code"].as_str() {
-        Some(code) => code.to_owned(),
-        None if error["code"].as_i64() == Some(REQUEST_CANCELLED) => "cancelled".to_owned(),
-        None => "internal".to_owned(),
+        Some(code) => Code::parse(code).unwrap_or(Code::Internal),
+        None if error["code"].as_i64() == Some(REQUEST_CANCELLED) => Code::Cancelled,
+        None => Code::Internal,
     };
     let data = match error.get("data") {
         Some(data) if !data.is_null() => data.clone(),
