@@ -49,8 +49,8 @@ impl Conn {
             Some(Ok(exe)) => Some(Autostart { exe, idle_exit: options.idle_exit }),
             _ => None,
         };
-        let stream = attach::connect(store, &Hello::new(Front::Sdk, name), autostart).map_err(
-            |err| {
+        let stream =
+            attach::connect(store, &Hello::new(Front::Sdk, name), autostart).map_err(|err| {
                 let mut message = format!("{err:#}");
                 if let Some(Err(not_found)) = &exe {
                     message.push_str(&format!(
@@ -59,8 +59,7 @@ impl Conn {
                     ));
                 }
                 Error::Connect { store: store.to_owned(), message }
-            },
-        )?;
+            })?;
         let mut conn = Conn {
             writer: stream.try_clone()?,
             reader: BufReader::new(stream),
