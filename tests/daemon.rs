@@ -137,6 +137,14 @@ fn editor_mount_and_command_line_share_one_core() {
     let store = store.canonicalize().unwrap();
     let serve = Serve::mounted(&store, &mnt);
     let core_pid = record(&store).unwrap()["pid"].clone();
+    // The mount says which store and which core's socket it belongs to (SPEC §14), so a
+    // client that finds itself in the mount can attach to that core.
+    let shown: Value =
+        serde_json::from_slice(&std::fs::read(mnt.join(".stardust/store.json")).unwrap()).unwrap();
+    assert_eq!(shown["store"], store.display().to_string());
+    assert_eq!(shown["pid"], core_pid);
+    assert_eq!(shown["socket"], record(&store).unwrap()["socket"], "{shown}");
+    assert!(shown["socket"].is_string(), "{shown}");
     let mut editor = Editor::attach(&store, "e2e-editor");
 
     // The command line goes through the core: the editor hears it, the mount shows it.

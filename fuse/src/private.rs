@@ -94,10 +94,29 @@ fn store_json(store: &Store, mountpoint: &std::path::Path) -> Vec<u8> {
         "store": store.root().display().to_string(),
         "mount": mountpoint.display().to_string(),
         "pid": std::process::id(),
-        // No daemon serves this store yet: the mount owns it (`stardust mount`).
-        "socket": null,
+        "socket": own_socket(store),
     });
     let mut text = serde_json::to_vec_pretty(&value).unwrap_or_default();
     text.push(b'\n');
     text
+}
+
+/// The socket of the core this mount runs in (`stardust serve --mount`): the one recorded in
+/// `STORE/.stardust/run/daemon.json` by this very process. `null` when the mount owns the store
+/// alone (`stardust mount`), or the record names another process (it is read at each look, so
+/// it is never stale).
+fn own_socket(store: &Store) -> serde_json::Value {
+    let record = store.root().join(".stardust/run/daemon.json");
+    let Ok(text) = std::fs::read(record) else { return serde_json::Value::Null };
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) else {
+        return serde_json::Value::Null;
+    };
+    match (value["pid"].as_u64(), &value["socket"]) {
+        (Some(pid), socket @ serde_json::Value::String(_))
+            if pid == u64::from(std::process::id()) =>
+        {
+            socket.clone()
+        }
+        _ => serde_json::Value::Null,
+    }
 }
