@@ -37,7 +37,7 @@ mod fsio;
 mod lock;
 mod log;
 mod reaper;
-mod saves;
+pub mod saves;
 mod time;
 mod txn;
 mod watch;

@@ -1,7 +1,14 @@
 //! Rules for saves that arrive as file operations (the FUSE mount): what kind of file a path
-//! names, which names are editors' scratch files, and how the bytes of a refused save are kept
-//! with their diagnostics under `.stardust/rejected/`.
+//! names, which names are editors' scratch files, what each file operation means (a rename is a
+//! save, a document move, Vim's backup, ...), when a handle's bytes are decided, which documents
+//! are hidden while a scratch file holds their bytes, and how the bytes of a refused save are
+//! kept with their diagnostics under `.stardust/rejected/`.
+//!
+//! The decisions are pure functions of what the front knows (path kinds, what each path holds,
+//! the handle's state), so every editor's save pattern is tested here without a mount. A front
+//! keeps inodes, errno mapping and cache invalidation, and carries out the effect it is given.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -63,6 +70,451 @@ pub fn is_scratch_name(name: &str) -> bool {
         || name.starts_with(".tmp")
         || name.ends_with(".tmp")
         || name.starts_with(".goutputstream-")
+}
+
+/// What a path holds in the mount when a file operation arrives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Held {
+    /// Nothing by that name (or a document hidden while it is away).
+    Nothing,
+    /// A memory file: a scratch file, or a document created and not committed yet.
+    Memory,
+    /// A regular file in the store's folder.
+    File,
+    /// A folder.
+    Folder,
+    /// Anything else on disk: a symbolic link, a FIFO, a device, a socket.
+    Special,
+}
+
+/// Why a file operation is refused before anything is committed. A front maps each onto its
+/// own error (an errno for the mount).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Refusal {
+    /// A mode the mount does not offer (`RENAME_EXCHANGE`, `RENAME_WHITEOUT`).
+    Unsupported,
+    /// The private folder is read-only.
+    ReadOnly,
+    /// The target exists and the caller asked not to replace it.
+    Exists,
+    /// The target (or the file deleted) is a folder.
+    IsFolder,
+    /// Only a regular file can become a document.
+    NotRegular,
+    /// A document or scratch name must be a regular file the mount holds (no links, devices,
+    /// FIFOs or sockets).
+    NotPlain,
+    /// The source is missing: the front answers with the error it got looking for it.
+    Missing,
+}
+
+/// How a rename may treat an existing target.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RenameMode {
+    /// Plain `rename(2)`: the target is replaced.
+    Replace,
+    /// `RENAME_NOREPLACE`: refused when the target exists.
+    NoReplace,
+    /// `RENAME_EXCHANGE` or `RENAME_WHITEOUT`, which the mount does not offer.
+    Unsupported,
+}
+
+/// Where the bytes a rename moves live.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Source {
+    /// A memory file.
+    Memory,
+    /// A regular file in the store's folder.
+    Disk,
+}
+
+/// A rename as the mount sees it: both paths, their kinds, and what each holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Rename<'a> {
+    pub from: &'a str,
+    pub to: &'a str,
+    pub from_kind: PathKind,
+    pub to_kind: PathKind,
+    /// What `from` holds; a memory file wins over the disk.
+    pub from_held: Held,
+    /// What `to` holds; a folder on disk wins over a memory file.
+    pub to_held: Held,
+    pub mode: RenameMode,
+}
+
+/// What a rename means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RenameEffect {
+    /// Refused; nothing changes.
+    Refuse(Refusal),
+    /// A path renamed onto itself: nothing to do.
+    Nothing,
+    /// The source's bytes become the document at the target: one save through the save
+    /// authority (`sed -i`, gedit, Helix, `os.replace`, a new save after Vim's backup rename).
+    /// Only once it is committed does the source go: a memory file releases the documents it
+    /// held away (except the target, which the save replaced) and its open handles follow it
+    /// to the new name; a file on disk is removed.
+    Save { from: Source },
+    /// The target is a scratch name: the bytes are held in memory there, outside the store. A
+    /// memory file moves, and the documents it holds away follow it; a file on disk is read
+    /// into memory and removed.
+    Scratch { from: Source },
+    /// The target is an ordinary file. A memory file is written there, then releases the
+    /// documents it held away (if that fails, the written file is removed again); a file on
+    /// disk is renamed on disk.
+    Plain { from: Source },
+    /// A document renamed onto another document path: one transaction deletes the one and
+    /// creates the other.
+    MoveDocument,
+    /// A document renamed onto a scratch name (Vim's `backupcopy=no` before it writes the file
+    /// anew): its bytes move to a memory file at the target, and the document stays in the
+    /// store but hides (see [`Away`]) until a new save replaces it or the scratch file goes.
+    BackupAway,
+    /// A document moved out of the documents (`mv x.json x.bak`): its bytes are written at the
+    /// target first, then the store deletes the document (if that is refused, the written file
+    /// is removed again).
+    LeaveDocuments,
+    /// A folder: the documents in it move in one transaction (see [`moved_document`]),
+    /// everything else follows on disk.
+    MoveFolder,
+}
+
+/// What renaming `r.from` to `r.to` means. Checks run in the order of `rename(2)`'s own:
+/// unsupported modes, the read-only private folder, an existing target under
+/// `RENAME_NOREPLACE`, a rename onto itself; then the source decides.
+pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
+    use RenameEffect::*;
+    if r.mode == RenameMode::Unsupported {
+        return Refuse(Refusal::Unsupported);
+    }
+    if r.from_kind == PathKind::Private || r.to_kind == PathKind::Private {
+        return Refuse(Refusal::ReadOnly);
+    }
+    if r.mode == RenameMode::NoReplace && r.to_held != Held::Nothing {
+        return Refuse(Refusal::Exists);
+    }
+    if r.from == r.to {
+        return Nothing;
+    }
+    match r.from_held {
+        Held::Memory => {
+            if r.to_held == Held::Folder {
+                return Refuse(Refusal::IsFolder);
+            }
+            match r.to_kind {
+                PathKind::Document => Save { from: Source::Memory },
+                PathKind::Scratch => Scratch { from: Source::Memory },
+                // Private is refused above.
+                PathKind::Plain | PathKind::Private => Plain { from: Source::Memory },
+            }
+        }
+        Held::Nothing => Refuse(Refusal::Missing),
+        Held::Folder => MoveFolder,
+        Held::File | Held::Special => {
+            if r.to_held == Held::Folder {
+                return Refuse(Refusal::IsFolder);
+            }
+            let regular = r.from_held == Held::File;
+            match (r.from_kind == PathKind::Document && regular, r.to_kind) {
+                (true, PathKind::Document) => MoveDocument,
+                (true, PathKind::Scratch) => BackupAway,
+                (true, PathKind::Plain | PathKind::Private) => LeaveDocuments,
+                (false, PathKind::Document) if regular => Save { from: Source::Disk },
+                (false, PathKind::Document) => Refuse(Refusal::NotRegular),
+                (false, PathKind::Scratch) if regular => Scratch { from: Source::Disk },
+                // A link or a FIFO keeps what it is: only the name changes.
+                (false, _) => Plain { from: Source::Disk },
+            }
+        }
+    }
+}
+
+/// What becomes of a document inside a renamed folder, given the kind of its new path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MovedDocument {
+    /// Still a document: deleted at the old path and created at the new one, in the folder's
+    /// one transaction.
+    Document,
+    /// No longer a document (say `ignore` covers the new folder): its bytes are written as a
+    /// plain file and the store deletes it, in the same transaction.
+    LeavesDocuments,
+}
+
+/// What becomes of a document when its folder is renamed and its new path is of kind
+/// `new_kind`.
+pub fn moved_document(new_kind: PathKind) -> MovedDocument {
+    match new_kind {
+        PathKind::Document => MovedDocument::Document,
+        PathKind::Scratch | PathKind::Plain | PathKind::Private => MovedDocument::LeavesDocuments,
+    }
+}
+
+/// What creating a file (`open` with `O_CREAT`) means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CreateEffect {
+    /// A new document or scratch file: a memory file, which reaches the store only when a save
+    /// of it is decided (a document) or it is renamed onto a document path (a scratch file).
+    Memory,
+    /// A new ordinary file, created on disk.
+    Disk,
+    /// The file exists: it is opened as it is.
+    Open,
+}
+
+/// What creating `kind` means when the path `exists` already (`exclusive`: `O_EXCL`).
+pub fn create_effect(
+    kind: PathKind,
+    exists: bool,
+    exclusive: bool,
+) -> Result<CreateEffect, Refusal> {
+    if kind == PathKind::Private {
+        return Err(Refusal::ReadOnly);
+    }
+    if exists && exclusive {
+        return Err(Refusal::Exists);
+    }
+    Ok(match (kind, exists) {
+        (_, true) => CreateEffect::Open,
+        (PathKind::Document | PathKind::Scratch, false) => CreateEffect::Memory,
+        (PathKind::Plain | PathKind::Private, false) => CreateEffect::Disk,
+    })
+}
+
+/// How a file is opened.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum OpenEffect {
+    /// A file of the virtual private folder, for reading.
+    Private,
+    /// The memory file at the path.
+    Memory,
+    /// A document opened for writing: its whole content is buffered in the handle and decided
+    /// as described by [`Pending`].
+    Buffered,
+    /// The file on disk (a document opened for reading always reads the committed content).
+    Disk,
+}
+
+/// How a path of kind `kind` is opened (`in_memory`: the mount holds a memory file there;
+/// `write`: opened for writing).
+pub fn open_effect(kind: PathKind, in_memory: bool, write: bool) -> Result<OpenEffect, Refusal> {
+    Ok(match kind {
+        PathKind::Private if write => return Err(Refusal::ReadOnly),
+        PathKind::Private => OpenEffect::Private,
+        _ if in_memory => OpenEffect::Memory,
+        PathKind::Document if write => OpenEffect::Buffered,
+        _ => OpenEffect::Disk,
+    })
+}
+
+/// What deleting a file (`unlink`) means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DeleteEffect {
+    /// A memory file is forgotten; the documents it held away are deleted from the store first
+    /// (Vim removing its backup after a save that did not replace them).
+    Memory,
+    /// A document: deleted by a transaction through the save authority.
+    Document,
+    /// Any other file: removed on disk.
+    Disk,
+}
+
+/// What deleting the path of kind `kind` holding `held` means.
+pub fn delete_effect(kind: PathKind, held: Held) -> Result<DeleteEffect, Refusal> {
+    match (kind, held) {
+        (PathKind::Private, _) => Err(Refusal::ReadOnly),
+        (_, Held::Memory) => Ok(DeleteEffect::Memory),
+        (_, Held::Nothing) => Err(Refusal::Missing),
+        (_, Held::Folder) => Err(Refusal::IsFolder),
+        (PathKind::Document, Held::File) => Ok(DeleteEffect::Document),
+        _ => Ok(DeleteEffect::Disk),
+    }
+}
+
+/// Whether a special file (a link, a device, a FIFO, a socket, a hard link) may be made at a
+/// path of kind `kind`: only at a plain path, since the store never follows links and a
+/// document has exactly one path.
+pub fn special_file(kind: PathKind) -> Result<(), Refusal> {
+    match kind {
+        PathKind::Private => Err(Refusal::ReadOnly),
+        PathKind::Plain => Ok(()),
+        PathKind::Document | PathKind::Scratch => Err(Refusal::NotPlain),
+    }
+}
+
+/// Whether a hard link from a path of kind `from_kind` holding `from_held` may be made at a
+/// path of kind `to_kind`: both plain, and the source on disk (memory files have no inode to
+/// share).
+pub fn hard_link(from_kind: PathKind, from_held: Held, to_kind: PathKind) -> Result<(), Refusal> {
+    if from_kind == PathKind::Private || to_kind == PathKind::Private {
+        return Err(Refusal::ReadOnly);
+    }
+    if from_kind != PathKind::Plain || to_kind != PathKind::Plain || from_held == Held::Memory {
+        return Err(Refusal::NotPlain);
+    }
+    Ok(())
+}
+
+/// What resizing a file by path (`truncate(2)`, no handle) means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ResizeEffect {
+    /// The memory file at the path is resized; nothing is decided.
+    Memory,
+    /// A document: the resized content is a save of its own, decided at once.
+    Save,
+    /// Any other file: resized on disk.
+    Disk,
+}
+
+/// What resizing the path of kind `kind` by path means (`in_memory`: a memory file is there).
+pub fn resize_effect(kind: PathKind, in_memory: bool) -> ResizeEffect {
+    match kind {
+        _ if in_memory => ResizeEffect::Memory,
+        PathKind::Document => ResizeEffect::Save,
+        PathKind::Scratch | PathKind::Plain | PathKind::Private => ResizeEffect::Disk,
+    }
+}
+
+/// Whether a memory file with `open` handles left at a path of kind `kind` is kept. A
+/// document's memory file only bridges the time until its first commit (or its last close):
+/// after that the disk holds it, or there is nothing to keep. A scratch file lives until it is
+/// deleted or renamed.
+pub fn keeps_memory_file(kind: PathKind, open: u32) -> bool {
+    open > 0 || kind != PathKind::Document
+}
+
+/// Documents renamed onto a scratch name (Vim's backup before it writes anew, see
+/// [`RenameEffect::BackupAway`]): hidden from the mount but still in the store, until a new
+/// save at the path replaces them (one transaction), or the scratch file holding their bytes is
+/// deleted or moved off (then the document is deleted).
+#[derive(Default, Debug)]
+pub struct Away {
+    /// Each hidden document's path, to the path of the scratch file holding its bytes.
+    holders: HashMap<String, String>,
+}
+
+impl Away {
+    /// The document `doc` is away; the scratch file `holder` holds its bytes.
+    pub fn hide(&mut self, doc: &str, holder: &str) {
+        self.holders.insert(doc.to_owned(), holder.to_owned());
+    }
+
+    /// Whether `path` is a document the mount hides.
+    pub fn is_away(&self, path: &str) -> bool {
+        self.holders.contains_key(path)
+    }
+
+    /// A save (or a delete) replaced the document at `doc`: it is no longer away.
+    pub fn settle(&mut self, doc: &str) {
+        self.holders.remove(doc);
+    }
+
+    /// The scratch file `from` was renamed to the scratch name `to`: it holds the same bytes.
+    pub fn follow(&mut self, from: &str, to: &str) {
+        for holder in self.holders.values_mut().filter(|h| *h == from) {
+            *holder = to.to_owned();
+        }
+    }
+
+    /// The scratch file `holder` is going away (deleted, or moved off its scratch name to
+    /// `saved`): the documents whose bytes it held, to be deleted from the store, except
+    /// `saved`, which the move saves again. Each stays away until the front settles it after
+    /// its delete is committed, so a refused delete keeps the rest hidden as before. In path
+    /// order, so the deletes are made in a stable order.
+    pub fn released(&self, holder: &str, saved: Option<&str>) -> Vec<String> {
+        let mut docs: Vec<String> = self
+            .holders
+            .iter()
+            .filter(|(doc, held)| *held == holder && Some(doc.as_str()) != saved)
+            .map(|(doc, _)| doc.clone())
+            .collect();
+        docs.sort();
+        docs
+    }
+}
+
+/// The moment a handle's bytes may be decided.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Moment {
+    /// Each `close` (and `dup2` over the descriptor).
+    Flush,
+    Fsync,
+    /// The last close; nobody hears the answer.
+    Release,
+}
+
+/// What a handle open for writing holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Holds {
+    /// A document's whole content, buffered in the handle.
+    Document,
+    /// A memory file's content (a scratch file or a document not committed yet).
+    Memory,
+}
+
+/// The undecided state of a handle open for writing: whether something since the last
+/// decision needs one. A decision is due at a flush, fsync or release after a write; a
+/// document's handle truncated with no write since (`bash >` flushes a duplicate before it
+/// writes) waits past flushes until an fsync or the last close. A memory file is decided only
+/// while its path is a document's (a scratch file waits for a rename).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Pending {
+    holds: Holds,
+    written: bool,
+    truncated: bool,
+}
+
+impl Pending {
+    /// A document's handle, opened with `O_TRUNC` or not.
+    pub fn document(truncated: bool) -> Pending {
+        Pending { holds: Holds::Document, written: false, truncated }
+    }
+
+    /// A memory file's handle. An open that truncates leaves nothing to decide: a new
+    /// document closed without content is never offered to the store.
+    pub fn memory() -> Pending {
+        Pending { holds: Holds::Memory, written: false, truncated: false }
+    }
+
+    /// Bytes were written through the handle.
+    pub fn write(&mut self) {
+        self.written = true;
+        self.truncated = false;
+    }
+
+    /// The file was resized through the handle (`ftruncate`).
+    pub fn resize(&mut self, size: u64) {
+        match self.holds {
+            Holds::Document if size == 0 => {
+                self.truncated = true;
+                self.written = false;
+            }
+            Holds::Document => self.written = true,
+            Holds::Memory => self.written = size > 0,
+        }
+    }
+
+    /// Whether the handle's bytes differ from the committed document's, so that the document
+    /// shows their size.
+    pub fn shows_size(&self) -> bool {
+        self.written || self.truncated
+    }
+
+    /// Whether a decision is due at `when`, for a handle whose path is now of kind `kind`
+    /// (`None`: the file was unlinked while open, so there is nothing to save it as).
+    pub fn due(&self, when: Moment, kind: Option<PathKind>) -> bool {
+        let Some(kind) = kind else { return false };
+        match self.holds {
+            Holds::Document => self.written || (self.truncated && when != Moment::Flush),
+            Holds::Memory => self.written && kind == PathKind::Document,
+        }
+    }
+
+    /// The decision is being made: nothing is pending any more, whatever its answer, so a
+    /// refused decision leaves the handle usable (the next write starts a new one).
+    pub fn decided(&mut self) {
+        self.written = false;
+        self.truncated = false;
+    }
 }
 
 /// Distinguishes rejected files written in the same millisecond.
@@ -257,5 +709,508 @@ mod tests {
         // A second refusal of the same path in the same millisecond gets its own file.
         let other = store.keep_rejected("books/a.json", b"x", &err).unwrap();
         assert_ne!(other, name);
+    }
+
+    /// The kind of `path` under the default configuration with `ignore = ["vendor/**"]`, as
+    /// [`Store::path_kind`] gives it (checked against the store in `kinds_match_the_store`).
+    fn kind(path: &str) -> PathKind {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if path.split('/').next() == Some(PRIVATE_DIR) {
+            PathKind::Private
+        } else if path.starts_with("vendor/") {
+            PathKind::Plain
+        } else if is_scratch_name(name) {
+            PathKind::Scratch
+        } else if name.ends_with(".json") || name.ends_with(".dust") {
+            PathKind::Document
+        } else {
+            PathKind::Plain
+        }
+    }
+
+    const PATHS: &[&str] = &[
+        "books/dune.json",
+        "books/dune.dust",
+        "books/sedAbC123",
+        "books/.goutputstream-ABC123",
+        "books/tmpk3j_x9a1",
+        "books/.dune.json.swp",
+        "books/4913",
+        "books/dune.json~",
+        "books/dune.json.new",
+        "books/dune.bak",
+        "vendor/dune.json",
+        ".stardust/rejected/x",
+        "books",
+    ];
+
+    #[test]
+    fn kinds_match_the_store() {
+        let (_dir, store) = store(&[("stardust.toml", "[store]\nignore = [\"vendor/**\"]\n")]);
+        for path in PATHS {
+            assert_eq!(kind(path), store.path_kind(path), "{path}");
+        }
+    }
+
+    fn rename<'a>(from: (&'a str, Held), to: (&'a str, Held), mode: RenameMode) -> Rename<'a> {
+        Rename {
+            from: from.0,
+            to: to.0,
+            from_kind: kind(from.0),
+            to_kind: kind(to.0),
+            from_held: from.1,
+            to_held: to.1,
+            mode,
+        }
+    }
+
+    /// Each row: the pattern, the source and what it holds, the target and what it holds, the
+    /// mode, and what the rename means.
+    #[test]
+    fn renames() {
+        use Held::*;
+        use RenameEffect::{
+            BackupAway, LeaveDocuments, MoveDocument, MoveFolder, Plain, Refuse, Save, Scratch,
+        };
+        use RenameMode::{NoReplace, Replace};
+        let rows: &[(&str, (&str, Held), (&str, Held), RenameMode, RenameEffect)] = &[
+            // Write-temp-then-rename: the temporary file is a scratch file in memory, or a
+            // plain file on disk; either way the rename is one save of the document.
+            (
+                "sed -i",
+                ("books/sedAbC123", Memory),
+                ("books/dune.json", File),
+                Replace,
+                Save { from: Source::Memory },
+            ),
+            (
+                "gedit",
+                ("books/.goutputstream-ABC123", Memory),
+                ("books/dune.json", File),
+                Replace,
+                Save { from: Source::Memory },
+            ),
+            (
+                "python mkstemp + os.replace",
+                ("books/tmpk3j_x9a1", Memory),
+                ("books/dune.json", File),
+                Replace,
+                Save { from: Source::Memory },
+            ),
+            (
+                "Helix, libraries: x.json.new onto x.json",
+                ("books/dune.json.new", File),
+                ("books/dune.json", File),
+                Replace,
+                Save { from: Source::Disk },
+            ),
+            (
+                "a new document written in memory, renamed onto a new document path",
+                ("books/dune.json", Memory),
+                ("books/dune.dust", Nothing),
+                Replace,
+                Save { from: Source::Memory },
+            ),
+            (
+                "a scratch file onto a document that is away",
+                ("books/dune.json~", Memory),
+                ("books/dune.json", Nothing),
+                Replace,
+                Save { from: Source::Memory },
+            ),
+            // Rename-original-then-write (Vim `backupcopy=no`).
+            (
+                "vim backupcopy=no: the document moved to its backup",
+                ("books/dune.json", File),
+                ("books/dune.json~", Nothing),
+                Replace,
+                BackupAway,
+            ),
+            (
+                "a document onto an existing swap file",
+                ("books/dune.json", File),
+                ("books/.dune.json.swp", Memory),
+                Replace,
+                BackupAway,
+            ),
+            // Scratch files stay outside the store.
+            (
+                "a scratch file renamed to another scratch name",
+                ("books/4913", Memory),
+                ("books/dune.json~", Nothing),
+                Replace,
+                Scratch { from: Source::Memory },
+            ),
+            (
+                "a plain file on disk renamed to a scratch name",
+                ("books/dune.bak", File),
+                ("books/dune.json~", Nothing),
+                Replace,
+                Scratch { from: Source::Disk },
+            ),
+            (
+                "a scratch file renamed to a plain name lands on disk",
+                ("books/dune.json~", Memory),
+                ("books/dune.bak", Nothing),
+                Replace,
+                Plain { from: Source::Memory },
+            ),
+            // Documents moved.
+            (
+                "mv a.json b.json",
+                ("books/dune.json", File),
+                ("books/dune.dust", Nothing),
+                Replace,
+                MoveDocument,
+            ),
+            (
+                "a document moved out of the documents",
+                ("books/dune.json", File),
+                ("books/dune.bak", Nothing),
+                Replace,
+                LeaveDocuments,
+            ),
+            (
+                "a document moved into an ignored folder",
+                ("books/dune.json", File),
+                ("vendor/dune.json", Nothing),
+                Replace,
+                LeaveDocuments,
+            ),
+            ("a folder", ("books", Folder), ("shelf", Nothing), Replace, MoveFolder),
+            // Plain files pass through.
+            (
+                "a plain file",
+                ("books/dune.bak", File),
+                ("vendor/dune.json", Nothing),
+                Replace,
+                Plain { from: Source::Disk },
+            ),
+            (
+                "a link named like a document keeps being a link",
+                ("books/dune.json", Special),
+                ("books/dune.json~", Nothing),
+                Replace,
+                Plain { from: Source::Disk },
+            ),
+            // Refused.
+            (
+                "a link onto a document",
+                ("books/dune.bak", Special),
+                ("books/dune.json", File),
+                Replace,
+                Refuse(Refusal::NotRegular),
+            ),
+            (
+                "into the private folder",
+                ("books/dune.json", File),
+                (".stardust/rejected/x", Nothing),
+                Replace,
+                Refuse(Refusal::ReadOnly),
+            ),
+            (
+                "out of the private folder",
+                (".stardust/rejected/x", File),
+                ("books/dune.bak", Nothing),
+                Replace,
+                Refuse(Refusal::ReadOnly),
+            ),
+            (
+                "RENAME_NOREPLACE onto an existing document",
+                ("books/sedAbC123", Memory),
+                ("books/dune.json", File),
+                NoReplace,
+                Refuse(Refusal::Exists),
+            ),
+            (
+                "RENAME_NOREPLACE onto a free name",
+                ("books/sedAbC123", Memory),
+                ("books/dune.json", Nothing),
+                NoReplace,
+                Save { from: Source::Memory },
+            ),
+            (
+                "RENAME_EXCHANGE",
+                ("books/dune.json", File),
+                ("books/dune.dust", File),
+                RenameMode::Unsupported,
+                Refuse(Refusal::Unsupported),
+            ),
+            (
+                "a memory file onto a folder",
+                ("books/dune.json~", Memory),
+                ("books", Folder),
+                Replace,
+                Refuse(Refusal::IsFolder),
+            ),
+            (
+                "a document onto a folder",
+                ("books/dune.json", File),
+                ("books", Folder),
+                Replace,
+                Refuse(Refusal::IsFolder),
+            ),
+            (
+                "a document hidden while away",
+                ("books/dune.json", Nothing),
+                ("books/dune.dust", Nothing),
+                Replace,
+                Refuse(Refusal::Missing),
+            ),
+            (
+                "onto itself",
+                ("books/dune.json", File),
+                ("books/dune.json", File),
+                Replace,
+                RenameEffect::Nothing,
+            ),
+            (
+                "onto itself, even when it does not replace",
+                ("books/dune.json", File),
+                ("books/dune.json", File),
+                NoReplace,
+                Refuse(Refusal::Exists),
+            ),
+        ];
+        for (pattern, from, to, mode, expected) in rows {
+            assert_eq!(rename_effect(&rename(*from, *to, *mode)), *expected, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn documents_in_a_moved_folder() {
+        let rows = [
+            ("authors/frank.json", MovedDocument::Document),
+            ("vendor/frank.json", MovedDocument::LeavesDocuments),
+            ("authors/frank.txt", MovedDocument::LeavesDocuments),
+        ];
+        for (moved, expected) in rows {
+            assert_eq!(moved_document(kind(moved)), expected, "{moved}");
+        }
+    }
+
+    #[test]
+    fn creates_opens_deletes_and_special_files() {
+        use Held::*;
+        // (path, exists, O_EXCL) -> create
+        let creates = [
+            ("books/a.json", false, false, Ok(CreateEffect::Memory)),
+            ("books/.dune.json.swp", false, true, Ok(CreateEffect::Memory)),
+            ("books/4913", false, false, Ok(CreateEffect::Memory)),
+            ("books/dune.json~", false, false, Ok(CreateEffect::Memory)),
+            ("books/notes.txt", false, false, Ok(CreateEffect::Disk)),
+            ("vendor/dune.json", false, false, Ok(CreateEffect::Disk)),
+            ("books/dune.json", true, false, Ok(CreateEffect::Open)),
+            ("books/dune.json", true, true, Err(Refusal::Exists)),
+            (".stardust/new", false, false, Err(Refusal::ReadOnly)),
+        ];
+        for (path, exists, excl, expected) in creates {
+            assert_eq!(create_effect(kind(path), exists, excl), expected, "create {path}");
+        }
+        // (path, a memory file there, for writing) -> open
+        let opens = [
+            ("books/dune.json", false, true, Ok(OpenEffect::Buffered)),
+            ("books/dune.json", false, false, Ok(OpenEffect::Disk)),
+            ("books/dune.json", true, true, Ok(OpenEffect::Memory)),
+            ("books/.dune.json.swp", true, true, Ok(OpenEffect::Memory)),
+            ("books/4913", false, true, Ok(OpenEffect::Disk)),
+            ("books/notes.txt", false, true, Ok(OpenEffect::Disk)),
+            (".stardust/store.json", false, false, Ok(OpenEffect::Private)),
+            (".stardust/store.json", false, true, Err(Refusal::ReadOnly)),
+        ];
+        for (path, mem, write, expected) in opens {
+            assert_eq!(open_effect(kind(path), mem, write), expected, "open {path}");
+        }
+        let deletes = [
+            ("books/dune.json", File, Ok(DeleteEffect::Document)),
+            ("books/dune.json", Memory, Ok(DeleteEffect::Memory)),
+            ("books/dune.json~", Memory, Ok(DeleteEffect::Memory)),
+            ("books/4913", Memory, Ok(DeleteEffect::Memory)),
+            ("books/dune.json", Special, Ok(DeleteEffect::Disk)),
+            ("books/notes.txt", File, Ok(DeleteEffect::Disk)),
+            ("vendor/dune.json", File, Ok(DeleteEffect::Disk)),
+            ("books", Folder, Err(Refusal::IsFolder)),
+            ("books/gone.json", Nothing, Err(Refusal::Missing)),
+            (".stardust/store.json", File, Err(Refusal::ReadOnly)),
+        ];
+        for (path, held, expected) in deletes {
+            assert_eq!(delete_effect(kind(path), held), expected, "delete {path}");
+        }
+        let resizes = [
+            ("books/dune.json", false, ResizeEffect::Save),
+            ("books/dune.json", true, ResizeEffect::Memory),
+            ("books/dune.json~", true, ResizeEffect::Memory),
+            ("books/notes.txt", false, ResizeEffect::Disk),
+        ];
+        for (path, mem, expected) in resizes {
+            assert_eq!(resize_effect(kind(path), mem), expected, "truncate {path}");
+        }
+        let specials = [
+            ("books/notes.txt", Ok(())),
+            ("vendor/dune.json", Ok(())),
+            ("books/dune.json", Err(Refusal::NotPlain)),
+            ("books/4913", Err(Refusal::NotPlain)),
+            (".stardust/x", Err(Refusal::ReadOnly)),
+        ];
+        for (path, expected) in specials {
+            assert_eq!(special_file(kind(path)), expected, "mknod {path}");
+        }
+        let links = [
+            ("books/notes.txt", File, "books/more.txt", Ok(())),
+            ("books/notes.txt", File, "books/more.json", Err(Refusal::NotPlain)),
+            ("books/dune.json", File, "books/more.txt", Err(Refusal::NotPlain)),
+            ("books/dune.json", File, ".stardust/x", Err(Refusal::ReadOnly)),
+            ("books/notes.txt", Memory, "books/more.txt", Err(Refusal::NotPlain)),
+        ];
+        for (from, held, to, expected) in links {
+            assert_eq!(hard_link(kind(from), held, kind(to)), expected, "link {from} {to}");
+        }
+    }
+
+    #[test]
+    fn memory_files_live_until() {
+        let rows = [
+            ("books/a.json", 1, true),
+            ("books/a.json", 0, false),
+            ("books/.a.json.swp", 0, true),
+            ("books/4913", 0, true),
+        ];
+        for (path, open, kept) in rows {
+            assert_eq!(keeps_memory_file(kind(path), open), kept, "{path} with {open} open");
+        }
+    }
+
+    /// One step on a handle open for writing.
+    #[derive(Clone, Copy, Debug)]
+    enum Op {
+        Write,
+        Resize(u64),
+        Decide(Moment),
+    }
+
+    /// Each row: the pattern, the handle as opened, what happens to it, the kind of its path
+    /// when it is asked (`None`: unlinked), and for each moment whether a decision is due.
+    #[test]
+    fn handles_are_decided() {
+        use Moment::{Flush, Fsync, Release};
+        use Op::*;
+        let doc = Some(PathKind::Document);
+        let scratch = Some(PathKind::Scratch);
+        let rows: &[(&str, Pending, &[Op], Option<PathKind>, [bool; 3])] = &[
+            (
+                "write-in-place (VS Code), closed",
+                Pending::document(false),
+                &[Write],
+                doc,
+                [true; 3],
+            ),
+            ("opened for writing, nothing written", Pending::document(false), &[], doc, [false; 3]),
+            (
+                "bash `>`: the duplicate flushed before the write",
+                Pending::document(true),
+                &[],
+                doc,
+                [false, true, true],
+            ),
+            ("bash `>`: after its write", Pending::document(true), &[Write], doc, [true; 3]),
+            (
+                "`truncate -s 0`: decided at fsync or the last close only",
+                Pending::document(false),
+                &[Resize(0)],
+                doc,
+                [false, true, true],
+            ),
+            ("`ftruncate` to a size", Pending::document(false), &[Resize(10)], doc, [true; 3]),
+            (
+                "a write after a truncation",
+                Pending::document(false),
+                &[Resize(0), Write],
+                doc,
+                [true; 3],
+            ),
+            ("already decided", Pending::document(false), &[Write, Decide(Flush)], doc, [false; 3]),
+            (
+                "a refused decision leaves the handle usable: the next write is decided",
+                Pending::document(false),
+                &[Write, Decide(Fsync), Write],
+                doc,
+                [true; 3],
+            ),
+            ("unlinked while open", Pending::document(false), &[Write], None, [false; 3]),
+            ("a new document written", Pending::memory(), &[Write], doc, [true; 3]),
+            ("a new document closed empty", Pending::memory(), &[], doc, [false; 3]),
+            (
+                "a new document written then truncated to nothing",
+                Pending::memory(),
+                &[Write, Resize(0)],
+                doc,
+                [false; 3],
+            ),
+            ("a new document given a size", Pending::memory(), &[Resize(5)], doc, [true; 3]),
+            (
+                "a swap file written (waits for a rename)",
+                Pending::memory(),
+                &[Write],
+                scratch,
+                [false; 3],
+            ),
+            ("a memory file unlinked while open", Pending::memory(), &[Write], None, [false; 3]),
+        ];
+        for (pattern, opened, ops, kind, due) in rows {
+            let mut handle = *opened;
+            for op in *ops {
+                match op {
+                    Write => handle.write(),
+                    Resize(size) => handle.resize(*size),
+                    Decide(when) => {
+                        assert!(handle.due(*when, Some(PathKind::Document)), "{pattern}: {op:?}");
+                        handle.decided();
+                    }
+                }
+            }
+            let got = [Flush, Fsync, Release].map(|when| handle.due(when, *kind));
+            assert_eq!(got, *due, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn pending_sizes_show_while_undecided() {
+        let mut handle = Pending::document(false);
+        assert!(!handle.shows_size(), "nothing written: the committed size");
+        handle.resize(0);
+        assert!(handle.shows_size(), "truncated: the handle's size");
+        handle.write();
+        assert!(handle.shows_size());
+        handle.decided();
+        assert!(!handle.shows_size(), "decided: the committed size again");
+        assert!(Pending::document(true).shows_size(), "opened with O_TRUNC");
+    }
+
+    #[test]
+    fn away_documents() {
+        let mut away = Away::default();
+        // Vim `backupcopy=no`: the document moves to its backup, a new save replaces it, then
+        // the backup is deleted: nothing left to delete.
+        away.hide("books/dune.json", "books/dune.json~");
+        assert!(away.is_away("books/dune.json"));
+        assert!(!away.is_away("books/dune.json~"));
+        away.settle("books/dune.json");
+        assert!(!away.is_away("books/dune.json"));
+        assert_eq!(away.released("books/dune.json~", None), Vec::<String>::new());
+
+        // Moved aside and then deleted: the document is deleted.
+        away.hide("books/gone.json", "books/gone.json~");
+        assert_eq!(away.released("books/gone.json~", None), ["books/gone.json"]);
+        assert!(away.is_away("books/gone.json"), "until its delete is committed");
+        away.settle("books/gone.json");
+
+        // The backup moved to another scratch name carries the document along; moved back onto
+        // the document's path, it saves that one and deletes the others it held.
+        away.hide("books/a.json", "books/x~");
+        away.hide("books/b.json", "books/x~");
+        away.follow("books/x~", "books/.x.swp");
+        assert_eq!(away.released("books/x~", None), Vec::<String>::new());
+        assert_eq!(away.released("books/.x.swp", None), ["books/a.json", "books/b.json"]);
+        assert_eq!(away.released("books/.x.swp", Some("books/a.json")), ["books/b.json"]);
     }
 }
