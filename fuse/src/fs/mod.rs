@@ -1,6 +1,7 @@
 //! The FUSE filesystem: kernel requests converted into store reads and commits.
 //!
-//! Three kinds of file live in the mount (the core's `PathKind` decides which a path is):
+//! Three kinds of file live in the mount (the core's `PathKind` decides which a path is, and
+//! `stardust_core::store::saves` what each operation on it means and when a handle is decided):
 //! - documents: read from disk (which always holds the committed content); a handle opened for
 //!   writing buffers the whole content and hands it to the save authority at `flush`, `fsync`,
 //!   `release` and when a file is renamed onto a document path;
@@ -34,6 +35,11 @@ use fuser::{
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
 use stardust_core::Code;
+use stardust_core::store::saves::{
+    Away, CreateEffect, DeleteEffect, Held, Moment, OpenEffect, Pending, Refusal, ResizeEffect,
+    create_effect, delete_effect, hard_link, keeps_memory_file, open_effect, resize_effect,
+    special_file,
+};
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
 
 use crate::nodes::{self, Nodes, ROOT};
@@ -70,16 +76,6 @@ struct MemFile {
     open: u32,
 }
 
-/// The moment a handle's content may be decided.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum When {
-    /// Each `close` (and `dup2` over the descriptor).
-    Flush,
-    Fsync,
-    /// The last close; nobody hears the answer.
-    Release,
-}
-
 #[derive(Debug)]
 enum Handle {
     /// A file on disk: plain files, documents opened for reading, kept rejected saves. Shared
@@ -88,9 +84,9 @@ enum Handle {
     /// A generated read-only file (`.stardust/`), fixed at open.
     Bytes(Vec<u8>),
     /// A memory file; its content lives in the memory table under its current path.
-    Mem { ino: u64, written: bool },
+    Mem { ino: u64, pending: Pending },
     /// A document opened for writing, with its whole content buffered.
-    Doc { ino: u64, content: Vec<u8>, written: bool, truncated: bool },
+    Doc { ino: u64, content: Vec<u8>, pending: Pending },
 }
 
 pub struct StardustFs {
@@ -101,11 +97,8 @@ pub struct StardustFs {
     /// Shared with the invalidation thread, which maps store paths to inode numbers.
     nodes: Arc<Mutex<Nodes>>,
     mem: Mutex<HashMap<String, MemFile>>,
-    /// Documents renamed onto a scratch name (Vim's backup before it writes anew): hidden from
-    /// the mount but still in the store, until a new save at the path replaces them (one
-    /// transaction), or the scratch file holding their bytes is deleted or moved off (then the
-    /// document is deleted). Maps the document's path to the scratch file's.
-    away: Mutex<HashMap<String, String>>,
+    /// Documents hidden while a scratch file holds their bytes (Vim's backup rename).
+    away: Mutex<Away>,
     handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
     dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
     next_fh: AtomicU64,
@@ -126,10 +119,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn io_errno(e: io::Error) -> Errno {
+    errno_of(&e)
+}
+
+fn errno_of(e: &io::Error) -> Errno {
     match e.raw_os_error() {
         Some(code) => Errno::from_i32(code),
         None if e.kind() == io::ErrorKind::NotFound => Errno::ENOENT,
         None => Errno::EIO,
+    }
+}
+
+/// The errno of a refusal the core decided. `Missing` is answered with the error of the lookup
+/// that found nothing where the caller has it; this is the answer when there is none.
+fn refusal_errno(refusal: Refusal) -> Errno {
+    match refusal {
+        Refusal::Unsupported | Refusal::NotRegular => Errno::EINVAL,
+        Refusal::ReadOnly => Errno::EROFS,
+        Refusal::Exists => Errno::EEXIST,
+        Refusal::IsFolder => Errno::EISDIR,
+        Refusal::NotPlain => Errno::EPERM,
+        Refusal::Missing => Errno::ENOENT,
     }
 }
 
@@ -150,7 +160,7 @@ impl StardustFs {
             max_size,
             nodes,
             mem: Mutex::new(HashMap::new()),
-            away: Mutex::new(HashMap::new()),
+            away: Mutex::new(Away::default()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
@@ -188,15 +198,26 @@ impl StardustFs {
 
     /// The metadata of `path` on disk, unless the mount hides it (moved away).
     fn disk_meta(&self, path: &str) -> io::Result<fs::Metadata> {
-        if lock(&self.away).contains_key(path) {
+        if lock(&self.away).is_away(path) {
             return Err(io::Error::from_raw_os_error(Errno::ENOENT.code()));
         }
         fs::symlink_metadata(self.abs(path))
     }
 
+    /// What `path` holds: its memory file if it has one, else what the disk holds.
+    fn held(&self, path: &str) -> Held {
+        self.held_with(path, &self.disk_meta(path))
+    }
+
+    /// What `path`, whose lookup on disk gave `meta`, holds: its memory file if it has one,
+    /// else what the disk holds.
+    fn held_with(&self, path: &str, meta: &io::Result<fs::Metadata>) -> Held {
+        if lock(&self.mem).contains_key(path) { Held::Memory } else { disk_held(meta) }
+    }
+
     /// A save replaced the document at `path`: it is no longer away.
     fn settle(&self, path: &str) {
-        lock(&self.away).remove(path);
+        lock(&self.away).settle(path);
     }
 
     fn kind(&self, path: &str) -> PathKind {
@@ -229,9 +250,7 @@ impl StardustFs {
                 Err(std::sync::TryLockError::WouldBlock) => return None,
             };
             match &*handle {
-                Handle::Doc { ino: i, content, written, truncated }
-                    if *i == ino && (*written || *truncated) =>
-                {
+                Handle::Doc { ino: i, content, pending } if *i == ino && pending.shows_size() => {
                     Some(content.len() as u64)
                 }
                 _ => None,
@@ -389,49 +408,54 @@ impl StardustFs {
     ) -> Result<(u64, FopenFlags), Errno> {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & OFlag::O_TRUNC.bits() != 0;
-        if Self::is_private(path) {
-            if write {
-                return Err(Errno::EROFS);
+        let kind = self.kind(path);
+        // The memory table stays locked from the look to the count of open handles, so the
+        // memory file cannot go in between.
+        let mut mem = lock(&self.mem);
+        let effect = open_effect(kind, mem.contains_key(path), write).map_err(refusal_errno)?;
+        if let (OpenEffect::Memory, Some(file)) = (effect, mem.get_mut(path)) {
+            file.open += 1;
+            if trunc {
+                file.content.clear();
             }
-            return match private::resolve(&self.store, &self.mountpoint, path) {
-                Some(private::Entry::File(bytes)) => {
-                    Ok((self.fh(Handle::Bytes(bytes)), FopenFlags::FOPEN_DIRECT_IO))
-                }
-                Some(private::Entry::OnDisk(file)) => {
-                    let file = File::open(file).map_err(io_errno)?;
-                    Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
-                }
-                Some(private::Entry::Dir) => Err(Errno::EISDIR),
-                None => Err(Errno::ENOENT),
-            };
-        }
-        {
-            let mut mem = lock(&self.mem);
-            if let Some(file) = mem.get_mut(path) {
-                file.open += 1;
-                if trunc {
-                    file.content.clear();
-                }
-                drop(mem);
-                return Ok((
-                    self.fh(Handle::Mem { ino, written: false }),
-                    FopenFlags::FOPEN_DIRECT_IO,
-                ));
-            }
-        }
-        let abs = self.abs(path);
-        if self.kind(path) == PathKind::Document && write {
-            let content = if trunc { Vec::new() } else { fs::read(&abs).map_err(io_errno)? };
-            let handle = Handle::Doc { ino, content, written: false, truncated: trunc };
+            drop(mem);
+            let handle = Handle::Mem { ino, pending: Pending::memory() };
             return Ok((self.fh(handle), FopenFlags::FOPEN_DIRECT_IO));
         }
-        let file = fs::OpenOptions::new()
-            .read(flags.acc_mode() != OpenAccMode::O_WRONLY)
-            .write(write)
-            .truncate(trunc)
-            .open(&abs)
-            .map_err(io_errno)?;
-        Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
+        drop(mem);
+        match effect {
+            OpenEffect::Private => self.open_private(ino, path),
+            OpenEffect::Buffered => {
+                let content =
+                    if trunc { Vec::new() } else { fs::read(self.abs(path)).map_err(io_errno)? };
+                let handle = Handle::Doc { ino, content, pending: Pending::document(trunc) };
+                Ok((self.fh(handle), FopenFlags::FOPEN_DIRECT_IO))
+            }
+            OpenEffect::Memory | OpenEffect::Disk => {
+                let file = fs::OpenOptions::new()
+                    .read(flags.acc_mode() != OpenAccMode::O_WRONLY)
+                    .write(write)
+                    .truncate(trunc)
+                    .open(self.abs(path))
+                    .map_err(io_errno)?;
+                Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
+            }
+        }
+    }
+
+    /// Open a file of the virtual private folder for reading.
+    fn open_private(&self, ino: u64, path: &str) -> Result<(u64, FopenFlags), Errno> {
+        match private::resolve(&self.store, &self.mountpoint, path) {
+            Some(private::Entry::File(bytes)) => {
+                Ok((self.fh(Handle::Bytes(bytes)), FopenFlags::FOPEN_DIRECT_IO))
+            }
+            Some(private::Entry::OnDisk(file)) => {
+                let file = File::open(file).map_err(io_errno)?;
+                Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
+            }
+            Some(private::Entry::Dir) => Err(Errno::EISDIR),
+            None => Err(Errno::ENOENT),
+        }
     }
 
     /// Close one handle of a memory file.
@@ -440,9 +464,7 @@ impl StardustFs {
         let mut mem = lock(&self.mem);
         let Some(file) = mem.get_mut(&path) else { return };
         file.open = file.open.saturating_sub(1);
-        // A document's memory entry only bridges the time until its first commit (or its
-        // last close): after that the disk holds it, or there is nothing to keep.
-        if file.open == 0 && self.kind(&path) == PathKind::Document {
+        if !keeps_memory_file(self.kind(&path), file.open) {
             mem.remove(&path);
             drop(mem);
             if self.disk_meta(&path).is_err() {
@@ -453,47 +475,38 @@ impl StardustFs {
         }
     }
 
-    /// Decide what a handle holds, if it is a document with something to decide. A flush
-    /// skips the just-truncated state that `bash >` flushes before it writes.
-    fn decide_handle(&self, handle: &mut Handle, when: When) -> Result<(), Errno> {
+    /// Decide what a handle holds, if the core says a decision is due at `when`.
+    fn decide_handle(&self, handle: &mut Handle, when: Moment) -> Result<(), Errno> {
         let errno = Errno::EIO;
-        let at_flush = when == When::Flush;
         match handle {
-            Handle::Doc { ino, content, written, truncated } => {
-                let due = *written || (*truncated && !at_flush);
-                if !due {
-                    return Ok(());
-                }
-                let Some(path) = lock(&self.nodes).path(*ino) else {
-                    // Unlinked while open: nothing to save it as.
-                    return Ok(());
-                };
-                *written = false;
-                *truncated = false;
+            Handle::Doc { ino, content, pending } => {
+                let Some(path) = self.due_path(*ino, pending, when) else { return Ok(()) };
+                pending.decided();
                 self.decide(*ino, &path, content.clone(), errno)
             }
-            Handle::Mem { ino, written } => {
-                if !*written {
-                    return Ok(());
-                }
-                let Some(path) = lock(&self.nodes).path(*ino) else { return Ok(()) };
-                if self.kind(&path) != PathKind::Document {
-                    return Ok(());
-                }
+            Handle::Mem { ino, pending } => {
+                let Some(path) = self.due_path(*ino, pending, when) else { return Ok(()) };
                 let Some(content) = lock(&self.mem).get(&path).map(|f| f.content.clone()) else {
                     return Ok(());
                 };
-                *written = false;
+                pending.decided();
                 self.decide(*ino, &path, content, errno)
             }
             Handle::Disk { file, .. } => {
-                if when == When::Fsync {
+                if when == Moment::Fsync {
                     file.sync_all().map_err(io_errno)?;
                 }
                 Ok(())
             }
             Handle::Bytes(_) => Ok(()),
         }
+    }
+
+    /// The path to decide the handle of `ino` as, when a decision is due.
+    fn due_path(&self, ino: u64, pending: &Pending, when: Moment) -> Option<String> {
+        let path = lock(&self.nodes).path(ino);
+        let kind = path.as_deref().map(|path| self.kind(path));
+        pending.due(when, kind).then_some(path).flatten()
     }
 
     fn listing(&self, path: &str) -> Result<Vec<(String, FileType)>, Errno> {
@@ -513,7 +526,7 @@ impl StardustFs {
             if path.is_empty() && name == PRIVATE_DIR {
                 continue;
             }
-            if lock(&self.away).contains_key(&nodes::join(path, &name)) {
+            if lock(&self.away).is_away(&nodes::join(path, &name)) {
                 continue;
             }
             let kind = entry
@@ -549,40 +562,44 @@ impl StardustFs {
             let handle = self.handle(fh)?;
             let mut handle = lock(&handle);
             match &mut *handle {
-                Handle::Doc { content, written, truncated, .. } => {
+                Handle::Doc { content, pending, .. } => {
                     self.check_size(size)?;
                     content.resize(size as usize, 0);
-                    if size == 0 {
-                        *truncated = true;
-                        *written = false;
-                    } else {
-                        *written = true;
-                    }
+                    pending.resize(size);
                     return Ok(());
                 }
-                Handle::Mem { written, .. } => {
+                Handle::Mem { pending, .. } => {
                     self.check_size(size)?;
-                    *written = size > 0;
+                    pending.resize(size);
                 }
                 Handle::Disk { file, .. } => return file.set_len(size).map_err(io_errno),
                 Handle::Bytes(_) => return Err(Errno::EROFS),
             }
         }
-        if let Some(file) = lock(&self.mem).get_mut(path) {
-            self.check_size(size)?;
-            file.content.resize(size as usize, 0);
-            file.mtime = SystemTime::now();
-            return Ok(());
+        let kind = self.kind(path);
+        let mut mem = lock(&self.mem);
+        match resize_effect(kind, mem.contains_key(path)) {
+            ResizeEffect::Memory => {
+                let Some(file) = mem.get_mut(path) else { return Err(Errno::ENOENT) };
+                self.check_size(size)?;
+                file.content.resize(size as usize, 0);
+                file.mtime = SystemTime::now();
+                Ok(())
+            }
+            ResizeEffect::Save => {
+                drop(mem);
+                self.check_size(size)?;
+                let mut content = fs::read(self.abs(path)).map_err(io_errno)?;
+                content.resize(size as usize, 0);
+                self.decide(ino, path, content, Errno::EIO)
+            }
+            ResizeEffect::Disk => {
+                drop(mem);
+                let file =
+                    fs::OpenOptions::new().write(true).open(self.abs(path)).map_err(io_errno)?;
+                file.set_len(size).map_err(io_errno)
+            }
         }
-        if self.kind(path) == PathKind::Document {
-            // `truncate(2)` by path: a save of its own.
-            self.check_size(size)?;
-            let mut content = fs::read(self.abs(path)).map_err(io_errno)?;
-            content.resize(size as usize, 0);
-            return self.decide(ino, path, content, Errno::EIO);
-        }
-        let file = fs::OpenOptions::new().write(true).open(self.abs(path)).map_err(io_errno)?;
-        file.set_len(size).map_err(io_errno)
     }
 }
 
@@ -600,6 +617,16 @@ fn read_at(file: &File, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
     }
     buf.truncate(done);
     Ok(buf)
+}
+
+/// What the disk holds, from a lookup of the path.
+fn disk_held(meta: &io::Result<fs::Metadata>) -> Held {
+    match meta {
+        Ok(meta) if meta.is_dir() => Held::Folder,
+        Ok(meta) if meta.is_file() => Held::File,
+        Ok(_) => Held::Special,
+        Err(_) => Held::Nothing,
+    }
 }
 
 /// One file name as the store names it: UTF-8, and never a way out of its folder.
@@ -811,23 +838,19 @@ impl Filesystem for StardustFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            if Self::is_private(&path) {
-                return Err(Errno::EROFS);
-            }
-            if lock(&self.mem).contains_key(&path) {
-                self.release_away(&path, None)?;
-                lock(&self.mem).remove(&path);
-                self.forget_path(&path);
-                return Ok(());
-            }
-            let meta = self.disk_meta(&path).map_err(io_errno)?;
-            if meta.is_dir() {
-                return Err(Errno::EISDIR);
-            }
-            if meta.is_file() && self.kind(&path) == PathKind::Document {
-                self.commit(&path, vec![Change::delete(path.clone())], Errno::EPERM)?;
-            } else {
-                fs::remove_file(self.abs(&path)).map_err(io_errno)?;
+            let meta = self.disk_meta(&path);
+            let held = self.held_with(&path, &meta);
+            match delete_effect(self.kind(&path), held) {
+                Err(Refusal::Missing) => return Err(meta.err().map_or(Errno::ENOENT, io_errno)),
+                Err(refusal) => return Err(refusal_errno(refusal)),
+                Ok(DeleteEffect::Memory) => {
+                    self.release_away(&path, None)?;
+                    lock(&self.mem).remove(&path);
+                }
+                Ok(DeleteEffect::Document) => {
+                    self.commit(&path, vec![Change::delete(path.clone())], Errno::EPERM)?;
+                }
+                Ok(DeleteEffect::Disk) => fs::remove_file(self.abs(&path)).map_err(io_errno)?,
             }
             self.forget_path(&path);
             Ok(())
@@ -868,14 +891,8 @@ impl Filesystem for StardustFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, name).and_then(|path| {
-            if Self::is_private(&path) {
-                return Err(Errno::EROFS);
-            }
-            // Devices, FIFOs and sockets are plain files to the store; a document or scratch
-            // name must be a regular file the mount holds.
-            if self.kind(&path) != PathKind::Plain {
-                return Err(Errno::EPERM);
-            }
+            // Devices, FIFOs and sockets are plain files to the store.
+            special_file(self.kind(&path)).map_err(refusal_errno)?;
             let abs = self.abs(&path);
             let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
             let perm = Mode::from_bits_truncate(mode & !umask & 0o7777);
@@ -902,14 +919,8 @@ impl Filesystem for StardustFs {
     ) {
         let result = self.path_of(ino).and_then(|from| {
             let to = self.child(newparent, newname)?;
-            if Self::is_private(&from) || Self::is_private(&to) {
-                return Err(Errno::EROFS);
-            }
-            // A document has exactly one path, and memory files have none on disk.
-            let plain = |path: &str| self.kind(path) == PathKind::Plain;
-            if !plain(&from) || !plain(&to) || lock(&self.mem).contains_key(&from) {
-                return Err(Errno::EPERM);
-            }
+            let held = self.held(&from);
+            hard_link(self.kind(&from), held, self.kind(&to)).map_err(refusal_errno)?;
             fs::hard_link(self.abs(&from), self.abs(&to)).map_err(io_errno)?;
             lock(&self.nodes).link(ino.0, &to);
             self.stat(&to)
@@ -929,13 +940,7 @@ impl Filesystem for StardustFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, link_name).and_then(|path| {
-            if Self::is_private(&path) {
-                return Err(Errno::EROFS);
-            }
-            // The store never follows links, so a link cannot be a document or a scratch file.
-            if self.kind(&path) != PathKind::Plain {
-                return Err(Errno::EPERM);
-            }
+            special_file(self.kind(&path)).map_err(refusal_errno)?;
             let abs = self.abs(&path);
             std::os::unix::fs::symlink(target, &abs).map_err(io_errno)?;
             chown_to(&abs, req);
@@ -987,20 +992,13 @@ impl Filesystem for StardustFs {
     ) {
         let perm = (mode & !umask & 0o7777) as u16;
         let result = self.child(parent, name).and_then(|path| {
-            if Self::is_private(&path) {
-                return Err(Errno::EROFS);
-            }
             let excl = flags & OFlag::O_EXCL.bits() != 0;
             let exists = lock(&self.mem).contains_key(&path) || self.disk_meta(&path).is_ok();
-            if exists && excl {
-                return Err(Errno::EEXIST);
-            }
-            match self.kind(&path) {
-                PathKind::Document | PathKind::Scratch if !exists => {
+            match create_effect(self.kind(&path), exists, excl).map_err(refusal_errno)? {
+                CreateEffect::Memory => {
                     lock(&self.mem).insert(path.clone(), self.new_mem(req, perm));
                 }
-                PathKind::Document | PathKind::Scratch => {}
-                _ if !exists => {
+                CreateEffect::Disk => {
                     let abs = self.abs(&path);
                     fs::OpenOptions::new()
                         .write(true)
@@ -1012,7 +1010,7 @@ impl Filesystem for StardustFs {
                         .map_err(io_errno)?;
                     chown_to(&abs, req);
                 }
-                _ => {}
+                CreateEffect::Open => {}
             }
             let ino = self.ino_of(&path);
             let (fh, open_flags) = self.open_path(ino, &path, OpenFlags(flags))?;
@@ -1090,21 +1088,20 @@ impl Filesystem for StardustFs {
         let result = self.handle(fh).and_then(|handle| match &mut *lock(&handle) {
             Handle::Disk { file, .. } => file.write_all_at(data, offset).map_err(io_errno),
             Handle::Bytes(_) => Err(Errno::EROFS),
-            Handle::Doc { content, written, truncated, .. } => {
+            Handle::Doc { content, pending, .. } => {
                 self.check_size(end)?;
                 put(content);
-                *written = true;
-                *truncated = false;
+                pending.write();
                 Ok(())
             }
-            Handle::Mem { written, .. } => {
+            Handle::Mem { pending, .. } => {
                 self.check_size(end)?;
                 let path = self.path_of(ino)?;
                 let mut mem = lock(&self.mem);
                 let file = mem.get_mut(&path).ok_or(Errno::ENOENT)?;
                 put(&mut file.content);
                 file.mtime = SystemTime::now();
-                *written = true;
+                pending.write();
                 Ok(())
             }
         });
@@ -1122,8 +1119,9 @@ impl Filesystem for StardustFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        let result =
-            self.handle(fh).and_then(|handle| self.decide_handle(&mut lock(&handle), When::Flush));
+        let result = self
+            .handle(fh)
+            .and_then(|handle| self.decide_handle(&mut lock(&handle), Moment::Flush));
         match result {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -1138,8 +1136,9 @@ impl Filesystem for StardustFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let result =
-            self.handle(fh).and_then(|handle| self.decide_handle(&mut lock(&handle), When::Fsync));
+        let result = self
+            .handle(fh)
+            .and_then(|handle| self.decide_handle(&mut lock(&handle), Moment::Fsync));
         match result {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -1161,7 +1160,7 @@ impl Filesystem for StardustFs {
             let mut handle = lock(&handle);
             // The last chance to save: `truncate` with no write after it is decided here.
             // Nobody hears the answer, so a failure is only logged (and its bytes kept).
-            let _ = self.decide_handle(&mut handle, When::Release);
+            let _ = self.decide_handle(&mut handle, Moment::Release);
             if let Handle::Mem { .. } = &*handle {
                 drop(handle);
                 self.release_mem(ino.0);
