@@ -616,6 +616,20 @@ fn plain_and_scratch_files_and_bad_input() {
 }
 
 #[test]
+fn a_plain_file_renamed_to_a_scratch_name_keeps_its_bytes() {
+    let m = Mounted::new(&[("books/dune.json", DUNE), ("books/notes.txt", "notes")]);
+    // A scratch name holds the bytes in the mount only, outside the store's folder.
+    fs::rename(m.path("books/notes.txt"), m.path("books/notes.txt~")).unwrap();
+    assert_eq!(fs::read_to_string(m.path("books/notes.txt~")).unwrap(), "notes");
+    assert_eq!(listing(&m.path("books")), ["dune.json", "notes.txt~"]);
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+    // Renamed back to a plain name, the file lands on disk again.
+    fs::rename(m.path("books/notes.txt~"), m.path("books/notes.txt")).unwrap();
+    assert_eq!(m.on_disk("books/notes.txt"), "notes");
+    assert!(m.saves().is_empty(), "{:?}", m.saves());
+}
+
+#[test]
 fn concurrent_writers_each_commit_whole_documents() {
     let m = Mounted::new(&[("books/dune.json", DUNE)]);
     let versions: Vec<String> = (0..6)

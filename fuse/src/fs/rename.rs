@@ -139,7 +139,7 @@ impl StardustFs {
         file.content = fs::read(self.abs(from)).map_err(io_errno)?;
         lock(&self.mem).insert(to.to_owned(), file);
         fs::remove_file(self.abs(from)).map_err(io_errno)?;
-        self.moved_on_disk(from, to);
+        self.move_path(from, to);
         Ok(())
     }
 
