@@ -2,7 +2,8 @@
 //! committed documents, and every save goes through the core's save authority.
 //!
 //! This crate converts FUSE requests into store calls and back; the rules (which names are
-//! documents or scratch files, what a refusal keeps) live in `stardust_core::store`.
+//! documents or scratch files, what a rename or a close means, what a refusal keeps) live in
+//! `stardust_core::store::saves`. It keeps inodes, errno mapping and kernel cache invalidation.
 
 mod fs;
 mod nodes;

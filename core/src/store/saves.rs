@@ -764,8 +764,10 @@ mod tests {
         }
     }
 
-    /// Each row: the pattern, the source and what it holds, the target and what it holds, the
-    /// mode, and what the rename means.
+    /// The pattern, the source and what it holds, the target and what it holds, the mode, and
+    /// what the rename means.
+    type RenameRow<'a> = (&'a str, (&'a str, Held), (&'a str, Held), RenameMode, RenameEffect);
+
     #[test]
     fn renames() {
         use Held::*;
@@ -773,7 +775,7 @@ mod tests {
             BackupAway, LeaveDocuments, MoveDocument, MoveFolder, Plain, Refuse, Save, Scratch,
         };
         use RenameMode::{NoReplace, Replace};
-        let rows: &[(&str, (&str, Held), (&str, Held), RenameMode, RenameEffect)] = &[
+        let rows: &[RenameRow<'_>] = &[
             // Write-temp-then-rename: the temporary file is a scratch file in memory, or a
             // plain file on disk; either way the rename is one save of the document.
             (
@@ -1088,15 +1090,18 @@ mod tests {
         Decide(Moment),
     }
 
-    /// Each row: the pattern, the handle as opened, what happens to it, the kind of its path
-    /// when it is asked (`None`: unlinked), and for each moment whether a decision is due.
+    /// The pattern, the handle as opened, what happens to it, the kind of its path when it is
+    /// asked (`None`: unlinked), and for each moment (flush, fsync, release) whether a decision
+    /// is due.
+    type HandleRow<'a> = (&'a str, Pending, &'a [Op], Option<PathKind>, [bool; 3]);
+
     #[test]
     fn handles_are_decided() {
         use Moment::{Flush, Fsync, Release};
         use Op::*;
         let doc = Some(PathKind::Document);
         let scratch = Some(PathKind::Scratch);
-        let rows: &[(&str, Pending, &[Op], Option<PathKind>, [bool; 3])] = &[
+        let rows: &[HandleRow<'_>] = &[
             (
                 "write-in-place (VS Code), closed",
                 Pending::document(false),
