@@ -979,6 +979,100 @@ mod tests {
         }
     }
 
+    /// Every combination of kinds, holdings and modes (the table is finite) keeps SPEC §14's
+    /// promises: the private folder is never written, only a document path receives a save,
+    /// only a document on disk leaves the documents, a scratch name never reaches the store.
+    #[test]
+    fn every_rename_keeps_the_spec_promises() {
+        use PathKind::*;
+        use RenameEffect as E;
+        let kinds = [Document, Scratch, Private, Plain];
+        let held = [Held::Nothing, Held::Memory, Held::File, Held::Folder, Held::Special];
+        let modes = [RenameMode::Replace, RenameMode::NoReplace, RenameMode::Unsupported];
+        let mut seen = std::collections::HashSet::new();
+        for (from_kind, from_held, to_kind, to_held, mode, same) in combinations(kinds, held, modes)
+        {
+            let r = Rename {
+                from: "a",
+                to: if same { "a" } else { "b" },
+                from_kind,
+                to_kind,
+                from_held,
+                to_held,
+                mode,
+            };
+            let effect = rename_effect(&r);
+            seen.insert(format!("{effect:?}"));
+            let case = format!("{r:?} -> {effect:?}");
+            if mode == RenameMode::Unsupported {
+                assert_eq!(effect, E::Refuse(Refusal::Unsupported), "{case}");
+            } else if from_kind == Private || to_kind == Private {
+                assert_eq!(effect, E::Refuse(Refusal::ReadOnly), "{case}");
+            }
+            let commits_to = matches!(effect, E::Save { .. } | E::MoveDocument);
+            assert!(!commits_to || to_kind == Document, "only a document path is saved: {case}");
+            let removes_document =
+                matches!(effect, E::MoveDocument | E::BackupAway | E::LeaveDocuments);
+            assert!(
+                !removes_document || (from_kind == Document && from_held == Held::File),
+                "only a document on disk leaves its path: {case}"
+            );
+            if to_kind == Scratch {
+                assert!(
+                    matches!(
+                        effect,
+                        E::Refuse(_)
+                            | E::Nothing
+                            | E::Scratch { .. }
+                            | E::BackupAway
+                            | E::MoveFolder
+                            | E::Plain { from: Source::Disk }
+                    ),
+                    "a scratch name stays out of the store: {case}"
+                );
+                assert!(
+                    !matches!(effect, E::Plain { .. }) || from_held == Held::Special,
+                    "only a link or a FIFO keeps a scratch name on disk: {case}"
+                );
+            }
+            if from_held == Held::Memory && !matches!(effect, E::Refuse(_) | E::Nothing) {
+                assert!(
+                    matches!(
+                        effect,
+                        E::Save { from: Source::Memory }
+                            | E::Scratch { from: Source::Memory }
+                            | E::Plain { from: Source::Memory }
+                    ),
+                    "a memory file's bytes move as a memory file's: {case}"
+                );
+            }
+        }
+        // Every effect is reachable.
+        assert_eq!(seen.len(), 17, "{seen:?}");
+    }
+
+    /// From kind, from held, to kind, to held, mode, and whether both are the same path.
+    type Case = (PathKind, Held, PathKind, Held, RenameMode, bool);
+
+    /// Every [`Case`].
+    fn combinations(kinds: [PathKind; 4], held: [Held; 5], modes: [RenameMode; 3]) -> Vec<Case> {
+        let mut all = Vec::new();
+        for fk in kinds {
+            for fh in held {
+                for tk in kinds {
+                    for th in held {
+                        for mode in modes {
+                            for same in [false, true] {
+                                all.push((fk, fh, tk, th, mode, same));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        all
+    }
+
     #[test]
     fn documents_in_a_moved_folder() {
         let rows = [
