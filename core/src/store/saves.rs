@@ -1285,6 +1285,37 @@ mod tests {
         assert!(Pending::document(true).shows_size(), "opened with O_TRUNC");
     }
 
+    /// Vim with `backupcopy=no`, step by step as the mount sees it: every step's effect, and
+    /// one decision in all.
+    #[test]
+    fn vim_backupcopy_no_is_one_save() {
+        let (doc, backup) = ("books/dune.json", "books/dune.json~");
+        let mut away = Away::default();
+        // rename(dune.json, dune.json~)
+        let r = rename((doc, Held::File), (backup, Held::Nothing), RenameMode::Replace);
+        assert_eq!(rename_effect(&r), RenameEffect::BackupAway);
+        away.hide(doc, backup);
+        // open(dune.json, O_CREAT|O_TRUNC|O_WRONLY): the file is still on disk, but the mount
+        // hides it while it is away, so the open creates a new document.
+        let on_disk = true;
+        let exists = on_disk && !away.is_away(doc);
+        assert_eq!(create_effect(kind(doc), exists, false), Ok(CreateEffect::Memory));
+        assert_eq!(open_effect(kind(doc), true, true), Ok(OpenEffect::Memory));
+        let mut handle = Pending::memory();
+        handle.write();
+        // fsync, then close: one decision; the save settles the document.
+        assert!(handle.due(Moment::Fsync, Some(kind(doc))));
+        handle.decided();
+        away.settle(doc);
+        assert!(!handle.due(Moment::Flush, Some(kind(doc))));
+        assert!(!handle.due(Moment::Release, Some(kind(doc))));
+        assert!(keeps_memory_file(kind(backup), 0), "the backup lives until deleted");
+        assert!(!keeps_memory_file(kind(doc), 0), "the document's memory file goes at close");
+        // unlink(dune.json~): a memory file, holding nothing away any more.
+        assert_eq!(delete_effect(kind(backup), Held::Memory), Ok(DeleteEffect::Memory));
+        assert_eq!(away.released(backup, None), Vec::<String>::new());
+    }
+
     #[test]
     fn away_documents() {
         let mut away = Away::default();
