@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::DiagnosticCode;
 use crate::error::{Error, Result};
+use crate::schema::Formats;
 use crate::syntax::Lang;
 
 pub const CONFIG_FILE: &str = "stardust.toml";
@@ -32,6 +33,8 @@ pub struct Config {
     pub mcp_mutation: MutationPosture,
     pub mcp_mutation_allowlist: Vec<String>,
     pub max_pending: usize,
+    /// Whether `format` keywords are checked (`[validation] formats`).
+    pub formats: Formats,
 }
 
 #[derive(Clone, Debug)]
@@ -194,6 +197,16 @@ impl Config {
             return Err(invalid("notifications.max_pending must be at least 1".to_owned()));
         }
 
+        let formats = match raw.validation.formats.as_deref() {
+            None | Some("annotate") => Formats::Annotate,
+            Some("assert") => Formats::Assert,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "validation.formats: expected \"annotate\" or \"assert\", found \"{other}\""
+                )));
+            }
+        };
+
         Ok(Config {
             ignore: raw.store.ignore,
             ignore_set,
@@ -204,6 +217,7 @@ impl Config {
             mcp_mutation,
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
+            formats,
         })
     }
 
@@ -252,6 +266,8 @@ struct RawConfig {
     mcp: RawMcp,
     #[serde(default)]
     notifications: RawNotifications,
+    #[serde(default)]
+    validation: RawValidation,
 }
 
 #[derive(Deserialize, Default)]
@@ -295,6 +311,12 @@ struct RawNotifications {
     max_pending: Option<usize>,
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawValidation {
+    formats: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use expect_test::{Expect, expect};
@@ -332,6 +354,9 @@ mutation_allowlist = ["claude-code"]
 
 [notifications]
 max_pending = 50
+
+[validation]
+formats = "assert"
 "#,
             Path::new("stardust.toml"),
         )
@@ -349,6 +374,7 @@ max_pending = 50
         assert_eq!(config.refuse.len(), 5);
         assert_eq!(config.mcp_mutation, MutationPosture::Gated);
         assert_eq!(config.max_pending, 50);
+        assert_eq!(config.formats, Formats::Assert);
         assert_eq!(config.type_schema_path("book"), "schemas/book.schema.json");
     }
 
@@ -358,6 +384,7 @@ max_pending = 50
         assert_eq!(config.schemas_dir, "schemas");
         assert_eq!(config.max_pending, 10_000);
         assert_eq!(config.mcp_mutation, MutationPosture::Off);
+        assert_eq!(config.formats, Formats::Annotate, "formats annotate, as in 2020-12");
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
     }
@@ -416,6 +443,12 @@ max_pending = 50
             "[store]\nignore = [\"a[\"]\n",
             expect![[
                 r#"invalid configuration in stardust.toml: store.ignore: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#
+            ]],
+        );
+        check_err(
+            "[validation]\nformats = \"check\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: validation.formats: expected "annotate" or "assert", found "check""#
             ]],
         );
         check_err(

@@ -13,11 +13,11 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
-use jsonschema::{Keyword, Uri, ValidationError, Validator};
+use jsonschema::{Keyword, ReferencingError, Uri, ValidationError, Validator};
 use serde_json::{Map, Value, json};
 
 use crate::diagnostics::{Diagnostic, DiagnosticCode};
@@ -25,16 +25,42 @@ use crate::model::reference_target;
 use crate::syntax::{Member, Node};
 use crate::text::Span;
 
+mod messages;
+
+use messages::Wording;
+
 pub const REF_KEYWORD: &str = "x-stardust-ref";
 const BASE: &str = "file:///__store__/";
 
 /// Looks up a store document's value by store-relative path (for `$ref` resolution).
 pub type SchemaSource = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
 
+/// Schema documents by store-relative path: the one compiled and those its `$ref`s reached.
+pub type Documents = HashMap<String, Value>;
+
+/// How `format` keywords are treated (`[validation] formats`, SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Formats {
+    /// `format` is an annotation only, as JSON Schema 2020-12's default vocabulary says.
+    #[default]
+    Annotate,
+    /// `format` is checked: a value that is not a valid date, email, URI, ... fails.
+    Assert,
+}
+
+/// A compiled schema with the documents it was built from, which messages read keywords'
+/// siblings from (the limit of a failing `minContains`, say).
+pub struct Schema {
+    validator: Validator,
+    docs: Documents,
+    /// The store-relative path of the schema itself (a key of `docs`).
+    path: String,
+}
+
 /// A compiled schema, or the reason it could not be compiled.
 #[derive(Clone)]
 pub enum Compiled {
-    Ok(Arc<Validator>),
+    Ok(Arc<Schema>),
     /// The schema is invalid; `pointer` locates the problem inside the schema document when known.
     Invalid {
         message: String,
@@ -52,48 +78,162 @@ impl std::fmt::Debug for Compiled {
     }
 }
 
-/// Compile the schema `value` found at store-relative `path`.
-pub fn compile(path: &str, value: &Value, source: SchemaSource) -> Compiled {
+/// Compile the schema `value` found at store-relative `path`, checking `format` keywords
+/// when `formats` says so.
+pub fn compile(path: &str, value: &Value, source: SchemaSource, formats: Formats) -> Compiled {
+    let served: Arc<Mutex<Documents>> = Arc::default();
     let options = jsonschema::options()
         .with_base_uri(format!("{BASE}{path}"))
-        .with_retriever(StoreRetriever { source })
+        .with_retriever(StoreRetriever { source: source.clone(), served: served.clone() })
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
-        .should_validate_formats(false);
-    match options.build(value) {
-        Ok(validator) => Compiled::Ok(Arc::new(validator)),
+        .should_validate_formats(formats == Formats::Assert);
+    let built = options.build(value);
+    let mut docs = std::mem::take(&mut *served.lock().unwrap_or_else(|e| e.into_inner()));
+    docs.insert(path.to_owned(), value.clone());
+    match built {
+        Ok(validator) => Compiled::Ok(Arc::new(Schema { validator, docs, path: path.to_owned() })),
         Err(err) => {
-            let pointer = segments(err.instance_path());
-            let message = match err.kind() {
-                ValidationErrorKind::Referencing(inner) => {
-                    format!("cannot resolve a $ref: {}", describe_referencing(&inner.to_string()))
-                }
-                _ if pointer.last().map(String::as_str) == Some("type") => format!(
-                    "this schema is invalid: {} is not a JSON Schema type; use one of array, \
-                     boolean, integer, null, number, object, string (at {})",
-                    err.instance(),
-                    err.instance_path().as_str()
-                ),
-                _ => format!(
-                    "this schema is invalid: {} (at {})",
-                    err,
-                    if err.instance_path().as_str().is_empty() {
-                        "the root"
-                    } else {
-                        err.instance_path().as_str()
-                    }
-                ),
-            };
+            let (message, pointer) = invalid_schema(path, value, &err, &docs, &source);
             Compiled::Invalid { message, pointer, data: json!({"rule": err.kind().keyword()}) }
         }
     }
 }
 
-fn describe_referencing(message: &str) -> String {
-    format!("{message}; schemas resolve only inside the store (no network, no outside files)")
+/// Why the schema `value` at `path` does not compile, and where in it (a JSON Pointer's
+/// tokens; empty for the whole document).
+fn invalid_schema(
+    path: &str,
+    value: &Value,
+    err: &ValidationError<'_>,
+    docs: &Documents,
+    source: &SchemaSource,
+) -> (String, Vec<String>) {
+    if let ValidationErrorKind::Referencing(inner) = err.kind() {
+        // The error names the resolved URI only: find the `$ref` (or `$schema`) that led to it,
+        // so the diagnostic sits on the reference as written.
+        return match locate_reference(path, value, inner) {
+            Some((pointer, keyword, written)) => {
+                let message = match (inner, store_path(path, &written)) {
+                    // A `$schema` naming a document of the store: say which of the two ways
+                    // it cannot be used applies.
+                    (ReferencingError::UnknownSpecification { .. }, Some(target)) => {
+                        messages::store_meta_schema(&written, &target, source(&target).is_some())
+                    }
+                    _ => messages::referencing(inner, Some((&keyword, &written))),
+                };
+                (message, pointer)
+            }
+            None => (messages::referencing(inner, None), Vec::new()),
+        };
+    }
+    let pointer = segments(err.instance_path());
+    let at = match err.instance_path().as_str() {
+        "" => "at the root".to_owned(),
+        p => format!("at {p}"),
+    };
+    let message = if pointer.last().map(String::as_str) == Some("type") {
+        format!(
+            "this schema is invalid: {} is not a JSON Schema type; use one of array, boolean, \
+             integer, null, number, object, string ({at})",
+            err.instance()
+        )
+    } else {
+        let wording = Wording { docs, root: path, place: &|_| at.clone() };
+        format!("this schema is invalid: {}", wording.message(err))
+    };
+    (message, pointer)
+}
+
+/// The store-relative path `reference` names when resolved against the schema at `path`, if
+/// it stays inside the store.
+fn store_path(path: &str, reference: &str) -> Option<String> {
+    let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
+    let resolved = jsonschema::uri::resolve_against(&base.borrow(), reference).ok()?;
+    let target = resolved.as_str().split('#').next()?.strip_prefix(BASE)?;
+    Some(target.to_owned())
+}
+
+/// The reference of the schema `value` at `path` that `error` is about: the pointer to the
+/// reference's value, the keyword (`$ref`, `$dynamicRef`, `$schema`, ...) and the reference as
+/// written. References resolve against the base in force where they stand (`$id` moves it).
+fn locate_reference(
+    path: &str,
+    value: &Value,
+    error: &ReferencingError,
+) -> Option<(Vec<String>, String, String)> {
+    let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
+    let mut found = None;
+    walk_references(value, &base, &mut Vec::new(), &mut |pointer, keyword, written, base| {
+        if found.is_none() && is_culprit(error, keyword, written, base) {
+            found = Some((pointer.to_vec(), keyword.to_owned(), written.to_owned()));
+        }
+    });
+    found
+}
+
+fn is_culprit(error: &ReferencingError, keyword: &str, written: &str, base: &Uri<String>) -> bool {
+    let resolved = jsonschema::uri::resolve_against(&base.borrow(), written);
+    let fragment = written.split_once('#').map(|(_, f)| f);
+    match error {
+        ReferencingError::Unretrievable { uri, .. } => resolved.is_ok_and(|r| {
+            let r = r.as_str();
+            r.split('#').next() == Some(uri.split('#').next().unwrap_or(uri))
+        }),
+        ReferencingError::PointerToNowhere { pointer }
+        | ReferencingError::InvalidPercentEncoding { pointer, .. }
+        | ReferencingError::InvalidArrayIndex { pointer, .. } => fragment == Some(pointer.as_str()),
+        ReferencingError::NoSuchAnchor { anchor } | ReferencingError::InvalidAnchor { anchor } => {
+            fragment == Some(anchor.as_str())
+        }
+        ReferencingError::InvalidUri(_) => resolved.is_err(),
+        ReferencingError::UnknownSpecification { specification } => {
+            keyword == "$schema"
+                && written.trim_end_matches('#') == specification.trim_end_matches('#')
+        }
+        ReferencingError::CircularMetaschema { .. } => keyword == "$schema",
+    }
+}
+
+/// Call `f` with every reference of `value`: its pointer, keyword, text and base URI.
+fn walk_references(
+    value: &Value,
+    base: &Uri<String>,
+    pointer: &mut Vec<String>,
+    f: &mut dyn FnMut(&[String], &str, &str, &Uri<String>),
+) {
+    match value {
+        Value::Object(map) => {
+            let moved = map
+                .get("$id")
+                .and_then(Value::as_str)
+                .and_then(|id| jsonschema::uri::resolve_against(&base.borrow(), id).ok());
+            let base = moved.as_ref().unwrap_or(base);
+            for (key, v) in map {
+                pointer.push(key.clone());
+                match (key.as_str(), v) {
+                    ("$ref" | "$dynamicRef" | "$recursiveRef" | "$schema", Value::String(s)) => {
+                        f(pointer, key, s, base);
+                    }
+                    _ => walk_references(v, base, pointer, f),
+                }
+                pointer.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                pointer.push(i.to_string());
+                walk_references(v, base, pointer, f);
+                pointer.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 struct StoreRetriever {
     source: SchemaSource,
+    /// Every document served, by store-relative path, for [`Schema::docs`].
+    served: Arc<Mutex<Documents>>,
 }
 
 impl jsonschema::Retrieve for StoreRetriever {
@@ -105,7 +245,13 @@ impl jsonschema::Retrieve for StoreRetriever {
         let Some(path) = uri.strip_prefix(BASE) else {
             return Err(format!("refused to fetch '{uri}'").into());
         };
-        (self.source)(path).ok_or_else(|| format!("'{path}' is not a document of the store").into())
+        let value = (self.source)(path)
+            .ok_or_else(|| format!("'{path}' is not a document of the store"))?;
+        self.served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.to_owned(), value.clone());
+        Ok(value)
     }
 }
 
@@ -200,36 +346,47 @@ pub struct Subject<'a> {
 
 /// Validate `value` (whose tree is `node`) and turn every failure into a diagnostic.
 pub fn validate(
-    validator: &Validator,
+    schema: &Schema,
     node: &Node,
     value: &Value,
     anchor: Span,
     subject: &Subject<'_>,
 ) -> Vec<Diagnostic> {
+    let place = |location: &jsonschema::paths::Location| place(subject.name, &segments(location));
+    let wording = Wording { docs: &schema.docs, root: &schema.path, place: &place };
     let mut out = Vec::new();
-    for err in validator.iter_errors(value) {
+    for err in schema.validator.iter_errors(value) {
         let pointer = segments(err.instance_path());
         let located = node.at_pointer(value, &pointer);
-        let place = if pointer.is_empty() {
-            subject.name.to_owned()
-        } else {
-            format!("{}.{}", subject.name, pointer.join("."))
-        };
         let (target, member) = match located {
             Some((n, _, m)) => (n, m),
             None => (node, None),
         };
-        out.extend(diagnose(
-            &err,
-            target,
+        let site = Site {
+            node: target,
             member,
-            value_at(value, &pointer),
+            instance: value_at(value, &pointer),
             anchor,
-            &place,
-            subject,
-        ));
+            place: place(err.instance_path()),
+        };
+        out.extend(diagnose(&err, &site, subject, &wording));
     }
     out
+}
+
+/// "book.rights.holder": the subject's name, then the instance location's tokens.
+fn place(name: &str, pointer: &[String]) -> String {
+    if pointer.is_empty() { name.to_owned() } else { format!("{name}.{}", pointer.join(".")) }
+}
+
+/// Where a failure is: the instance's node (and its member, when it is an object's value),
+/// its value, the caller's anchor for the validated root, and its place in messages.
+struct Site<'a> {
+    node: &'a Node,
+    member: Option<&'a Member>,
+    instance: &'a Value,
+    anchor: Span,
+    place: String,
 }
 
 fn value_at<'a>(value: &'a Value, pointer: &[String]) -> &'a Value {
@@ -267,13 +424,12 @@ fn object_span(node: &Node, member: Option<&Member>) -> Span {
 
 fn diagnose(
     err: &ValidationError<'_>,
-    node: &Node,
-    member: Option<&Member>,
-    instance: &Value,
-    anchor: Span,
-    place: &str,
+    site: &Site<'_>,
     subject: &Subject<'_>,
+    wording: &Wording<'_>,
 ) -> Vec<Diagnostic> {
+    let Site { node, member, instance, anchor, place } = site;
+    let (node, place) = (*node, place.as_str());
     let pointer = err.instance_path().as_str().to_owned();
     let rule = err.kind().keyword().to_owned();
     let schema_diag = |span: Span, message: String, extra: Value| {
@@ -290,38 +446,25 @@ fn diagnose(
                     .with_data(json!({"pointer": pointer})),
             ]
         }
-        ValidationErrorKind::Enum { options } => {
-            let allowed: Vec<String> =
-                options.as_array().map(|a| a.iter().map(show).collect()).unwrap_or_default();
-            vec![schema_diag(
-                node.span,
-                format!(
-                    "expected one of {} ({place}), found {}",
-                    allowed.join(", "),
-                    show(instance)
-                ),
-                json!({"allowed": options.as_ref()}),
-            )]
-        }
+        ValidationErrorKind::Enum { options } => vec![schema_diag(
+            node.span,
+            wording.message_at(err, place),
+            json!({"allowed": options.as_ref()}),
+        )],
         ValidationErrorKind::Constant { expected_value } => vec![schema_diag(
             node.span,
-            format!("expected {} ({place}), found {}", show(expected_value), show(instance)),
+            wording.message_at(err, place),
             json!({"allowed": [expected_value.as_ref()]}),
         )],
-        ValidationErrorKind::Type { kind } => {
-            let expected = match kind {
-                TypeKind::Single(t) => with_article(&t.to_string()),
-                TypeKind::Multiple(set) => {
-                    let names: Vec<String> = set.iter().map(|t| with_article(&t.to_string())).collect();
-                    names.join(" or ")
-                }
-            };
-            vec![schema_diag(
-                node.span,
-                format!("expected {expected} ({place}), found {}", describe(instance)),
-                json!({"expected": expected}),
-            )]
+        ValidationErrorKind::Type { .. } => {
+            let expected = wording.parts(err).expected;
+            vec![schema_diag(node.span, wording.message_at(err, place), json!({"expected": expected}))]
         }
+        ValidationErrorKind::Format { format } => vec![schema_diag(
+            node.span,
+            wording.message_at(err, &format!("{place}, format '{format}'")),
+            json!({"format": format}),
+        )],
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             let default = subject
@@ -329,10 +472,13 @@ fn diagnose(
                 .and_then(|s| property_schema(s, err.schema_path(), name))
                 .and_then(|p| p.get("default").cloned());
             // The validated root has no key of its own here: use the caller's anchor.
-            let span = if pointer.is_empty() { anchor } else { object_span(node, member) };
+            let span = if pointer.is_empty() { *anchor } else { object_span(node, *member) };
+            let because = wording
+                .required_by(err, name)
+                .map_or_else(String::new, |t| format!(", required because '{t}' is present"));
             vec![schema_diag(
                 span,
-                format!("missing required property '{name}' ({place}); add it"),
+                format!("missing required property '{name}' ({place}){because}; add it"),
                 json!({"property": name, "default": default}),
             )]
         }
@@ -348,48 +494,78 @@ fn diagnose(
                 )
             })
             .collect(),
-        ValidationErrorKind::Minimum { limit } => {
-            vec![schema_diag(node.span, format!("expected at least {limit} ({place}), found {}", show(instance)), json!({}))]
+        ValidationErrorKind::AdditionalItems { limit } => node
+            .items(instance)
+            .enumerate()
+            .skip(*limit)
+            .map(|(i, (item, value))| {
+                schema_diag(
+                    item.span,
+                    format!(
+                        "unexpected item {} ({place}.{i}): the schema allows no items after the first {}; remove it",
+                        show(value),
+                        if *limit == 1 { "one".to_owned() } else { limit.to_string() }
+                    ),
+                    json!({"index": i}),
+                )
+            })
+            .collect(),
+        ValidationErrorKind::UnevaluatedItems { unexpected } => {
+            unevaluated_items(node, instance, unexpected)
+                .into_iter()
+                .map(|(i, item, value)| {
+                    schema_diag(
+                        item.span,
+                        format!(
+                            "unexpected item {} ({place}.{i}): no keyword of the schema describes it (unevaluatedItems); remove it",
+                            show(value)
+                        ),
+                        json!({"index": i}),
+                    )
+                })
+                .collect()
         }
-        ValidationErrorKind::Maximum { limit } => {
-            vec![schema_diag(node.span, format!("expected at most {limit} ({place}), found {}", show(instance)), json!({}))]
+        ValidationErrorKind::PropertyNames { error } => {
+            let name = error.instance().as_str().unwrap_or_default().to_owned();
+            let span = node.member(instance, &name).map_or(node.span, |(m, _)| m.key);
+            let inner = wording.parts(error);
+            vec![schema_diag(
+                span,
+                format!(
+                    "expected every property name to be {} ({place}), found the property name '{name}'; rename it",
+                    inner.expected
+                ),
+                json!({"property": name}),
+            )]
         }
-        ValidationErrorKind::ExclusiveMinimum { limit } => {
-            vec![schema_diag(node.span, format!("expected more than {limit} ({place}), found {}", show(instance)), json!({}))]
-        }
-        ValidationErrorKind::ExclusiveMaximum { limit } => {
-            vec![schema_diag(node.span, format!("expected less than {limit} ({place}), found {}", show(instance)), json!({}))]
-        }
-        ValidationErrorKind::MinLength { limit } => vec![schema_diag(
+        ValidationErrorKind::Referencing(inner) => vec![schema_diag(
             node.span,
-            format!("expected at least {limit} characters ({place}), found {}", chars(instance)),
+            format!("{} ({place})", messages::referencing(inner, None)),
             json!({}),
         )],
-        ValidationErrorKind::MaxLength { limit } => vec![schema_diag(
-            node.span,
-            format!("expected at most {limit} characters ({place}), found {}", chars(instance)),
-            json!({}),
-        )],
-        ValidationErrorKind::Pattern { pattern } => vec![schema_diag(
-            node.span,
-            format!("expected a string matching /{pattern}/ ({place}), found {}", show(instance)),
-            json!({}),
-        )],
-        ValidationErrorKind::MinItems { limit } => vec![schema_diag(
-            node.span,
-            format!("expected at least {limit} items ({place}), found {}", len(instance)),
-            json!({}),
-        )],
-        ValidationErrorKind::MaxItems { limit } => vec![schema_diag(
-            node.span,
-            format!("expected at most {limit} items ({place}), found {}", len(instance)),
-            json!({}),
-        )],
-        ValidationErrorKind::UniqueItems => {
-            vec![schema_diag(node.span, format!("expected unique items ({place}); remove the repeated ones"), json!({}))]
-        }
-        _ => vec![schema_diag(node.span, format!("{err} ({place})"), json!({}))],
+        _ => vec![schema_diag(node.span, wording.message_at(err, place), json!({}))],
     }
+}
+
+/// The items `unexpected` (their JSON texts, in array order) stands for, with their index.
+/// Items the schema leaves unevaluated usually trail the array, so texts are matched from
+/// the end: of equal items, the later ones are taken.
+fn unevaluated_items<'a>(
+    node: &'a Node,
+    instance: &'a Value,
+    unexpected: &[String],
+) -> Vec<(usize, &'a Node, &'a Value)> {
+    let items: Vec<(&Node, &Value)> = node.items(instance).collect();
+    let mut wanted = unexpected.iter().rev().peekable();
+    let mut out = Vec::new();
+    for (i, (item, value)) in items.into_iter().enumerate().rev() {
+        if wanted.peek().is_some_and(|w| **w == value.to_string()) {
+            wanted.next();
+            out.push((i, item, value));
+        }
+    }
+    out.reverse();
+    out
 }
 
 /// The schema of property `name` of the object schema at `schema_path` (the path of the
@@ -422,7 +598,8 @@ pub fn show(value: &Value) -> String {
     }
 }
 
-fn describe(value: &Value) -> String {
+/// A value's kind and, for scalars, the value itself: "the string '1965'".
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => format!("the boolean {b}"),
@@ -431,20 +608,4 @@ fn describe(value: &Value) -> String {
         Value::Array(_) => "an array".to_owned(),
         Value::Object(_) => "an object".to_owned(),
     }
-}
-
-fn with_article(ty: &str) -> String {
-    match ty {
-        "null" => "null".to_owned(),
-        "array" | "object" | "integer" => format!("an {ty}"),
-        _ => format!("a {ty}"),
-    }
-}
-
-fn chars(value: &Value) -> usize {
-    value.as_str().map_or(0, |s| s.chars().count())
-}
-
-fn len(value: &Value) -> usize {
-    value.as_array().map_or(0, Vec::len)
 }

@@ -252,3 +252,10 @@ mod splice {
         }
     }
 }
+
+/// One fixture per JSON Schema keyword (`test-data/schema/`), and per way a reference or a
+/// meta-schema cannot be used: every failure reads in Stardust's words, at its value.
+#[test]
+fn schema_keyword_fixtures() {
+    check_fixtures("schema", |fixture| render(&analyse(fixture)));
+}

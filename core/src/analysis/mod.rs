@@ -962,7 +962,7 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
                     data: json!({}),
                 }
             } else {
-                schema::compile(&path, &doc.parse.value, source.clone())
+                schema::compile(&path, &doc.parse.value, source.clone(), config.formats)
             };
             Some((path, compiled))
         })
@@ -970,7 +970,8 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
     // Built-in types stand in for a schema the store does not have (SPEC §10).
     let backup = config.type_schema_path(crate::backup::TYPE);
     if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(backup) {
-        let builtin = schema::compile(slot.key(), crate::backup::definition_schema(), source);
+        let builtin =
+            schema::compile(slot.key(), crate::backup::definition_schema(), source, config.formats);
         slot.insert(builtin);
     }
     compiled
@@ -1004,7 +1005,6 @@ fn validate_document(
             Some((node, _, _)) if !pointer.is_empty() => node.span,
             _ => brace,
         };
-        let span = refs_span(root, &doc.parse.value, message).unwrap_or(span);
         if doc.parse.errors.is_empty() {
             out.push(
                 Diagnostic::new(DiagnosticCode::Schema, span, message.clone())
@@ -1020,7 +1020,11 @@ fn validate_document(
 
     // The document against the schema it names or a `[[schema]]` glob associates.
     let mut associated: Vec<(String, Span)> = Vec::new();
+    // A schema whose `$schema` cannot be used does not compile, and its own diagnostic says
+    // why: the same problem gets no second diagnostic here.
+    let own_invalid = matches!(schemas.get(&doc.path), Some(Compiled::Invalid { .. }));
     match &doc.dollar_schema {
+        _ if own_invalid => {}
         Some((SchemaName::Store(path), span)) => associated.push((path.clone(), *span)),
         Some((SchemaName::Refused(name), span)) => out.push(Diagnostic::new(
             DiagnosticCode::Schema,
@@ -1102,42 +1106,6 @@ fn validate_entity(
 /// such a validation can report anywhere in the document, so an edit re-validates it whole.
 fn has_associated_schema(config: &Config, doc: &Document) -> bool {
     doc.dollar_schema.is_some() || config.schema_globs.iter().any(|g| g.matcher.is_match(&doc.path))
-}
-
-/// For a `$ref` that could not be resolved, the span of the offending `$ref` value.
-fn refs_span(root: &Node, value: &Value, message: &str) -> Option<Span> {
-    if !message.starts_with("cannot resolve a $ref") {
-        return None;
-    }
-    let mut found = None;
-    find_refs(root, value, &mut |node, target| {
-        if found.is_none() && message.contains(target) {
-            found = Some(node.span);
-        }
-    });
-    found
-}
-
-fn find_refs(node: &Node, value: &Value, f: &mut dyn FnMut(&Node, &str)) {
-    match &node.kind {
-        NodeKind::Object(_) => {
-            for (key, member, v) in node.entries(value) {
-                if key == "$ref" {
-                    if let Some(target) = v.as_str() {
-                        f(&member.value, target);
-                    }
-                } else {
-                    find_refs(&member.value, v, f);
-                }
-            }
-        }
-        NodeKind::Array(_) => {
-            for (n, v) in node.items(value) {
-                find_refs(n, v, f);
-            }
-        }
-        _ => {}
-    }
 }
 
 fn known_types_hint(
