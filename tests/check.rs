@@ -95,3 +95,44 @@ fn nothing_but_diagnostics_reaches_stdout() {
     let out = stardust(&["check", Path::new("examples/library").to_str().unwrap()]);
     assert!(text(&out.stdout).lines().all(|l| l.starts_with("ok in ")), "{}", text(&out.stdout));
 }
+
+/// `[validation] formats = "assert"` makes `format` a check (SPEC §2): a date that is no date
+/// is a `schema` error naming the format and fails the check; with the default (`annotate`)
+/// the same store checks clean.
+#[test]
+fn asserted_formats_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("schemas")).unwrap();
+    std::fs::create_dir_all(root.join("events")).unwrap();
+    std::fs::write(
+        root.join("schemas/event.schema.json"),
+        r#"{"type": "object", "properties": {"on": {"type": "string", "format": "date"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(root.join("events/launch.dust"), "id event/launch\ntype event\non 2024-13-45\n")
+        .unwrap();
+    let store = root.to_str().unwrap();
+
+    let out = stardust(&["check", store]);
+    assert_eq!(out.status.code(), Some(0), "annotate by default: {}", text(&out.stdout));
+
+    std::fs::write(root.join("stardust.toml"), "[validation]\nformats = \"assert\"\n").unwrap();
+    let out = stardust(&["check", store]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "events/launch.dust:3:4: error[schema] expected a date such as 2024-05-31 \
+             (event.on, format 'date'), found '2024-13-45'"
+        ),
+        "{stdout}"
+    );
+
+    std::fs::write(root.join("stardust.toml"), "[validation]\nformats = \"strict\"\n").unwrap();
+    let out = stardust(&["check", store]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error[config-invalid]: "), "{stderr}");
+    assert!(stderr.contains("validation.formats"), "the message names the key: {stderr}");
+}

@@ -131,7 +131,11 @@ fn invalid_schema(
         "" => "at the root".to_owned(),
         p => format!("at {p}"),
     };
-    let message = if pointer.last().map(String::as_str) == Some("type") {
+    let message = if let ValidationErrorKind::Custom { message, .. } = err.kind() {
+        // Raised while compiling a keyword (ours, `x-stardust-ref`, among them): the message
+        // is the keyword's own.
+        format!("this schema is invalid: {} ({at})", messages::lowercase_first(message))
+    } else if pointer.last().map(String::as_str) == Some("type") {
         format!(
             "this schema is invalid: {} is not a JSON Schema type; use one of array, boolean, \
              integer, null, number, object, string ({at})",

@@ -259,3 +259,84 @@ mod splice {
 fn schema_keyword_fixtures() {
     check_fixtures("schema", |fixture| render(&analyse(fixture)));
 }
+
+/// The keyword fixtures cover every keyword jsonschema reports (the `rule` of a `schema`
+/// diagnostic), and no message shows the validator's own wording.
+#[test]
+fn schema_fixtures_cover_every_keyword_in_our_words() {
+    const KEYWORDS: &[&str] = &[
+        "$ref",
+        "additionalItems",
+        "additionalProperties",
+        "anyOf",
+        "const",
+        "contains",
+        "contentEncoding",
+        "contentMediaType",
+        "enum",
+        "exclusiveMaximum",
+        "exclusiveMinimum",
+        "falseSchema",
+        "format",
+        "maxItems",
+        "maxLength",
+        "maxProperties",
+        "maximum",
+        "minItems",
+        "minLength",
+        "minProperties",
+        "minimum",
+        "multipleOf",
+        "not",
+        "oneOf",
+        "pattern",
+        "propertyNames",
+        "required",
+        "type",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "uniqueItems",
+    ];
+    const RAW: &[&str] = &[
+        "False schema",
+        "None of",
+        "is not allowed for",
+        "is not a multiple of",
+        "has more than",
+        "has less than",
+        "are not allowed",
+        "not valid under any of the schemas",
+        "valid under more than one",
+        "1 items",
+        "1 characters",
+        "is not a \"",
+        "Resource '",
+        "Unknown meta-schema",
+        "does not match \"",
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/schema");
+    let mut rules = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let analysis = analyse(&std::fs::read_to_string(&path).unwrap());
+        for (doc, diags) in analysis.all_diagnostics() {
+            for d in diags {
+                if let Some(rule) = d.data.get("rule").and_then(|r| r.as_str()) {
+                    rules.insert(rule.to_owned());
+                }
+                for raw in RAW {
+                    assert!(
+                        !d.message.contains(raw),
+                        "{doc}: raw wording {raw:?} in {}",
+                        d.message
+                    );
+                }
+            }
+        }
+    }
+    let missing: Vec<&&str> = KEYWORDS.iter().filter(|k| !rules.contains(**k)).collect();
+    assert!(missing.is_empty(), "no fixture reports {missing:?}");
+}

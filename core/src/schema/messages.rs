@@ -397,6 +397,12 @@ pub(super) fn referencing(error: &ReferencingError, written: Option<(&str, &str)
                 "it leaves the store ({uri}); schemas resolve only inside the store, so copy \
                  the schema into the store and refer to it by a relative path"
             ),
+            // Written as the URI itself, the reference needs no spelling out.
+            None if written.is_some_and(|(_, w)| w.split('#').next() == Some(uri.as_str())) => {
+                "schemas are never fetched; copy the schema into the store and refer to it by a \
+                 relative path"
+                    .to_owned()
+            }
             None => format!(
                 "it names {uri}, and schemas are never fetched; copy the schema into the store \
                  and refer to it by a relative path"
@@ -563,7 +569,7 @@ fn repeated(value: &Value) -> Option<&Value> {
     items.iter().enumerate().find_map(|(i, v)| items[..i].contains(v).then_some(v))
 }
 
-fn lowercase_first(s: &str) -> String {
+pub(super) fn lowercase_first(s: &str) -> String {
     let mut chars = s.chars();
     match chars.next() {
         Some(c) => c.to_lowercase().chain(chars).collect(),
