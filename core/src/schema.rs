@@ -167,9 +167,9 @@ fn locate_reference(
 ) -> Option<(Vec<String>, String, String)> {
     let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
     let mut found = None;
-    walk_references(value, &base, &mut Vec::new(), &mut |pointer, keyword, written, base| {
-        if found.is_none() && is_culprit(error, keyword, written, base) {
-            found = Some((pointer.to_vec(), keyword.to_owned(), written.to_owned()));
+    walk_references(value, &base, &mut Vec::new(), &mut |r| {
+        if found.is_none() && is_culprit(error, r.keyword, r.written, r.base) {
+            found = Some((r.pointer.to_vec(), r.keyword.to_owned(), r.written.to_owned()));
         }
     });
     found
@@ -198,12 +198,21 @@ fn is_culprit(error: &ReferencingError, keyword: &str, written: &str, base: &Uri
     }
 }
 
-/// Call `f` with every reference of `value`: its pointer, keyword, text and base URI.
+/// One reference of a schema: where its value is, its keyword and text, and the base URI it
+/// resolves against.
+struct Reference<'a> {
+    pointer: &'a [String],
+    keyword: &'a str,
+    written: &'a str,
+    base: &'a Uri<String>,
+}
+
+/// Call `f` with every reference of `value`.
 fn walk_references(
     value: &Value,
     base: &Uri<String>,
     pointer: &mut Vec<String>,
-    f: &mut dyn FnMut(&[String], &str, &str, &Uri<String>),
+    f: &mut dyn FnMut(Reference<'_>),
 ) {
     match value {
         Value::Object(map) => {
@@ -216,7 +225,7 @@ fn walk_references(
                 pointer.push(key.clone());
                 match (key.as_str(), v) {
                     ("$ref" | "$dynamicRef" | "$recursiveRef" | "$schema", Value::String(s)) => {
-                        f(pointer, key, s, base);
+                        f(Reference { pointer, keyword: key, written: s, base });
                     }
                     _ => walk_references(v, base, pointer, f),
                 }
@@ -563,7 +572,8 @@ fn unevaluated_items<'a>(
     let mut wanted = unexpected.iter().rev().peekable();
     let mut out = Vec::new();
     for (i, (item, value)) in items.into_iter().enumerate().rev() {
-        if wanted.peek().is_some_and(|w| **w == value.to_string()) {
+        let text = value.to_string();
+        if wanted.peek().is_some_and(|w| **w == text) {
             wanted.next();
             out.push((i, item, value));
         }
