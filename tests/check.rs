@@ -136,3 +136,26 @@ fn asserted_formats_are_checked() {
     assert!(stderr.starts_with("error[config-invalid]: "), "{stderr}");
     assert!(stderr.contains("validation.formats"), "the message names the key: {stderr}");
 }
+
+/// A relative `$ref` that leaves the store is reported at the `$ref` value, not at 1:1 of the
+/// schema (issue 17 item 3).
+#[test]
+fn a_ref_leaving_the_store_is_reported_at_the_ref() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("schemas")).unwrap();
+    std::fs::write(
+        dir.path().join("schemas/book.schema.json"),
+        "{\n  \"type\": \"object\",\n  \"properties\": {\"x\": {\"$ref\": \"../../etc/x.json\"}}\n}\n",
+    )
+    .unwrap();
+    let out = stardust(&["check", dir.path().to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "schemas/book.schema.json:3:32: error[schema] cannot resolve the $ref \
+             '../../etc/x.json': it leaves the store (file:///etc/x.json)"
+        ),
+        "{stdout}"
+    );
+}
