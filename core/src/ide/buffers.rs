@@ -270,10 +270,10 @@ impl<M: Clone> Buffers<M> {
             tracing::debug!("{path} is not a JSON or DUST document; it is not analysed");
             return false;
         }
+        let mut buffer = Buffer::new(path.clone(), text, version, meta);
         let mut inner = self.lock();
         inner.generation += 1;
-        let buffer =
-            Buffer { opened: inner.generation, ..Buffer::new(path.clone(), text, version, meta) };
+        buffer.opened = inner.generation;
         inner.buffers.insert(path, buffer);
         true
     }
