@@ -204,15 +204,7 @@ fn finish_initialize(
     let diagnostics = DiagnosticsMode::of(&params.capabilities);
     let connection =
         Connection::new(paths, buffers, session, wants, renames_files, diagnostics, encoding);
-    if let Err(connection) = shared.install(connection) {
-        // The lifecycle layer answers a second `initialize` before it gets here.
-        connection.close_session();
-        return Err(error(
-            ErrorCode::INVALID_REQUEST,
-            Code::InvalidArguments,
-            "already initialized",
-        ));
-    }
+    shared.install(connection)?;
     if let Some(subscription) = subscription {
         crate::commands::forward_changes(subscription, client, Arc::downgrade(shared));
     }

@@ -107,9 +107,17 @@ impl Shared {
         self.connection.get()
     }
 
-    /// Set the connection at `initialize`; `Err` gives it back if one is set already.
-    pub(crate) fn install(&self, connection: Connection) -> Result<(), Connection> {
-        self.connection.set(connection)
+    /// Set the connection at `initialize`. A second one (which the lifecycle layer answers
+    /// before it gets here) is refused and its session closed.
+    pub(crate) fn install(&self, connection: Connection) -> Result<(), ResponseError> {
+        self.connection.set(connection).map_err(|connection| {
+            connection.close_session();
+            error(
+                ErrorCode::INVALID_REQUEST,
+                Code::InvalidArguments,
+                "the server is initialized already",
+            )
+        })
     }
 
     /// The analysis of the store with every open buffer.
