@@ -18,7 +18,7 @@ use lsp_types::{
     TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Url, WorkDoneProgressOptions,
 };
 use stardust_core::Code;
-use stardust_core::ide::Buffers;
+use stardust_core::ide::{Buffers, Opened};
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::store::OpenOptions;
 use stardust_core::text::Encoding;
@@ -147,8 +147,9 @@ fn initialize(
         StoreSource::Open(flag) => flag,
         StoreSource::Attached(service, front) => {
             let session = service.open_session(front, &client_name);
-            let buffers = Buffers::attached(service);
-            return finish_initialize(shared, client, buffers, Some(session), encoding, &params);
+            let buffers = Buffers::attached(service.store_arc());
+            let session = Some((service, session));
+            return finish_initialize(shared, client, buffers, session, encoding, &params);
         }
     };
     let root = flag.or(from_client).ok_or_else(|| {
@@ -168,16 +169,21 @@ fn initialize(
     // Another process owns the store (`busy`), or it cannot be opened for writing (a read-only
     // checkout, a damaged log): the buffers serve its documents read-only, and commands answer
     // that error (docs/DECISIONS.md, "The LSP front").
-    let buffers = Buffers::open(&root, OpenOptions::default())
+    let opened = Buffers::open(&root, OpenOptions::default())
         .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
-    let session = buffers.service().map(|service| {
-        tracing::info!(
-            "serving the store {} ({} documents) to {client_name}",
-            root.display(),
-            service.store().snapshot().analysis.document_count()
-        );
-        service.open_session(Front::Lsp, &client_name)
-    });
+    let (buffers, session) = match opened {
+        Opened::Store(store) => {
+            let service = Arc::new(Service::new(store));
+            tracing::info!(
+                "serving the store {} ({} documents) to {client_name}",
+                root.display(),
+                service.store().snapshot().analysis.document_count()
+            );
+            let session = service.open_session(Front::Lsp, &client_name);
+            (Buffers::attached(service.store_arc()), Some((service, session)))
+        }
+        Opened::ReadOnly(buffers) => (*buffers, None),
+    };
     finish_initialize(shared, client, buffers, session, encoding, &params)
 }
 
@@ -186,7 +192,7 @@ fn finish_initialize(
     shared: &Arc<Shared>,
     client: ClientSocket,
     buffers: Buffers<Url>,
-    session: Option<Session>,
+    session: Option<(Arc<Service>, Session)>,
     encoding: Encoding,
     params: &InitializeParams,
 ) -> Result<InitializeResult, ResponseError> {
@@ -198,7 +204,7 @@ fn finish_initialize(
         .and_then(|w| w.workspace_edit.as_ref())
         .and_then(|e| e.resource_operations.as_ref())
         .is_some_and(|ops| ops.contains(&lsp_types::ResourceOperationKind::Rename));
-    let subscription = buffers.service().map(|service| service.store().subscribe());
+    let subscription = buffers.store().map(|store| store.subscribe());
     let read_only = buffers.read_only().is_some();
     let paths = Paths { root: buffers.root().to_owned() };
     let diagnostics = DiagnosticsMode::of(&params.capabilities);

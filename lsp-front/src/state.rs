@@ -55,7 +55,9 @@ pub(crate) struct Connection {
     pub(crate) paths: Paths,
     /// The open documents, by store path, each with the URI the client named it by.
     pub(crate) buffers: Buffers<Url>,
-    /// This connection's session with the service (store mode only), until it closes.
+    /// The store's service (store mode only): commands run, commits notify.
+    service: Option<Arc<Service>>,
+    /// This connection's session with the service, until it closes.
     session: Mutex<Option<Session>>,
     /// The change notifications the client asked for (SPEC §11).
     pub(crate) wants: Wants,
@@ -70,20 +72,26 @@ impl Connection {
     pub(crate) fn new(
         paths: Paths,
         buffers: Buffers<Url>,
-        session: Option<Session>,
+        session: Option<(Arc<Service>, Session)>,
         wants: Wants,
         renames_files: bool,
         diagnostics: DiagnosticsMode,
         encoding: Encoding,
     ) -> Connection {
+        let (service, session) = session.unzip();
         let session = Mutex::new(session);
-        Connection { paths, buffers, session, wants, renames_files, diagnostics, encoding }
+        Connection { paths, buffers, service, session, wants, renames_files, diagnostics, encoding }
+    }
+
+    /// The store's service; `None` in read-only mode.
+    pub(crate) fn service(&self) -> Option<&Arc<Service>> {
+        self.service.as_ref()
     }
 
     /// End this connection's session: its previews go (a shared core keeps serving others).
     pub(crate) fn close_session(&self) {
         let session = lock(&self.session).take();
-        if let (Some(service), Some(session)) = (self.buffers.service(), session) {
+        if let (Some(service), Some(session)) = (&self.service, session) {
             service.close_session(&session);
         }
     }
@@ -146,7 +154,7 @@ impl Shared {
         if let Some(why) = conn.and_then(|c| c.buffers.read_only()) {
             return Err(error(ErrorCode::REQUEST_FAILED, why.code(), why.to_string()));
         }
-        let service = conn.and_then(|c| c.buffers.service());
+        let service = conn.and_then(Connection::service);
         let session = conn.and_then(|c| lock(&c.session).clone());
         match (service, session) {
             (Some(service), Some(session)) => Ok((service.clone(), session)),

@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::analysis::Analysis;
-use crate::service::Service;
 use crate::store::{OpenOptions, Store, StoreError};
 use crate::syntax::Lang;
 use crate::text::LineIndex;
@@ -164,10 +163,19 @@ struct Pending {
     previous: Mutex<Option<Arc<Pending>>>,
 }
 
+/// What [`Buffers::open`] found.
+pub enum Opened<M> {
+    /// The store opened for writing: the caller serves it (behind a `service::Service`) and
+    /// makes its buffers with [`Buffers::attached`].
+    Store(Store),
+    /// It could not be: buffers over its documents as read from disk.
+    ReadOnly(Box<Buffers<M>>),
+}
+
 /// Where the documents under the buffers come from.
 enum Source {
-    /// The store, owned by this process through the service: its snapshots, its commits.
-    Store(Arc<Service>),
+    /// The store, owned by this process: its snapshots, its commits.
+    Store(Arc<Store>),
     /// The store could not be opened for writing: its documents as read from disk.
     ReadOnly { root: PathBuf, why: StoreError },
 }
@@ -195,22 +203,23 @@ pub struct Buffers<M> {
 }
 
 impl<M: Clone> Buffers<M> {
-    /// Buffers over a store a service already serves.
-    pub fn attached(service: Arc<Service>) -> Buffers<M> {
-        Buffers::new(Source::Store(service), None)
+    /// Buffers over an open store (the one a service serves).
+    pub fn attached(store: Arc<Store>) -> Buffers<M> {
+        Buffers::new(Source::Store(store), None)
     }
 
-    /// Open the store at `root` (canonical) for these buffers. When it cannot be opened for
+    /// Open the store at `root` (canonical) for an editor. When it cannot be opened for
     /// writing (another process owns it: `busy`; a read-only checkout; a damaged log) its
     /// documents are read from disk and served read-only, and [`Buffers::read_only`] says why.
     /// Fails only when the store cannot even be read (an invalid configuration).
-    pub fn open(root: &Path, options: OpenOptions) -> crate::Result<Buffers<M>> {
+    pub fn open(root: &Path, options: OpenOptions) -> crate::Result<Opened<M>> {
         match Store::open(root, options) {
-            Ok(store) => Ok(Buffers::attached(Arc::new(Service::new(store)))),
+            Ok(store) => Ok(Opened::Store(store)),
             Err(why) => {
                 tracing::warn!("{why}; serving the store read-only");
                 let disk = Analysis::load(root)?;
-                Ok(Buffers::new(Source::ReadOnly { root: root.to_owned(), why }, Some(disk)))
+                let source = Source::ReadOnly { root: root.to_owned(), why };
+                Ok(Opened::ReadOnly(Box::new(Buffers::new(source, Some(disk)))))
             }
         }
     }
@@ -229,10 +238,10 @@ impl<M: Clone> Buffers<M> {
         }
     }
 
-    /// The service of the store; `None` in read-only mode.
-    pub fn service(&self) -> Option<&Arc<Service>> {
+    /// The store; `None` in read-only mode.
+    pub fn store(&self) -> Option<&Arc<Store>> {
         match &self.source {
-            Source::Store(service) => Some(service),
+            Source::Store(store) => Some(store),
             Source::ReadOnly { .. } => None,
         }
     }
@@ -249,7 +258,7 @@ impl<M: Clone> Buffers<M> {
     /// The store's root folder.
     pub fn root(&self) -> &Path {
         match &self.source {
-            Source::Store(service) => service.store().root(),
+            Source::Store(store) => store.root(),
             Source::ReadOnly { root, .. } => root,
         }
     }
@@ -348,8 +357,8 @@ impl<M: Clone> Buffers<M> {
             let mut inner = self.lock();
             self.refresh_from_disk(&mut inner);
             let (base, seq) = match (&self.source, &inner.disk) {
-                (Source::Store(service), _) => {
-                    let current = service.store().snapshot();
+                (Source::Store(store), _) => {
+                    let current = store.snapshot();
                     (current.analysis.clone(), current.seq)
                 }
                 (Source::ReadOnly { .. }, Some(disk)) => (disk.clone(), 0),

@@ -34,9 +34,18 @@ fn options() -> OpenOptions {
 }
 
 fn open(root: &Path) -> Buffers<()> {
-    let buffers = Buffers::open(&root.canonicalize().unwrap(), options()).unwrap();
-    assert!(buffers.read_only().is_none(), "the store opens for writing");
-    buffers
+    match Buffers::<()>::open(&root.canonicalize().unwrap(), options()).unwrap() {
+        Opened::Store(store) => Buffers::attached(Arc::new(store)),
+        Opened::ReadOnly(_) => panic!("the store should open for writing"),
+    }
+}
+
+/// Buffers over a store another owner holds.
+fn read_only(root: &Path) -> Buffers<()> {
+    match Buffers::<()>::open(root, options()).unwrap() {
+        Opened::ReadOnly(buffers) => *buffers,
+        Opened::Store(_) => panic!("the store should be busy"),
+    }
 }
 
 /// Byte ranges as they are: the core's own position type.
@@ -132,7 +141,7 @@ fn a_commit_after_the_analysis_gives_a_fresh_one() {
     buffers.open_buffer("notes.json".to_owned(), NOTES.replace("\"A\"", "\"A1\""), 1, ());
     let before = buffers.snapshot();
     assert!(text_of(&before, "other.json").contains("other/x"));
-    let store = buffers.service().unwrap().store();
+    let store = buffers.store().unwrap();
     store
         .commit(
             Origin::Lsp("test".to_owned()),
@@ -187,9 +196,9 @@ fn a_busy_store_is_served_read_only() {
     let dir = store();
     let root = dir.path().canonicalize().unwrap();
     let owner = Store::open(&root, options()).unwrap();
-    let buffers: Buffers<()> = Buffers::open(&root, options()).unwrap();
+    let buffers = read_only(&root);
     assert_eq!(buffers.read_only().map(StoreError::code), Some("busy"));
-    assert!(buffers.service().is_none());
+    assert!(buffers.store().is_none());
     assert_eq!(buffers.root(), root);
     let overlay = buffers.snapshot();
     assert_eq!(text_of(&overlay, "notes.json"), NOTES, "the documents as read from disk");
@@ -198,6 +207,7 @@ fn a_busy_store_is_served_read_only() {
     drop(owner);
     // A store that opens is not read-only; there its watcher takes in edits on disk.
     let buffers = open(&root);
+    assert!(buffers.read_only().is_none());
     assert!(!buffers.mark_stale(["notes.json".to_owned()]));
 }
 
@@ -206,7 +216,7 @@ fn read_only_picks_up_edits_on_disk() {
     let dir = store();
     let root = dir.path().canonicalize().unwrap();
     let _owner = Store::open(&root, options()).unwrap();
-    let buffers: Buffers<()> = Buffers::open(&root, options()).unwrap();
+    let buffers = read_only(&root);
     buffers.open_buffer("notes.json".to_owned(), "[]".to_owned(), 1, ());
     let before = buffers.snapshot();
     write(&root, "other.json", r#"{"id": "other/new"}"#);
