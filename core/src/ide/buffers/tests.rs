@@ -236,3 +236,41 @@ fn read_only_picks_up_edits_on_disk() {
     buffers.mark_stale(["other.json".to_owned()]);
     assert!(buffers.snapshot().analysis.document("other.json").is_none(), "deleted on disk");
 }
+
+#[test]
+fn no_publication_follows_a_close_when_they_race() {
+    let dir = store();
+    let root = dir.path().canonicalize().unwrap();
+    let store = match Buffers::<()>::open(&root, options()).unwrap() {
+        Opened::Store(store) => Arc::new(store),
+        Opened::ReadOnly(_) => panic!("the store should open for writing"),
+    };
+    // Each open's number is its buffer's meta; a close records the number it closed.
+    let buffers: Buffers<u32> = Buffers::attached(store);
+    let events = std::sync::Mutex::new(Vec::new());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, 0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let overlay = buffers.snapshot();
+                buffers.publish(&overlay, |b| events.lock().unwrap().push(("sent", *b.meta())));
+            }
+        });
+        for n in 1..=300 {
+            // Publications run meanwhile, some with an analysis taken before this close.
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            buffers.close("notes.json", |b| events.lock().unwrap().push(("cleared", *b.meta())));
+            buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, n);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let events = events.into_inner().unwrap();
+    let mut cleared = None;
+    for (what, n) in events {
+        match what {
+            "cleared" => cleared = Some(n),
+            _ => assert!(cleared.is_none_or(|c| n > c), "open {n} published after its clear"),
+        }
+    }
+}
