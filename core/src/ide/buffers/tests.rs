@@ -197,7 +197,7 @@ fn a_busy_store_is_served_read_only() {
     let root = dir.path().canonicalize().unwrap();
     let owner = Store::open(&root, options()).unwrap();
     let buffers = read_only(&root);
-    assert_eq!(buffers.read_only().map(StoreError::code), Some("busy"));
+    assert_eq!(buffers.read_only().map(StoreError::code), Some(crate::Code::Busy));
     assert!(buffers.store().is_none());
     assert_eq!(buffers.root(), root);
     let overlay = buffers.snapshot();
