@@ -23,7 +23,7 @@ use stardust_core::ide::{self, ActionKind};
 use stardust_core::text::Span;
 
 use crate::convert;
-use crate::server::{Snapshot, State, error, with_snapshot};
+use crate::state::{Snapshot, State, error, with_snapshot};
 
 /// The kind of the conversion action (a source action on the whole document).
 const CONVERT_KIND: &str = "source.convert.stardust";

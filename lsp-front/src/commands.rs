@@ -17,7 +17,8 @@ use stardust_core::Code;
 use stardust_core::service::{self, CommandError, Front};
 use stardust_core::store::{Notice, Subscription};
 
-use crate::server::{DiagnosticsMode, Shared, State, error, internal, publish_now};
+use crate::diagnostics::{DiagnosticsMode, publish_now};
+use crate::state::{Shared, State, error, internal};
 
 /// The version of the `stardust/*` extensions to the protocol; bumped on incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -165,7 +166,7 @@ pub fn forward_changes(subscription: Subscription, client: ClientSocket, shared:
                     break;
                 }
                 shared.bump();
-                let mode = shared.lock().diagnostics;
+                let mode = shared.connection().map(|c| c.diagnostics).unwrap_or_default();
                 match (mode, &runtime) {
                     (DiagnosticsMode::Pull, Some(runtime)) => {
                         let mut client = client.clone();
@@ -194,10 +195,8 @@ pub fn forward_changes(subscription: Subscription, client: ClientSocket, shared:
 
 /// Send the notifications the client asked for. `Err` when the connection is gone.
 fn notify(client: &ClientSocket, shared: &Shared, notice: &Notice) -> async_lsp::Result<()> {
-    let (wants, paths) = {
-        let inner = shared.lock();
-        (inner.wants, inner.paths.clone())
-    };
+    let conn = shared.connection();
+    let (wants, paths) = (conn.map(|c| c.wants).unwrap_or_default(), conn.map(|c| &c.paths));
     match notice {
         Notice::Overflow { seq } => {
             let overflow = json!({"seq": seq, "overflow": true});

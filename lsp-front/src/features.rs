@@ -21,7 +21,7 @@ use stardust_core::ide::{self, FileSpan, Symbol};
 use stardust_core::text::Span;
 
 use crate::convert;
-use crate::server::{Snapshot, State, error, with_snapshot};
+use crate::state::{Snapshot, State, error, with_snapshot};
 
 /// Workspace symbol answers are cut here; the client asks again as the user types more.
 const MAX_WORKSPACE_SYMBOLS: usize = 256;

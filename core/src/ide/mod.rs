@@ -1,12 +1,14 @@
 //! Editor features over an [`Analysis`]: hover, definition, references, document and
 //! workspace symbols. Protocol-free: byte offsets in, store paths and byte spans out; the
-//! fronts convert positions and render the results.
+//! fronts convert positions and render the results. [`Buffers`]: an editor's open buffers
+//! overlaid on the store, analysed once per (generation, seq).
 //!
 //! Every feature works on a partial tree, so it answers while a document is half-typed, and
 //! none fails: "nothing under the cursor" is an empty answer.
 
 mod actions;
 mod address;
+mod buffers;
 mod completion;
 mod cursor;
 mod describe;
@@ -23,6 +25,7 @@ use crate::text::Span;
 
 pub use actions::{Action, ActionKind, code_actions, convert, rename, rename_target};
 pub use address::{entity_at, entity_place, location_json, position_offset, store_path};
+pub use buffers::{Buffer, Buffers, Edit, Edited, Opened, Overlay};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use describe::describe_type;

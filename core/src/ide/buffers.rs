@@ -1,0 +1,497 @@
+//! Editor buffers over a snapshot of the store: what an editor has open, by store path, with
+//! its text, overlaid on the store's documents and analysed once per (generation, seq).
+//!
+//! In the spirit of rust-analyzer's `AnalysisHost` and ruff's `Session`: the front applies the
+//! client's edits in the order it received them ([`Buffers::edit`]), and any thread asks for an
+//! [`Overlay`] ([`Buffers::snapshot`]), the analysis of the store with every open buffer. No
+//! protocol: positions are resolved to byte offsets by the front's resolver, against the text
+//! the buffer has when the edit is applied.
+//!
+//! Invariants:
+//! - Every change of what the buffers show (an open, an edit, a close, a commit to the store,
+//!   a document marked stale) bumps the *generation*; an analysis is computed at most once per
+//!   (generation, store seq), however many requests ask for it at the same time, and outside
+//!   the lock, so edits keep being applied meanwhile.
+//! - The analysis of a generation starts from the last computed one at the same seq with the
+//!   same open paths and takes only the buffers whose text changed
+//!   ([`Analysis::into_with_changes`]): when nothing else holds it, an edit inside one item of
+//!   a large entity array re-parses only that item.
+//! - Publication is in generation order, and never names a buffer closed since its analysis
+//!   was taken ([`Buffers::publish`], [`Buffers::close`]).
+//! - Read-only mode (the store could not be opened for writing, e.g. another process owns it):
+//!   the documents are read from disk once, and the documents marked stale
+//!   ([`Buffers::mark_stale`], or closed) are read again before the next analysis.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use crate::analysis::Analysis;
+use crate::store::{OpenOptions, Store, StoreError};
+use crate::syntax::Lang;
+use crate::text::LineIndex;
+
+/// One open editor buffer. Overlays share its text and line index; an edit copies them only
+/// while an overlay still holds the old ones.
+#[derive(Clone, Debug)]
+pub struct Buffer<M> {
+    path: String,
+    text: Arc<String>,
+    index: Arc<LineIndex>,
+    version: i32,
+    /// The generation that opened it: a buffer closed and opened again is another buffer.
+    opened: u64,
+    meta: M,
+}
+
+impl<M> Buffer<M> {
+    /// A buffer on its own (a test of a front's resolver); [`Buffers::open_buffer`] opens one.
+    pub fn new(path: String, text: String, version: i32, meta: M) -> Buffer<M> {
+        let index = Arc::new(LineIndex::new(&text));
+        Buffer { path, text: Arc::new(text), index, version, opened: 0, meta }
+    }
+
+    /// The store-relative path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The line index of [`Buffer::text`].
+    pub fn index(&self) -> &LineIndex {
+        &self.index
+    }
+
+    /// The client's version of the text (as of its last edit).
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// What the front keeps with the buffer (the LSP front: the URI the client named it by).
+    pub fn meta(&self) -> &M {
+        &self.meta
+    }
+
+    /// Apply one edit, or leave the buffer untouched and answer `false` when its range is not
+    /// inside the text (the resolver found no offset, the range is reversed, or an end falls
+    /// inside a character). The line index stays that of the text.
+    pub fn apply<R>(
+        &mut self,
+        edit: Edit<R>,
+        mut resolve: impl FnMut(&LineIndex, &str, &R) -> Option<Range<u32>>,
+    ) -> bool {
+        let (range, new) = match edit {
+            Edit::Replace(text) => {
+                self.index = Arc::new(LineIndex::new(&text));
+                self.text = Arc::new(text);
+                return true;
+            }
+            Edit::Splice { range, text } => (range, text),
+        };
+        let Some(range) = resolve(&self.index, &self.text, &range) else { return false };
+        let (start, end) = (range.start as usize, range.end as usize);
+        let text = &self.text;
+        if start > end || !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+            return false;
+        }
+        let text = Arc::make_mut(&mut self.text);
+        text.replace_range(start..end, &new);
+        let delta = new.len() as i64 - (end - start) as i64;
+        Arc::make_mut(&mut self.index).splice(text, start, end, delta);
+        true
+    }
+}
+
+/// One change of a buffer's text. `R` is the range as the front has it (the LSP front: a
+/// protocol range), resolved to bytes against the text as it is when the edit is applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Edit<R> {
+    /// The whole text replaced.
+    Replace(String),
+    /// The text of `range` replaced by `text`.
+    Splice { range: R, text: String },
+}
+
+/// What became of [`Buffers::edit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edited {
+    /// No buffer is open at that path: nothing changed.
+    NotOpen,
+    /// Every edit applied.
+    Applied,
+    /// The edit at this index (and every one after it, computed against a text the buffer
+    /// does not have) was refused: its range is not inside the text. The edits before it
+    /// stand.
+    Refused(usize),
+}
+
+/// The analysis of the store with the buffers of one generation: an immutable view for one
+/// request or one publication.
+#[derive(Clone, Debug)]
+pub struct Overlay<M> {
+    pub analysis: Analysis,
+    generation: u64,
+    buffers: BTreeMap<String, Buffer<M>>,
+}
+
+impl<M> Overlay<M> {
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The open buffers, in path order.
+    pub fn buffers(&self) -> impl Iterator<Item = &Buffer<M>> {
+        self.buffers.values()
+    }
+
+    pub fn buffer(&self, path: &str) -> Option<&Buffer<M>> {
+        self.buffers.get(path)
+    }
+}
+
+/// The analysis of one generation, computed once however many requests ask for it, with the
+/// open paths it was computed with.
+#[derive(Default)]
+struct Pending {
+    analysis: OnceLock<(Analysis, BTreeSet<String>)>,
+    /// The latest computed analysis of an earlier generation at the same store seq: the
+    /// computation takes it over and edits it in place when nothing else holds it.
+    previous: Mutex<Option<Arc<Pending>>>,
+}
+
+/// What [`Buffers::open`] found.
+pub enum Opened<M> {
+    /// The store opened for writing: the caller serves it (behind a `service::Service`) and
+    /// makes its buffers with [`Buffers::attached`].
+    Store(Store),
+    /// It could not be: buffers over its documents as read from disk.
+    ReadOnly(Box<Buffers<M>>),
+}
+
+/// Where the documents under the buffers come from.
+enum Source {
+    /// The store, owned by this process: its snapshots, its commits.
+    Store(Arc<Store>),
+    /// The store could not be opened for writing: its documents as read from disk.
+    ReadOnly { root: PathBuf, why: StoreError },
+}
+
+struct Inner<M> {
+    buffers: BTreeMap<String, Buffer<M>>,
+    generation: u64,
+    /// The analysis of the source at a seq with the buffers of a generation:
+    /// `(generation, seq, analysis)`.
+    cache: Option<(u64, u64, Arc<Pending>)>,
+    /// Read-only mode: the documents as last read from disk.
+    disk: Option<Analysis>,
+    /// Read-only mode: documents that may have changed on disk (saved, closed, or reported by
+    /// the client's file watcher), read again before the next analysis. With a store, its
+    /// watcher takes such edits in as commits.
+    stale: BTreeSet<String>,
+}
+
+/// The editor buffers of one client over one store.
+pub struct Buffers<M> {
+    source: Source,
+    inner: Mutex<Inner<M>>,
+    /// The generation published last (see [`Buffers::publish`]).
+    published: Mutex<u64>,
+}
+
+impl<M: Clone> Buffers<M> {
+    /// Buffers over an open store (the one a service serves).
+    pub fn attached(store: Arc<Store>) -> Buffers<M> {
+        Buffers::new(Source::Store(store), None)
+    }
+
+    /// Open the store at `root` (canonical) for an editor. When it cannot be opened for
+    /// writing (another process owns it: `busy`; a read-only checkout; a damaged log) its
+    /// documents are read from disk and served read-only, and [`Buffers::read_only`] says why.
+    /// Fails only when the store cannot even be read (an invalid configuration).
+    pub fn open(root: &Path, options: OpenOptions) -> crate::Result<Opened<M>> {
+        match Store::open(root, options) {
+            Ok(store) => Ok(Opened::Store(store)),
+            Err(why) => {
+                tracing::warn!("{why}; serving the store read-only");
+                let disk = Analysis::load(root)?;
+                let source = Source::ReadOnly { root: root.to_owned(), why };
+                Ok(Opened::ReadOnly(Box::new(Buffers::new(source, Some(disk)))))
+            }
+        }
+    }
+
+    fn new(source: Source, disk: Option<Analysis>) -> Buffers<M> {
+        Buffers {
+            source,
+            inner: Mutex::new(Inner {
+                buffers: BTreeMap::new(),
+                generation: 0,
+                cache: None,
+                disk,
+                stale: BTreeSet::new(),
+            }),
+            published: Mutex::new(0),
+        }
+    }
+
+    /// The store; `None` in read-only mode.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        match &self.source {
+            Source::Store(store) => Some(store),
+            Source::ReadOnly { .. } => None,
+        }
+    }
+
+    /// Why the store is served read-only (its code is `busy` when another process owns it);
+    /// `None` with a store.
+    pub fn read_only(&self) -> Option<&StoreError> {
+        match &self.source {
+            Source::Store(_) => None,
+            Source::ReadOnly { why, .. } => Some(why),
+        }
+    }
+
+    /// The store's root folder.
+    pub fn root(&self) -> &Path {
+        match &self.source {
+            Source::Store(store) => store.root(),
+            Source::ReadOnly { root, .. } => root,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<M>> {
+        lock(&self.inner)
+    }
+
+    /// The current generation.
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Open a buffer at a store path with the client's text, replacing one open there. Answers
+    /// `false` (nothing opened) when the path names no JSON or DUST document.
+    pub fn open_buffer(&self, path: String, text: String, version: i32, meta: M) -> bool {
+        if Lang::from_path(&path).is_none() {
+            tracing::debug!("{path} is not a JSON or DUST document; it is not analysed");
+            return false;
+        }
+        let mut buffer = Buffer::new(path.clone(), text, version, meta);
+        let mut inner = self.lock();
+        inner.generation += 1;
+        buffer.opened = inner.generation;
+        inner.buffers.insert(path, buffer);
+        true
+    }
+
+    /// Apply `edits` to the buffer at `path` strictly in order, each resolved by `resolve`
+    /// against the text left by the ones before it, and take `version` as the buffer's.
+    pub fn edit<R>(
+        &self,
+        path: &str,
+        version: i32,
+        edits: impl IntoIterator<Item = Edit<R>>,
+        mut resolve: impl FnMut(&LineIndex, &str, &R) -> Option<Range<u32>>,
+    ) -> Edited {
+        let mut inner = self.lock();
+        let Some(buffer) = inner.buffers.get_mut(path) else { return Edited::NotOpen };
+        let mut outcome = Edited::Applied;
+        for (i, edit) in edits.into_iter().enumerate() {
+            if !buffer.apply(edit, &mut resolve) {
+                outcome = Edited::Refused(i);
+                break;
+            }
+        }
+        buffer.version = version;
+        inner.generation += 1;
+        outcome
+    }
+
+    /// Close the buffer at `path`. `closed` runs with the closed buffer before any
+    /// publication can run, so what it sends (the LSP front: empty diagnostics) is the last
+    /// word about that buffer. Answers whether a buffer was open there.
+    pub fn close(&self, path: &str, closed: impl FnOnce(&Buffer<M>)) -> bool {
+        let _publishing = lock(&self.published);
+        let buffer = {
+            let mut inner = self.lock();
+            let Some(buffer) = inner.buffers.remove(path) else { return false };
+            // The file may have been saved with the buffer's text or left as it was.
+            if matches!(self.source, Source::ReadOnly { .. }) {
+                inner.stale.insert(buffer.path.clone());
+            }
+            inner.generation += 1;
+            buffer
+        };
+        closed(&buffer);
+        true
+    }
+
+    /// Note that documents may differ on disk from what the read-only mode read. With a store
+    /// its watcher takes such edits in as commits, so this does nothing. Answers whether
+    /// anything new was marked (and the generation bumped).
+    pub fn mark_stale(&self, paths: impl IntoIterator<Item = String>) -> bool {
+        if !matches!(self.source, Source::ReadOnly { .. }) {
+            return false;
+        }
+        let mut inner = self.lock();
+        let before = inner.stale.len();
+        inner.stale.extend(paths.into_iter().filter(|p| Lang::from_path(p).is_some()));
+        if inner.stale.len() == before {
+            return false;
+        }
+        inner.generation += 1;
+        true
+    }
+
+    /// Note that the documents under the buffers changed (a commit): a new generation.
+    pub fn store_changed(&self) {
+        self.lock().generation += 1;
+    }
+
+    /// The analysis of the store with every open buffer, computed outside the lock.
+    pub fn snapshot(&self) -> Overlay<M> {
+        let (base, generation, buffers, cell) = {
+            let mut inner = self.lock();
+            self.refresh_from_disk(&mut inner);
+            let (base, seq) = match (&self.source, &inner.disk) {
+                (Source::Store(store), _) => {
+                    let current = store.snapshot();
+                    (current.analysis.clone(), current.seq)
+                }
+                (Source::ReadOnly { .. }, Some(disk)) => (disk.clone(), 0),
+                (Source::ReadOnly { .. }, None) => unreachable!("read-only buffers hold a disk"),
+            };
+            let generation = inner.generation;
+            let cell = cell_for(&mut inner.cache, generation, seq);
+            (base, generation, inner.buffers.clone(), cell)
+        };
+        // Outside the lock: edits keep being applied meanwhile.
+        let analysis =
+            cell.analysis.get_or_init(|| compute(&cell, base, generation, &buffers)).0.clone();
+        Overlay { analysis, generation, buffers }
+    }
+
+    /// Publish `overlay` unless a newer generation has been published: `send` runs for each
+    /// of its buffers still open (not closed, nor closed and opened again, since), in path
+    /// order, while no buffer can close, so nothing stale is sent after a close's last word.
+    /// Answers whether the overlay was published.
+    pub fn publish(&self, overlay: &Overlay<M>, mut send: impl FnMut(&Buffer<M>)) -> bool {
+        let mut published = lock(&self.published);
+        if *published >= overlay.generation {
+            return false;
+        }
+        *published = overlay.generation;
+        let open: BTreeMap<String, u64> =
+            self.lock().buffers.values().map(|b| (b.path.clone(), b.opened)).collect();
+        for buffer in overlay.buffers.values() {
+            if open.get(&buffer.path) == Some(&buffer.opened) {
+                send(buffer);
+            }
+        }
+        true
+    }
+
+    /// Read the stale documents again into the read-only base. The lock is held so that no
+    /// change is applied against a half-updated base.
+    fn refresh_from_disk(&self, inner: &mut Inner<M>) {
+        if inner.stale.is_empty() {
+            return;
+        }
+        let (Source::ReadOnly { root, .. }, Some(disk)) = (&self.source, &inner.disk) else {
+            inner.stale.clear();
+            return;
+        };
+        let changes: Vec<(String, Option<Vec<u8>>)> = std::mem::take(&mut inner.stale)
+            .into_iter()
+            .map(|path| {
+                let bytes = std::fs::read(root.join(&path)).ok();
+                (path, bytes)
+            })
+            .collect();
+        tracing::debug!("reading {} documents again from disk", changes.len());
+        inner.disk = Some(disk.with_changes(changes));
+        inner.cache = None;
+    }
+}
+
+/// The cell of (generation, seq), made and cached when it is not the cached one. A new cell
+/// at the same seq is handed the newest computed analysis to start from: the old
+/// generation's, or the one it was to start from if it was never computed.
+fn cell_for(
+    cache: &mut Option<(u64, u64, Arc<Pending>)>,
+    generation: u64,
+    seq: u64,
+) -> Arc<Pending> {
+    if let Some((g, s, cell)) = cache.as_ref()
+        && *g == generation
+        && *s == seq
+    {
+        return cell.clone();
+    }
+    let cell = Arc::new(Pending::default());
+    if let Some((_, old_seq, old)) = cache.replace((generation, seq, cell.clone())) {
+        let previous = match old.analysis.get() {
+            Some(_) => Some(old),
+            None => lock(&old.previous).take(),
+        };
+        if old_seq == seq {
+            *lock(&cell.previous) = previous;
+        } else {
+            free_later(previous);
+        }
+    }
+    cell
+}
+
+/// The analysis of `buffers` over `base`, chained from the cell's previous analysis when it
+/// had the same open paths (the same seq is the cell's invariant).
+fn compute<M>(
+    cell: &Pending,
+    base: Analysis,
+    generation: u64,
+    buffers: &BTreeMap<String, Buffer<M>>,
+) -> (Analysis, BTreeSet<String>) {
+    let open: BTreeSet<String> = buffers.keys().cloned().collect();
+    let previous = lock(&cell.previous)
+        .take()
+        .and_then(|p| Arc::try_unwrap(p).ok())
+        .and_then(|p| p.analysis.into_inner());
+    // The same store seq and the same open paths: only the buffers whose text changed
+    // differ, and an unshared document is edited in place.
+    let start = match previous {
+        Some((previous, paths)) if paths == open => previous,
+        previous => {
+            tracing::debug!(
+                "generation {generation}: from the store (previous: {})",
+                previous.is_some()
+            );
+            free_later(previous);
+            base
+        }
+    };
+    // A buffer holding what the start already has needs no change.
+    let changes = buffers
+        .values()
+        .filter(|b| start.document(&b.path).is_none_or(|d| *d.text != **b.text))
+        .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
+        .collect();
+    (start.into_with_changes(changes), open)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Freeing a large document's trees takes milliseconds: not on a request.
+fn free_later<T: Send + 'static>(value: Option<T>) {
+    if value.is_some() {
+        let _ =
+            std::thread::Builder::new().name("stardust-free".to_owned()).spawn(move || drop(value));
+    }
+}
+
+#[cfg(test)]
+mod tests;

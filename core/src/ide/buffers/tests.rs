@@ -1,0 +1,276 @@
+//! The buffers without a transport: one test per behaviour (edit order, the cache and its
+//! chaining, a commit's new seq, a close racing a publication, the read-only fallback, edits
+//! on disk picked up).
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::store::{Change, Origin};
+
+/// A JSON entity array, whose items an edit splices one at a time.
+const NOTES: &str = r#"[{"id": "note/a", "type": "note", "title": "A"},
+ {"id": "note/b", "type": "note", "title": "B"}]
+"#;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A store of two documents.
+fn store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "notes.json", NOTES);
+    write(dir.path(), "other.json", r#"{"id": "other/x", "type": "other"}"#);
+    dir
+}
+
+/// Without the watcher, so a test decides when the store changes.
+fn options() -> OpenOptions {
+    OpenOptions { watch: false, ..OpenOptions::default() }
+}
+
+fn open(root: &Path) -> Buffers<()> {
+    match Buffers::<()>::open(&root.canonicalize().unwrap(), options()).unwrap() {
+        Opened::Store(store) => Buffers::attached(Arc::new(store)),
+        Opened::ReadOnly(_) => panic!("the store should open for writing"),
+    }
+}
+
+/// Buffers over a store another owner holds.
+fn read_only(root: &Path) -> Buffers<()> {
+    match Buffers::<()>::open(root, options()).unwrap() {
+        Opened::ReadOnly(buffers) => *buffers,
+        Opened::Store(_) => panic!("the store should be busy"),
+    }
+}
+
+/// Byte ranges as they are: the core's own position type.
+fn bytes(_: &LineIndex, _: &str, range: &Range<u32>) -> Option<Range<u32>> {
+    Some(range.clone())
+}
+
+fn splice(range: Range<u32>, text: &str) -> Edit<Range<u32>> {
+    Edit::Splice { range, text: text.to_owned() }
+}
+
+fn text_of<M>(overlay: &Overlay<M>, path: &str) -> String {
+    overlay.analysis.document(path).map(|d| d.text.to_string()).unwrap_or_default()
+}
+
+fn document_ptr<M>(overlay: &Overlay<M>, path: &str) -> *const crate::analysis::Document {
+    Arc::as_ptr(overlay.analysis.document(path).unwrap())
+}
+
+#[test]
+fn edits_apply_strictly_in_order() {
+    let dir = store();
+    let buffers = open(dir.path());
+    assert!(buffers.open_buffer("a.json".to_owned(), "abc".to_owned(), 1, ()));
+    // The second edit is resolved against the text the first one left.
+    let edited = buffers.edit("a.json", 2, [splice(0..1, "XX"), splice(2..3, "Y")], bytes);
+    assert_eq!(edited, Edited::Applied);
+    let overlay = buffers.snapshot();
+    let buffer = overlay.buffer("a.json").unwrap();
+    assert_eq!((buffer.text(), buffer.version()), ("XXYc", 2));
+    // A refused edit stops the rest: they were computed against a text we do not have.
+    let edited = buffers.edit(
+        "a.json",
+        3,
+        [splice(0..0, "1"), splice(9..10, "z"), splice(0..0, "2")],
+        bytes,
+    );
+    assert_eq!(edited, Edited::Refused(1));
+    let edited = buffers.edit("a.json", 4, [Edit::Replace("new\ntext".to_owned())], bytes);
+    assert_eq!(edited, Edited::Applied);
+    let edited = buffers.edit("a.json", 5, [splice(4..4, "é"), splice(5..5, "!")], bytes);
+    assert_eq!(edited, Edited::Refused(1), "offset 5 is inside é");
+    let overlay = buffers.snapshot();
+    let buffer = overlay.buffer("a.json").unwrap();
+    assert_eq!((buffer.text(), buffer.version()), ("new\nétext", 5));
+    assert_eq!(*buffer.index(), LineIndex::new(buffer.text()), "the line index follows the text");
+    assert_eq!(text_of(&overlay, "a.json"), "new\nétext", "the analysis has the buffer's text");
+    assert_eq!(buffers.edit("b.json", 1, [splice(0..0, "x")], bytes), Edited::NotOpen);
+    assert!(!buffers.open_buffer("notes.txt".to_owned(), String::new(), 1, ()), "not a document");
+}
+
+#[test]
+fn the_cache_reuses_an_analysis_and_chains_from_the_previous_one() {
+    let dir = store();
+    let buffers = open(dir.path());
+    let edited_notes = NOTES.replace("\"A\"", "\"A1\"");
+    buffers.open_buffer("notes.json".to_owned(), edited_notes.clone(), 1, ());
+    buffers.open_buffer("other.json".to_owned(), r#"{"id": "other/y"}"#.to_owned(), 1, ());
+    let first = buffers.snapshot();
+    let again = buffers.snapshot();
+    assert_eq!(first.generation(), again.generation());
+    assert!(
+        std::ptr::eq(document_ptr(&first, "notes.json"), document_ptr(&again, "notes.json")),
+        "the same (generation, seq) is analysed once"
+    );
+    let at = |i: usize| u32::try_from(edited_notes.find("A1").unwrap() + i).unwrap();
+    buffers.edit("notes.json", 2, [splice(at(2)..at(2), "2")], bytes);
+    let second = buffers.snapshot();
+    assert!(second.generation() > first.generation());
+    assert!(text_of(&second, "notes.json").contains("\"A12\""));
+    // Chained: the buffer whose text did not change keeps the previous analysis' document,
+    // where an analysis from the store would have parsed it again.
+    assert!(std::ptr::eq(document_ptr(&first, "other.json"), document_ptr(&second, "other.json")));
+
+    // Nothing else holds the previous analysis: the edited document is spliced in place.
+    let before = document_ptr(&second, "notes.json") as usize;
+    drop((first, again, second));
+    buffers.edit("notes.json", 3, [splice(at(3)..at(3), "3")], bytes);
+    let third = buffers.snapshot();
+    assert!(text_of(&third, "notes.json").contains("\"A123\""));
+    assert_eq!(document_ptr(&third, "notes.json") as usize, before, "edited in place");
+    let fresh = Analysis::load(buffers.root()).unwrap().with_changes(vec![
+        ("notes.json".to_owned(), Some(third.buffer("notes.json").unwrap().text().into())),
+        ("other.json".to_owned(), Some(third.buffer("other.json").unwrap().text().into())),
+    ]);
+    assert_eq!(third.analysis.all_diagnostics(), fresh.all_diagnostics(), "as a fresh analysis");
+}
+
+#[test]
+fn a_commit_after_the_analysis_gives_a_fresh_one() {
+    let dir = store();
+    let buffers = open(dir.path());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.replace("\"A\"", "\"A1\""), 1, ());
+    let before = buffers.snapshot();
+    assert!(text_of(&before, "other.json").contains("other/x"));
+    let store = buffers.store().unwrap();
+    store
+        .commit(
+            Origin::Lsp("test".to_owned()),
+            vec![
+                Change::put("other.json", r#"{"id": "other/z", "type": "other"}"#),
+                Change::put("notes.json", "[]"),
+            ],
+        )
+        .unwrap();
+    // No new generation yet (the change feed has not told the front): the seq alone says the
+    // cached analysis is stale.
+    let after = buffers.snapshot();
+    assert_eq!(after.generation(), before.generation());
+    assert!(text_of(&after, "other.json").contains("other/z"), "the commit is seen");
+    assert!(text_of(&after, "notes.json").contains("\"A1\""), "the buffer still overlays it");
+    assert!(text_of(&before, "other.json").contains("other/x"), "an overlay never changes");
+}
+
+#[test]
+fn a_buffer_closed_while_its_analysis_runs_gets_nothing_published() {
+    let dir = store();
+    let buffers = open(dir.path());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ());
+    buffers.open_buffer("other.json".to_owned(), "{".to_owned(), 1, ());
+    // The analysis is taken (a publication is under way), then the buffer closes before it
+    // is sent.
+    let running = buffers.snapshot();
+    let mut sent = Vec::new();
+    assert!(buffers.close("other.json", |b| sent.push(format!("cleared {}", b.path()))));
+    assert!(!buffers.close("other.json", |_| panic!("closed twice")));
+    assert!(buffers.publish(&running, |b| sent.push(b.path().to_owned())));
+    assert_eq!(sent, ["cleared other.json", "notes.json"]);
+
+    // Closed and opened again: the old analysis is not the new buffer's.
+    buffers.open_buffer("other.json".to_owned(), "{}".to_owned(), 1, ());
+    let old = buffers.snapshot();
+    buffers.close("other.json", |_| {});
+    buffers.open_buffer("other.json".to_owned(), "[]".to_owned(), 1, ());
+    let mut sent = Vec::new();
+    assert!(buffers.publish(&old, |b| sent.push(b.path().to_owned())));
+    assert_eq!(sent, ["notes.json"]);
+
+    // Publication is in generation order: an older overlay after a newer one sends nothing.
+    let newer = buffers.snapshot();
+    assert!(buffers.publish(&newer, |_| {}));
+    assert!(!buffers.publish(&old, |_| panic!("a stale overlay is published")));
+    assert!(!buffers.publish(&newer, |_| panic!("published twice")));
+}
+
+#[test]
+fn a_busy_store_is_served_read_only() {
+    let dir = store();
+    let root = dir.path().canonicalize().unwrap();
+    let owner = Store::open(&root, options()).unwrap();
+    let buffers = read_only(&root);
+    assert_eq!(buffers.read_only().map(StoreError::code), Some(crate::Code::Busy));
+    assert!(buffers.store().is_none());
+    assert_eq!(buffers.root(), root);
+    let overlay = buffers.snapshot();
+    assert_eq!(text_of(&overlay, "notes.json"), NOTES, "the documents as read from disk");
+    buffers.open_buffer("notes.json".to_owned(), "[]".to_owned(), 1, ());
+    assert_eq!(text_of(&buffers.snapshot(), "notes.json"), "[]", "buffers overlay them");
+    drop(owner);
+    // A store that opens is not read-only; there its watcher takes in edits on disk.
+    let buffers = open(&root);
+    assert!(buffers.read_only().is_none());
+    assert!(!buffers.mark_stale(["notes.json".to_owned()]));
+}
+
+#[test]
+fn read_only_picks_up_edits_on_disk() {
+    let dir = store();
+    let root = dir.path().canonicalize().unwrap();
+    let _owner = Store::open(&root, options()).unwrap();
+    let buffers = read_only(&root);
+    buffers.open_buffer("notes.json".to_owned(), "[]".to_owned(), 1, ());
+    let before = buffers.snapshot();
+    write(&root, "other.json", r#"{"id": "other/new"}"#);
+    assert!(text_of(&buffers.snapshot(), "other.json").contains("other/x"), "not yet read");
+    assert!(!buffers.mark_stale(["readme.txt".to_owned()]), "not a document");
+    assert!(buffers.mark_stale(["other.json".to_owned()]));
+    assert!(!buffers.mark_stale(["other.json".to_owned()]), "already marked");
+    let after = buffers.snapshot();
+    assert!(after.generation() > before.generation());
+    assert!(text_of(&after, "other.json").contains("other/new"));
+    assert_eq!(text_of(&after, "notes.json"), "[]", "the buffer still overlays its file");
+    // A closed buffer's file is read again: it may have been saved.
+    write(&root, "notes.json", "[{}]");
+    buffers.close("notes.json", |_| {});
+    assert_eq!(text_of(&buffers.snapshot(), "notes.json"), "[{}]");
+    std::fs::remove_file(root.join("other.json")).unwrap();
+    buffers.mark_stale(["other.json".to_owned()]);
+    assert!(buffers.snapshot().analysis.document("other.json").is_none(), "deleted on disk");
+}
+
+#[test]
+fn no_publication_follows_a_close_when_they_race() {
+    let dir = store();
+    let root = dir.path().canonicalize().unwrap();
+    let store = match Buffers::<()>::open(&root, options()).unwrap() {
+        Opened::Store(store) => Arc::new(store),
+        Opened::ReadOnly(_) => panic!("the store should open for writing"),
+    };
+    // Each open's number is its buffer's meta; a close records the number it closed.
+    let buffers: Buffers<u32> = Buffers::attached(store);
+    let events = std::sync::Mutex::new(Vec::new());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, 0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let overlay = buffers.snapshot();
+                buffers.publish(&overlay, |b| events.lock().unwrap().push(("sent", *b.meta())));
+            }
+        });
+        for n in 1..=300 {
+            // Publications run meanwhile, some with an analysis taken before this close.
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            buffers.close("notes.json", |b| events.lock().unwrap().push(("cleared", *b.meta())));
+            buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, n);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let events = events.into_inner().unwrap();
+    let mut cleared = None;
+    for (what, n) in events {
+        match what {
+            "cleared" => cleared = Some(n),
+            _ => assert!(cleared.is_none_or(|c| n > c), "open {n} published after its clear"),
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The state the handlers share: one connection's store, buffers and client choices, set once
+//! at `initialize`, and the immutable [`Snapshot`] a request runs on. The buffers and their
+//! analysis are the core's (`ide::Buffers`); this module only holds and converts.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use async_lsp::{ClientSocket, ErrorCode, ResponseError};
+use lsp_types::Url;
+use stardust_core::Code;
+use stardust_core::analysis::Analysis;
+use stardust_core::ide::{Buffers, Overlay};
+use stardust_core::service::{Front, Service, Session};
+use stardust_core::text::Encoding;
+
+use crate::commands::Wants;
+use crate::convert::Paths;
+use crate::diagnostics::DiagnosticsMode;
+
+/// Where the server's store comes from.
+#[derive(Clone)]
+pub enum StoreSource {
+    /// Open the store itself: the flag's, else the client's root (`stardust lsp` alone).
+    Open(Option<PathBuf>),
+    /// A core already serving the store (`stardust serve`, the daemon): this connection is one
+    /// of its sessions.
+    Attached(Arc<Service>, Front),
+}
+
+/// The router's state, on the main loop.
+pub(crate) struct State {
+    pub(crate) client: ClientSocket,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) store: StoreSource,
+}
+
+impl State {
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    pub(crate) fn client(&self) -> ClientSocket {
+        self.client.clone()
+    }
+}
+
+/// What the handlers share with the blocking pool: the connection, once initialized.
+#[derive(Default)]
+pub(crate) struct Shared {
+    connection: OnceLock<Connection>,
+}
+
+/// One initialized connection. Only the buffers (behind their own lock) and the session change.
+pub(crate) struct Connection {
+    pub(crate) paths: Paths,
+    /// The open documents, by store path, each with the URI the client named it by.
+    pub(crate) buffers: Buffers<Url>,
+    /// The store's service (store mode only): commands run, commits notify.
+    service: Option<Arc<Service>>,
+    /// This connection's session with the service, until it closes.
+    session: Mutex<Option<Session>>,
+    /// The change notifications the client asked for (SPEC §11).
+    pub(crate) wants: Wants,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
+    /// How the client hears of diagnostics.
+    pub(crate) diagnostics: DiagnosticsMode,
+    pub(crate) encoding: Encoding,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        paths: Paths,
+        buffers: Buffers<Url>,
+        session: Option<(Arc<Service>, Session)>,
+        wants: Wants,
+        renames_files: bool,
+        diagnostics: DiagnosticsMode,
+        encoding: Encoding,
+    ) -> Connection {
+        let (service, session) = session.unzip();
+        let session = Mutex::new(session);
+        Connection { paths, buffers, service, session, wants, renames_files, diagnostics, encoding }
+    }
+
+    /// The store's service; `None` in read-only mode.
+    pub(crate) fn service(&self) -> Option<&Arc<Service>> {
+        self.service.as_ref()
+    }
+
+    /// End this connection's session: its previews go (a shared core keeps serving others).
+    pub(crate) fn close_session(&self) {
+        let session = lock(&self.session).take();
+        if let (Some(service), Some(session)) = (&self.service, session) {
+            service.close_session(&session);
+        }
+    }
+}
+
+/// An immutable view for one request or one publication.
+#[derive(Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) paths: Paths,
+    pub(crate) analysis: Analysis,
+    pub(crate) encoding: Encoding,
+    /// Whether the client applies workspace edits that rename files.
+    pub(crate) renames_files: bool,
+    /// The buffers the analysis was computed with.
+    pub(crate) overlay: Overlay<Url>,
+}
+
+impl Shared {
+    /// The connection, once `initialize` has set it.
+    pub(crate) fn connection(&self) -> Option<&Connection> {
+        self.connection.get()
+    }
+
+    /// Set the connection at `initialize`. A second one (which the lifecycle layer answers
+    /// before it gets here) is refused and its session closed.
+    pub(crate) fn install(&self, connection: Connection) -> Result<(), ResponseError> {
+        self.connection.set(connection).map_err(|connection| {
+            connection.close_session();
+            error(
+                ErrorCode::INVALID_REQUEST,
+                Code::InvalidArguments,
+                "the server is initialized already",
+            )
+        })
+    }
+
+    /// The analysis of the store with every open buffer.
+    pub(crate) fn snapshot(&self) -> Result<Snapshot, ResponseError> {
+        let Some(conn) = self.connection() else {
+            return Err(error(
+                ErrorCode::SERVER_NOT_INITIALIZED,
+                Code::NotFound,
+                "no store is loaded; start the server in a store, give --store, or open a store's folder",
+            ));
+        };
+        let overlay = conn.buffers.snapshot();
+        Ok(Snapshot {
+            paths: conn.paths.clone(),
+            analysis: overlay.analysis.clone(),
+            encoding: conn.encoding,
+            renames_files: conn.renames_files,
+            overlay,
+        })
+    }
+
+    /// The service and this connection's session; in read-only mode, the error that kept the
+    /// store from opening (`busy` when another process owns it).
+    pub(crate) fn service(&self) -> Result<(Arc<Service>, Session), ResponseError> {
+        let conn = self.connection();
+        if let Some(why) = conn.and_then(|c| c.buffers.read_only()) {
+            return Err(error(ErrorCode::REQUEST_FAILED, why.code(), why.to_string()));
+        }
+        let service = conn.and_then(Connection::service);
+        let session = conn.and_then(|c| lock(&c.session).clone());
+        match (service, session) {
+            (Some(service), Some(session)) => Ok((service.clone(), session)),
+            _ => Err(error(
+                ErrorCode::SERVER_NOT_INITIALIZED,
+                Code::NotFound,
+                "no store is loaded; initialize first",
+            )),
+        }
+    }
+
+    /// Note that the documents under the buffers changed (a commit): re-diagnose.
+    pub(crate) fn bump(&self) {
+        if let Some(conn) = self.connection() {
+            conn.buffers.store_changed();
+        }
+    }
+
+    /// End the connection's session, if there is one.
+    pub(crate) fn close_session(&self) {
+        if let Some(conn) = self.connection() {
+            conn.close_session();
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.close_session();
+    }
+}
+
+impl Snapshot {
+    /// The store-relative path of a document of the store.
+    pub(crate) fn path_of(&self, uri: &Url) -> Result<String, ResponseError> {
+        let path = self.paths.relative(uri).ok_or_else(|| {
+            error(
+                ErrorCode::INVALID_PARAMS,
+                Code::OutsideStore,
+                format!("{uri} is not inside the store {}", self.paths.root.display()),
+            )
+        })?;
+        if self.analysis.document(&path).is_none() {
+            return Err(error(
+                ErrorCode::INVALID_PARAMS,
+                Code::NotFound,
+                format!("{path} is not a document of the store; open it or create it first"),
+            ));
+        }
+        Ok(path)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A JSON-RPC error whose data is the core's error object (SPEC §16).
+pub(crate) fn error(rpc: ErrorCode, code: Code, message: impl Into<String>) -> ResponseError {
+    let message = message.into();
+    let data = stardust_core::error::error_object(code, &message, serde_json::Value::Null);
+    ResponseError::new_with_data(rpc, message, data)
+}
+
+pub(crate) fn internal(err: impl std::fmt::Display) -> ResponseError {
+    error(ErrorCode::INTERNAL_ERROR, Code::Internal, format!("internal error: {err}"))
+}
+
+/// Run `f` on a snapshot on the blocking pool.
+pub(crate) async fn with_snapshot<T: Send + 'static>(
+    shared: Arc<Shared>,
+    f: impl FnOnce(&Snapshot) -> Result<T, ResponseError> + Send + 'static,
+) -> Result<T, ResponseError> {
+    tokio::task::spawn_blocking(move || f(&shared.snapshot()?)).await.map_err(internal)?
+}
