@@ -139,8 +139,10 @@ fn editor_mount_and_command_line_share_one_core() {
     let core_pid = record(&store).unwrap()["pid"].clone();
     // The mount says which store and which core's socket it belongs to (SPEC §14), so a
     // client that finds itself in the mount can attach to that core.
-    let shown: Value =
-        serde_json::from_slice(&std::fs::read(mnt.join(".stardust/store.json")).unwrap()).unwrap();
+    // The core records itself before its mount is up: wait for the mount to show the file.
+    let store_json = mnt.join(".stardust/store.json");
+    wait_until("the mount shows store.json", || store_json.exists());
+    let shown: Value = serde_json::from_slice(&std::fs::read(&store_json).unwrap()).unwrap();
     assert_eq!(shown["store"], store.display().to_string());
     assert_eq!(shown["pid"], core_pid);
     assert_eq!(shown["socket"], record(&store).unwrap()["socket"], "{shown}");
