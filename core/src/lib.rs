@@ -4,7 +4,9 @@
 //! answers back; no rule lives in a front. See `docs/ARCHITECTURE.md` for the codemap.
 
 pub mod analysis;
+pub mod answers;
 pub mod backup;
+pub mod builtin;
 pub mod config;
 pub mod diagnostics;
 pub mod edit;

@@ -14,25 +14,28 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::builtin;
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticCode, Related};
 use crate::error::{Error, Result};
 use crate::model::{self, Entity, Reference};
 use crate::schema::{self, Compiled, EntityTypes, SchemaSource, Subject};
 use crate::shared_map::SharedMap;
-use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
+use crate::syntax::{self, Lang, Node, NodeKind, Parse};
 use crate::text::{LineIndex, Span};
 
 mod docs;
+mod memo;
 mod splice;
 
 use docs::Docs;
+use memo::Memo;
 use splice::Splice;
 
 /// What every analysis of one store shares: where it is and how it is configured.
@@ -153,11 +156,7 @@ impl Document {
             }
         };
         for err in &parse.errors {
-            let code = match err.kind {
-                SyntaxErrorKind::Syntax => DiagnosticCode::Syntax,
-                SyntaxErrorKind::DuplicateKey => DiagnosticCode::DuplicateKey,
-            };
-            local.push(Diagnostic::new(code, err.span, err.message.clone()));
+            local.push(Diagnostic::new(err.kind.code(), err.span, err.message.clone()));
         }
         let entities = model::entities(&parse);
         let references = model::references(&parse, &entities);
@@ -293,8 +292,9 @@ pub struct Analysis {
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
     validation: Arc<Validation>,
-    /// The query engine's indexes of this snapshot, built on first use (`crate::query`).
-    query_index: Arc<OnceLock<Arc<crate::query::QueryIndex>>>,
+    /// What layers above derive from this snapshot (the query engine's indexes), built on
+    /// first use; shared by clones, which are the same snapshot, and reset by a change.
+    memo: Arc<Memo>,
 }
 
 impl std::fmt::Debug for Analysis {
@@ -420,7 +420,7 @@ impl Analysis {
                 }
             }
         }
-        self.query_index = Arc::default();
+        self.memo = Arc::default();
         if schema_change {
             return Analysis::build(self.ctx.clone(), self.docs);
         }
@@ -526,7 +526,7 @@ impl Analysis {
             types,
             schemas: Arc::new(schemas),
             validation: Arc::new(validation),
-            query_index: Arc::default(),
+            memo: Arc::default(),
         }
     }
 
@@ -567,8 +567,13 @@ impl Analysis {
         out
     }
 
-    pub(crate) fn query_index_cell(&self) -> &OnceLock<Arc<crate::query::QueryIndex>> {
-        &self.query_index
+    /// The value of type `T` that `build` derives from this snapshot, built the first time
+    /// it is asked for and kept as long as the snapshot. Each type has its own slot.
+    pub(crate) fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        build: impl FnOnce(&Analysis) -> T,
+    ) -> Arc<T> {
+        self.memo.get_or_init(|| build(self))
     }
 
     pub fn context(&self) -> &Arc<StoreContext> {
@@ -968,11 +973,12 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
         })
         .collect();
     // Built-in types stand in for a schema the store does not have (SPEC §10).
-    let backup = config.type_schema_path(crate::backup::TYPE);
-    if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(backup) {
-        let builtin =
-            schema::compile(slot.key(), crate::backup::definition_schema(), source, config.formats);
-        slot.insert(builtin);
+    for (ty, schema) in builtin::types() {
+        let path = config.type_schema_path(ty);
+        if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(path) {
+            let builtin = schema::compile(slot.key(), schema, source.clone(), config.formats);
+            slot.insert(builtin);
+        }
     }
     compiled
 }
@@ -981,10 +987,10 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
 fn schema_value<'a>(config: &Config, docs: &'a Docs, path: &str) -> Option<&'a Value> {
     match docs.get(path) {
         Some(doc) => Some(&doc.parse.value),
-        None if path == config.type_schema_path(crate::backup::TYPE) => {
-            Some(crate::backup::definition_schema())
-        }
-        None => None,
+        None => builtin::types()
+            .into_iter()
+            .find(|(ty, _)| path == config.type_schema_path(ty))
+            .map(|(_, schema)| schema),
     }
 }
 

@@ -66,8 +66,9 @@ use fsio::Disk;
 use lock::StoreLock;
 use log::{Header, LogReader, LogWriter};
 
-/// Stardust's private folder inside a store.
-pub const PRIVATE_DIR: &str = ".stardust";
+/// Stardust's private folder inside a store (its name belongs to `scan`, which keeps it out
+/// of the documents).
+pub use crate::scan::PRIVATE_DIR;
 
 /// Where recovery keeps content it found in a document and overwrote, inside [`PRIVATE_DIR`].
 pub const RECOVERED_DIR: &str = "recovered";
