@@ -11,6 +11,8 @@ pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod error;
+#[doc(hidden)]
+pub mod fixture;
 pub mod format;
 pub mod ide;
 pub mod model;
