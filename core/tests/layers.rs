@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Items of the crate root that are not modules, with the module they come from.
-const ROOT_ITEMS: [(&str, &str); 2] = [("Error", "error"), ("Result", "error")];
+const ROOT_ITEMS: [(&str, &str); 3] = [("Code", "error"), ("Error", "error"), ("Result", "error")];
 
 /// The layer of each module, numbered from 1 at the bottom, from the "Layers" section: lines
 /// `N. `module`, `module`: what they hold`.
