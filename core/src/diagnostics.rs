@@ -1,14 +1,15 @@
 //! Diagnostics: what is wrong in a document, where, and the data its repairs need.
 //!
 //! Ranges are byte spans into the document they belong to; lines and columns are computed at
-//! the edges. The codes and their severities are the contract of SPEC §5.
+//! the edges. The codes and their severities are the contract of SPEC §5. How diagnostics are
+//! written in JSON answers is `crate::answers`.
 
 use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::text::{Encoding, Span};
+use crate::text::Span;
 
 /// The stable code of a diagnostic (SPEC §5).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
@@ -126,43 +127,4 @@ impl Diagnostic {
         self.related = related;
         self
     }
-}
-
-/// A range as every JSON answer writes it: 1-based lines, columns counted in characters (what
-/// `grep -n` and editors show), end exclusive.
-pub fn range_json(doc: &crate::analysis::Document, span: Span) -> Value {
-    let start = doc.line_index.position(&doc.text, span.start, Encoding::Utf32);
-    let end = doc.line_index.position(&doc.text, span.end, Encoding::Utf32);
-    serde_json::json!({
-        "line": start.line + 1,
-        "column": start.column + 1,
-        "endLine": end.line + 1,
-        "endColumn": end.column + 1,
-    })
-}
-
-/// A diagnostic of `doc` as JSON answers (CLI, commands, MCP) write it.
-pub fn to_json(
-    analysis: &crate::analysis::Analysis,
-    doc: &crate::analysis::Document,
-    d: &Diagnostic,
-) -> Value {
-    let related: Vec<Value> = d
-        .related
-        .iter()
-        .filter_map(|r| {
-            let other = analysis.document(&r.path)?;
-            Some(serde_json::json!({"path": r.path, "range": range_json(other, r.span), "message": r.message}))
-        })
-        .collect();
-    serde_json::json!({
-        "path": doc.path,
-        "range": range_json(doc, d.span),
-        "severity": d.severity,
-        "code": d.code,
-        "message": d.message,
-        "source": "stardust",
-        "related": related,
-        "data": d.data,
-    })
 }

@@ -4,11 +4,15 @@
 //! answers back; no rule lives in a front. See `docs/ARCHITECTURE.md` for the codemap.
 
 pub mod analysis;
+pub mod answers;
 pub mod backup;
+pub mod builtin;
 pub mod config;
 pub mod diagnostics;
 pub mod edit;
 pub mod error;
+#[doc(hidden)]
+pub mod fixture;
 pub mod format;
 pub mod ide;
 pub mod model;

@@ -10,8 +10,11 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::syntax::Lang;
 
+/// The store's own folder (its log, lock and kept files), at the root of the store.
+pub const PRIVATE_DIR: &str = ".stardust";
+
 /// Folders of a store that never hold documents.
-pub const PRIVATE_DIRS: [&str; 2] = [".stardust", ".git"];
+pub const PRIVATE_DIRS: [&str; 2] = [PRIVATE_DIR, ".git"];
 
 /// Whether a store-relative path (`/`-separated) names a document.
 pub fn is_document_path(config: &Config, rel: &str) -> bool {
@@ -102,9 +105,7 @@ pub fn find_store(flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
         return Some(flag.to_owned());
     }
     cwd.ancestors()
-        .find(|dir| {
-            dir.join("stardust.toml").is_file() || dir.join(crate::store::PRIVATE_DIR).is_dir()
-        })
+        .find(|dir| dir.join("stardust.toml").is_file() || dir.join(PRIVATE_DIR).is_dir())
         .map(Path::to_owned)
 }
 

@@ -8,7 +8,8 @@ use common::write;
 use expect_test::expect;
 use serde_json::json;
 use stardust_core::analysis::Analysis;
-use stardust_core::ide::{describe_type, entity_place, location_json, position_offset, store_path};
+use stardust_core::answers::location_json;
+use stardust_core::ide::{describe_type, entity_place, position_offset, store_path};
 
 const BOOK_SCHEMA: &str = r##"{
   "title": "Book", "description": "A published book.",

@@ -18,14 +18,10 @@ fn data(name: &str) -> String {
 
 /// The fixture store, analysed in memory.
 fn store() -> Analysis {
-    let mut docs: Vec<(String, Vec<u8>)> = Vec::new();
-    for line in data("store.txt").split_inclusive('\n') {
-        if let Some(path) = line.strip_prefix("//- ") {
-            docs.push((path.trim().to_owned(), Vec::new()));
-        } else if let Some((_, text)) = docs.last_mut() {
-            text.extend_from_slice(line.as_bytes());
-        }
-    }
+    let docs: Vec<(String, Vec<u8>)> = stardust_core::fixture::files(&data("store.txt"))
+        .into_iter()
+        .map(|(path, text)| (path, text.into_bytes()))
+        .collect();
     let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config: Config::default() });
     Analysis::new(ctx, docs)
 }

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use serde_json::json;
 use stardust_core::analysis::{Analysis, Document};
-use stardust_core::diagnostics::{self, Severity};
+use stardust_core::answers;
+use stardust_core::diagnostics::Severity;
 use stardust_core::text::{Encoding, Span};
 
 use crate::OutputFormat;
@@ -61,7 +62,7 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
                 .iter()
                 .flat_map(|(path, diags)| {
                     let doc = analysis.document(path).expect("diagnosed documents exist");
-                    diags.iter().map(move |d| diagnostics::to_json(analysis, doc, d))
+                    diags.iter().map(move |d| answers::diagnostic_json(analysis, doc, d))
                 })
                 .collect();
             let report = json!({

@@ -15,13 +15,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use stardust_core::Error;
 use stardust_core::format::{self, FormatError};
-use stardust_core::syntax::{Lang, SyntaxError, SyntaxErrorKind};
+use stardust_core::scan;
+use stardust_core::store;
+use stardust_core::syntax::{Lang, SyntaxError};
 use stardust_core::text::{Encoding, LineIndex};
 
 use crate::LangArg;
-
-/// Directories never searched for documents (SPEC §2).
-const SKIPPED_DIRS: [&str; 2] = [".stardust", ".git"];
 
 pub(crate) fn run(
     paths: &[PathBuf],
@@ -191,7 +190,7 @@ fn walk(dir: &Path, documents: &mut Vec<(PathBuf, Lang)>) -> Result<(), Error> {
         let path = entry.path();
         let file_type = entry.file_type().map_err(|e| Error::io(context(), e))?;
         if file_type.is_dir() {
-            if !SKIPPED_DIRS.iter().any(|skip| entry.file_name() == *skip) {
+            if !scan::PRIVATE_DIRS.iter().any(|skip| entry.file_name() == *skip) {
                 walk(&path, documents)?;
             }
         } else if file_type.is_file()
@@ -234,10 +233,7 @@ fn print_syntax_errors(name: &str, text: &str, errors: &[SyntaxError]) {
     let index = LineIndex::new(text);
     for error in errors {
         let position = index.position(text, error.span.start, Encoding::Utf32);
-        let code = match error.kind {
-            SyntaxErrorKind::Syntax => "syntax",
-            SyntaxErrorKind::DuplicateKey => "duplicate-key",
-        };
+        let code = error.kind.code();
         eprintln!(
             "{name}:{}:{}: error[{code}] {}",
             position.line + 1,
@@ -248,8 +244,8 @@ fn print_syntax_errors(name: &str, text: &str, errors: &[SyntaxError]) {
 }
 
 /// Replace the file at `path` with `text` so that a reader sees the old or the new content,
-/// never a mix: write a temporary file beside it with the same permissions, then rename it
-/// over. A symbolic link is written through, to the file it names. A read-only file is refused.
+/// never a mix (the core's atomic replacement, permissions kept). A symbolic link is written
+/// through, to the file it names. A read-only file is refused.
 fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
     let target = fs::canonicalize(path)
         .map_err(|e| Error::io(format!("cannot resolve {}", path.display()), e))?;
@@ -262,40 +258,8 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
             path.display()
         )));
     }
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let write_error = |e| Error::io(format!("cannot write {}", path.display()), e);
-
-    let (temp, mut file) = create_temp(dir, &name).map_err(write_error)?;
-    let result = file
-        .write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .and_then(|()| fs::set_permissions(&temp, permissions))
-        .and_then(|()| fs::rename(&temp, &target));
-    if let Err(e) = result {
-        // The temporary file is ours; leaving it would litter the user's directory.
-        let _ = fs::remove_file(&temp);
-        return Err(write_error(e));
-    }
-    // Make the rename durable; a directory that cannot be synced is not worth failing over.
-    if let Ok(dir) = fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
-}
-
-/// A new file `.<name>.<pid>.<n>.tmp` in `dir` that did not exist before.
-fn create_temp(dir: &Path, name: &str) -> io::Result<(PathBuf, fs::File)> {
-    let pid = std::process::id();
-    let mut n = 0u32;
-    loop {
-        let temp = dir.join(format!(".{name}.{pid}.{n}.tmp"));
-        match fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-            Err(e) => return Err(e),
-        }
-    }
+    store::replace_file(&target, text.as_bytes())
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }
 
 fn usage(message: impl Into<String>) -> anyhow::Error {

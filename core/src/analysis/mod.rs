@@ -14,25 +14,28 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::builtin;
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticCode, Related};
 use crate::error::{Error, Result};
 use crate::model::{self, Entity, Reference};
 use crate::schema::{self, Compiled, EntityTypes, SchemaSource, Subject};
 use crate::shared_map::SharedMap;
-use crate::syntax::{self, Lang, Node, NodeKind, Parse, SyntaxErrorKind};
+use crate::syntax::{self, Lang, Node, NodeKind, Parse};
 use crate::text::{LineIndex, Span};
 
 mod docs;
+mod memo;
 mod splice;
 
 use docs::Docs;
+use memo::Memo;
 use splice::Splice;
 
 /// What every analysis of one store shares: where it is and how it is configured.
@@ -153,11 +156,7 @@ impl Document {
             }
         };
         for err in &parse.errors {
-            let code = match err.kind {
-                SyntaxErrorKind::Syntax => DiagnosticCode::Syntax,
-                SyntaxErrorKind::DuplicateKey => DiagnosticCode::DuplicateKey,
-            };
-            local.push(Diagnostic::new(code, err.span, err.message.clone()));
+            local.push(Diagnostic::new(err.kind.code(), err.span, err.message.clone()));
         }
         let entities = model::entities(&parse);
         let references = model::references(&parse, &entities);
@@ -272,6 +271,11 @@ type Referrers = SharedMap<Arc<str>, Arc<Vec<Arc<str>>>>;
 type Types = SharedMap<Arc<str>, Arc<str>>;
 type Validation = SharedMap<Arc<str>, Arc<Vec<Diagnostic>>>;
 
+/// Changes to documents: (store-relative path, new content, or `None` for a deletion).
+type Changes = Vec<(String, Option<Vec<u8>>)>;
+/// Documents parsed whole for a change, `None` for a deletion.
+type Parsed = Vec<(String, Option<Arc<Document>>)>;
+
 impl EntityTypes for Types {
     fn type_of(&self, id: &str) -> Option<&str> {
         self.get(id).map(|ty| &**ty)
@@ -293,8 +297,9 @@ pub struct Analysis {
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
     validation: Arc<Validation>,
-    /// The query engine's indexes of this snapshot, built on first use (`crate::query`).
-    query_index: Arc<OnceLock<Arc<crate::query::QueryIndex>>>,
+    /// What layers above derive from this snapshot (the query engine's indexes), built on
+    /// first use; shared by clones, which are the same snapshot, and reset by a change.
+    memo: Arc<Memo>,
 }
 
 impl std::fmt::Debug for Analysis {
@@ -352,46 +357,74 @@ impl Analysis {
     /// entity array: only that item is parsed and validated again, which keeps an edit of a
     /// large document in the time of its item rather than of the whole text.
     pub fn into_with_changes(mut self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
-        let mut splices: Vec<(String, Splice)> = Vec::new();
-        let mut rest: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-        match Arc::get_mut(&mut self.docs) {
-            Some(docs) => {
-                for (path, bytes) in changes {
-                    // Schemas and documents validated whole are parsed whole.
-                    let eligible = !self.schemas.contains_key(&path)
-                        && !is_schema_path(&self.ctx.config, &path)
-                        && docs
-                            .get(&path)
-                            .is_some_and(|doc| !has_associated_schema(&self.ctx.config, doc));
-                    let spliced = match &bytes {
-                        Some(bytes) if eligible => docs
-                            .get_mut(&path)
-                            .and_then(Arc::get_mut)
-                            .and_then(|doc| doc.splice(bytes)),
-                        _ => None,
-                    };
-                    match spliced {
-                        Some(splice) => splices.push((path, splice)),
-                        None => rest.push((path, bytes)),
-                    }
-                }
-            }
-            None => rest = changes,
-        }
-
+        let (splices, rest) = self.splice_in_place(changes);
         tracing::debug!("{} documents edited in place, {} parsed whole", splices.len(), rest.len());
-        let parsed: Vec<(String, Option<Arc<Document>>)> = rest
+        let parsed: Parsed = rest
             .into_par_iter()
             .map(|(path, bytes)| {
                 let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
                 (path, doc)
             })
             .collect();
+        let (touched_ids, schema_change) = self.reindex(&splices, &parsed);
+        self.memo = Arc::default();
+        if schema_change {
+            return Analysis::build(self.ctx.clone(), self.docs);
+        }
+        let retyped = self.retype(&touched_ids);
+        let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
+        for id in &retyped {
+            let referring = self.referrers.get(id.as_str()).into_iter().flat_map(|v| v.iter());
+            revalidate.extend(referring.map(|p| p.to_string()));
+        }
+        // A spliced document keeps the validation of its other items, unless a type changed:
+        // then any of its items may see it through a reference.
+        if !retyped.is_empty() {
+            revalidate.extend(splices.iter().map(|(path, _)| path.clone()));
+        }
+        self.revalidate_spliced(&splices, &revalidate);
+        self.revalidate_whole(revalidate);
+        self
+    }
+
+    /// Edit in place each changed document that no other snapshot shares, when the edit stays
+    /// inside one item of a top-level entity array; the other changes are returned to be
+    /// parsed whole. Schemas and documents validated whole are always parsed whole.
+    fn splice_in_place(&mut self, changes: Changes) -> (Vec<(String, Splice)>, Changes) {
+        let Some(docs) = Arc::get_mut(&mut self.docs) else { return (Vec::new(), changes) };
+        let mut splices = Vec::new();
+        let mut rest = Vec::new();
+        for (path, bytes) in changes {
+            let eligible = !self.schemas.contains_key(&path)
+                && !is_schema_path(&self.ctx.config, &path)
+                && docs.get(&path).is_some_and(|doc| !has_associated_schema(&self.ctx.config, doc));
+            let spliced = match &bytes {
+                Some(bytes) if eligible => {
+                    docs.get_mut(&path).and_then(Arc::get_mut).and_then(|doc| doc.splice(bytes))
+                }
+                _ => None,
+            };
+            match spliced {
+                Some(splice) => splices.push((path, splice)),
+                None => rest.push((path, bytes)),
+            }
+        }
+        (splices, rest)
+    }
+
+    /// Put the spliced entities and the documents parsed whole into the documents and the id
+    /// and referrer indexes. Returns the ids whose definitions changed, and whether a schema
+    /// may have changed (a schema document, or a document naming one, was touched).
+    fn reindex(
+        &mut self,
+        splices: &[(String, Splice)],
+        parsed: &Parsed,
+    ) -> (HashSet<String>, bool) {
         let docs = Arc::make_mut(&mut self.docs);
         let ids = Arc::make_mut(&mut self.ids);
         let referrers = Arc::make_mut(&mut self.referrers);
         let mut touched_ids: HashSet<String> = HashSet::new();
-        for (path, splice) in &splices {
+        for (path, splice) in splices {
             let doc = &docs[path.as_str()];
             let path: Arc<str> = path.as_str().into();
             if let Some((j, old)) = &splice.entity {
@@ -403,7 +436,7 @@ impl Analysis {
             }
         }
         let mut schema_change = false;
-        for (path, doc) in &parsed {
+        for (path, doc) in parsed {
             if let Some(old) = docs.get(path.as_str()) {
                 schema_change |= self.schemas.contains_key(path) || old.dollar_schema.is_some();
                 unindex(ids, referrers, old, &mut touched_ids);
@@ -420,40 +453,36 @@ impl Analysis {
                 }
             }
         }
-        self.query_index = Arc::default();
-        if schema_change {
-            return Analysis::build(self.ctx.clone(), self.docs);
-        }
-        let docs = &self.docs;
+        (touched_ids, schema_change)
+    }
+
+    /// Update the type of each touched id; returns the ids whose type changed. Another
+    /// document's validation sees an entity only through its type (`x-stardust-ref`), so only
+    /// the referrers of these ids need validating again.
+    fn retype(&mut self, touched_ids: &HashSet<String>) -> Vec<String> {
         let types = Arc::make_mut(&mut self.types);
-        // Another document's validation sees an entity only through its type (`x-stardust-ref`),
-        // so only the referrers of ids whose type changed are validated again.
-        let mut retyped: Vec<&String> = Vec::new();
-        for id in &touched_ids {
-            let ty = first_type(docs, &self.ids, id);
+        let mut retyped = Vec::new();
+        for id in touched_ids {
+            let ty = first_type(&self.docs, &self.ids, id);
             if types.get(id.as_str()).map(|t| &**t) == ty.as_deref() {
                 continue;
             }
-            retyped.push(id);
+            retyped.push(id.clone());
             match ty {
                 Some(ty) => types.insert(id.as_str().into(), ty.into()),
                 None => types.remove(id.as_str()),
             };
         }
-        let types = self.types.clone();
-        let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
-        for id in &retyped {
-            let referring = self.referrers.get(id.as_str()).into_iter().flat_map(|v| v.iter());
-            revalidate.extend(referring.map(|p| p.to_string()));
-        }
-        // A spliced document keeps the validation of its other items, unless a type changed:
-        // then any of its items may see it through a reference.
-        if !retyped.is_empty() {
-            revalidate.extend(splices.iter().map(|(path, _)| path.clone()));
-        }
+        retyped
+    }
+
+    /// For each spliced document not validated whole again: validate the edited entity only,
+    /// and move the validation of its other items by the edit's length.
+    fn revalidate_spliced(&mut self, splices: &[(String, Splice)], whole: &BTreeSet<String>) {
+        let (docs, types) = (&self.docs, self.types.clone());
         let validation = Arc::make_mut(&mut self.validation);
-        for (path, splice) in &splices {
-            if revalidate.contains(path) {
+        for (path, splice) in splices {
+            if whole.contains(path) {
                 continue;
             }
             let doc = &docs[path.as_str()];
@@ -467,7 +496,13 @@ impl Analysis {
             splice::splice_by_span(&mut diags, splice.old, splice.delta, fresh, |d| &mut d.span);
             validation.insert(path.as_str().into(), Arc::new(diags));
         }
-        let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = revalidate
+    }
+
+    /// Validate the documents at `paths` whole (in parallel); a path no longer in the
+    /// snapshot loses its validation.
+    fn revalidate_whole(&mut self, paths: BTreeSet<String>) {
+        let (docs, types) = (&self.docs, self.types.clone());
+        let fresh: Vec<(String, Option<Arc<Vec<Diagnostic>>>)> = paths
             .into_par_iter()
             .map(|path| {
                 let diags = docs.get(path.as_str()).map(|doc| {
@@ -478,13 +513,13 @@ impl Analysis {
                 (path, diags)
             })
             .collect();
+        let validation = Arc::make_mut(&mut self.validation);
         for (path, diags) in fresh {
             match diags {
                 Some(diags) => validation.insert(path.as_str().into(), diags),
                 None => validation.remove(path.as_str()),
             };
         }
-        self
     }
 
     fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
@@ -526,7 +561,7 @@ impl Analysis {
             types,
             schemas: Arc::new(schemas),
             validation: Arc::new(validation),
-            query_index: Arc::default(),
+            memo: Arc::default(),
         }
     }
 
@@ -567,8 +602,13 @@ impl Analysis {
         out
     }
 
-    pub(crate) fn query_index_cell(&self) -> &OnceLock<Arc<crate::query::QueryIndex>> {
-        &self.query_index
+    /// The value of type `T` that `build` derives from this snapshot, built the first time
+    /// it is asked for and kept as long as the snapshot. Each type has its own slot.
+    pub(crate) fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        build: impl FnOnce(&Analysis) -> T,
+    ) -> Arc<T> {
+        self.memo.get_or_init(|| build(self))
     }
 
     pub fn context(&self) -> &Arc<StoreContext> {
@@ -968,11 +1008,12 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
         })
         .collect();
     // Built-in types stand in for a schema the store does not have (SPEC §10).
-    let backup = config.type_schema_path(crate::backup::TYPE);
-    if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(backup) {
-        let builtin =
-            schema::compile(slot.key(), crate::backup::definition_schema(), source, config.formats);
-        slot.insert(builtin);
+    for (ty, schema) in builtin::types() {
+        let path = config.type_schema_path(ty);
+        if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(path) {
+            let builtin = schema::compile(slot.key(), schema, source.clone(), config.formats);
+            slot.insert(builtin);
+        }
     }
     compiled
 }
@@ -981,10 +1022,10 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
 fn schema_value<'a>(config: &Config, docs: &'a Docs, path: &str) -> Option<&'a Value> {
     match docs.get(path) {
         Some(doc) => Some(&doc.parse.value),
-        None if path == config.type_schema_path(crate::backup::TYPE) => {
-            Some(crate::backup::definition_schema())
-        }
-        None => None,
+        None => builtin::types()
+            .into_iter()
+            .find(|(ty, _)| path == config.type_schema_path(ty))
+            .map(|(_, schema)| schema),
     }
 }
 

@@ -435,14 +435,41 @@ struct Found {
 /// Check every byte of the archive at `path` against its manifest; the error names the first
 /// damage found.
 pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupResult<Verified> {
-    let corrupt = |reason: String| BackupError::Corrupt { archive: path.to_owned(), reason };
     let file = open_archive(path)?;
     let total = file
         .metadata()
         .map_err(|e| BackupError::io(format!("cannot read {}", path.display()), e))?
         .len();
+    let members = read_members(path, file, total, progress)?;
+    let manifest = read_manifest(&members).map_err(corrupt_in(path))?;
+    check_members(&members.found, &manifest).map_err(corrupt_in(path))?;
+    check_framing(path, &members, &manifest, total)?;
+    progress(&Progress { phase: Phase::Verifying, done: total, total, path: "" });
+    Ok(Verified { manifest, bytes: total })
+}
 
-    // The tar structure, each member's content hashed.
+/// How a reason becomes the `Corrupt` error of the archive at `path`.
+fn corrupt_in(path: &Path) -> impl Fn(String) -> BackupError + '_ {
+    move |reason| BackupError::Corrupt { archive: path.to_owned(), reason }
+}
+
+/// An archive's members as read: every member but the manifest's two, and those two.
+struct Members {
+    found: Vec<Found>,
+    manifest: Vec<u8>,
+    /// Where the manifest's tar header starts.
+    manifest_at: u64,
+    sum: Vec<u8>,
+}
+
+/// The tar structure, each member's content hashed, the manifest and its checksum last.
+fn read_members(
+    path: &Path,
+    file: File,
+    total: u64,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> BackupResult<Members> {
+    let corrupt = corrupt_in(path);
     let mut found: Vec<Found> = Vec::new();
     let mut manifest: Option<(Vec<u8>, u64)> = None;
     let mut sum: Option<Vec<u8>> = None;
@@ -470,16 +497,12 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
                 )));
             }
         };
-        let read_err = |e: std::io::Error| {
-            corrupt(format!(
-                "the member '{name}' cannot be read ({e}); the archive is truncated or damaged"
-            ))
-        };
         if name == MANIFEST_PATH || name == MANIFEST_SUM_PATH {
             let mut data = Vec::new();
-            entry.read_to_end(&mut data).map_err(read_err)?;
+            entry.read_to_end(&mut data).map_err(|e| corrupt(unreadable_member(&name, &e)))?;
             if data.len() as u64 != entry.size() {
-                return Err(read_err(std::io::ErrorKind::UnexpectedEof.into()));
+                let eof = std::io::ErrorKind::UnexpectedEof.into();
+                return Err(corrupt(unreadable_member(&name, &eof)));
             }
             if name == MANIFEST_PATH {
                 manifest = Some((data, header_at));
@@ -495,36 +518,9 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
                 "the member '{name}' is between the manifest and its checksum; the archive has an extra member"
             )));
         }
-        let head = entry.header();
-        let mode = head
-            .mode()
-            .map_err(|e| corrupt(format!("the member '{name}' has a damaged mode: {e}")))?;
-        let mtime = head
-            .mtime()
-            .map_err(|e| corrupt(format!("the member '{name}' has a damaged time: {e}")))?;
-        let target = match entry.link_name_bytes() {
-            Some(bytes) if kind == EntryKind::Symlink => {
-                Some(String::from_utf8(bytes.into_owned()).map_err(|_| {
-                    corrupt(format!("the link '{name}' points at a name that is not UTF-8"))
-                })?)
-            }
-            _ => None,
-        };
-        let size = entry.size();
-        let done = entry.raw_file_position().saturating_add(size);
-        let sha256 = if kind == EntryKind::File {
-            let mut hashing = Hashing::new(&mut entry);
-            std::io::copy(&mut hashing, &mut std::io::sink()).map_err(read_err)?;
-            let (count, sha) = hashing.position();
-            if count != size {
-                return Err(read_err(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-            Some(sha)
-        } else {
-            None
-        };
+        let done = entry.raw_file_position().saturating_add(entry.size());
+        found.push(read_member(&mut entry, name, kind).map_err(&corrupt)?);
         drop(entry);
-        found.push(Found { path: name, kind, mode, mtime, size, sha256, target });
         progress(&Progress {
             phase: Phase::Verifying,
             done,
@@ -532,7 +528,7 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
             path: &found[found.len() - 1].path,
         });
     }
-    let Some((manifest_bytes, manifest_at)) = manifest else {
+    let Some((manifest, manifest_at)) = manifest else {
         return Err(corrupt(format!(
             "it has no manifest ({MANIFEST_PATH}); it is truncated, or not a Stardust backup"
         )));
@@ -540,54 +536,95 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
     let Some(sum) = sum else {
         return Err(corrupt(format!("it has no {MANIFEST_SUM_PATH}; it is truncated")));
     };
+    Ok(Members { found, manifest, manifest_at, sum })
+}
 
-    // The manifest, checked by its checksum member.
-    let expected_sum = format!("{}  manifest.json\n", hex(&Sha256::digest(&manifest_bytes)));
-    if sum != expected_sum.as_bytes() {
-        return Err(corrupt(format!(
+fn unreadable_member(name: &str, e: &std::io::Error) -> String {
+    format!("the member '{name}' cannot be read ({e}); the archive is truncated or damaged")
+}
+
+/// One member other than the manifest's: its metadata, and a file's content hashed.
+fn read_member<R: Read>(
+    entry: &mut tar::Entry<'_, R>,
+    name: String,
+    kind: EntryKind,
+) -> Result<Found, String> {
+    let head = entry.header();
+    let mode = head.mode().map_err(|e| format!("the member '{name}' has a damaged mode: {e}"))?;
+    let mtime = head.mtime().map_err(|e| format!("the member '{name}' has a damaged time: {e}"))?;
+    let target = match entry.link_name_bytes() {
+        Some(bytes) if kind == EntryKind::Symlink => Some(
+            String::from_utf8(bytes.into_owned())
+                .map_err(|_| format!("the link '{name}' points at a name that is not UTF-8"))?,
+        ),
+        _ => None,
+    };
+    let size = entry.size();
+    let sha256 = if kind == EntryKind::File {
+        let mut hashing = Hashing::new(&mut *entry);
+        std::io::copy(&mut hashing, &mut std::io::sink())
+            .map_err(|e| unreadable_member(&name, &e))?;
+        let (count, sha) = hashing.position();
+        if count != size {
+            return Err(unreadable_member(&name, &std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        Some(sha)
+    } else {
+        None
+    };
+    Ok(Found { path: name, kind, mode, mtime, size, sha256, target })
+}
+
+/// The manifest, checked by its checksum member, in a format this Stardust reads and with
+/// sound paths.
+fn read_manifest(members: &Members) -> Result<Manifest, String> {
+    let expected_sum = format!("{}  manifest.json\n", hex(&Sha256::digest(&members.manifest)));
+    if members.sum != expected_sum.as_bytes() {
+        return Err(format!(
             "the manifest does not match its SHA-256 in {MANIFEST_SUM_PATH}; one of them is damaged"
-        )));
+        ));
     }
-    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| corrupt(format!("the manifest cannot be read: {e}")))?;
+    let manifest: Manifest = serde_json::from_slice(&members.manifest)
+        .map_err(|e| format!("the manifest cannot be read: {e}"))?;
     if manifest.format != FORMAT {
-        return Err(corrupt(format!(
+        return Err(format!(
             "the manifest's format is '{}'; this Stardust reads '{FORMAT}'",
             manifest.format
-        )));
+        ));
     }
-    check_paths(&manifest).map_err(corrupt)?;
+    check_paths(&manifest)?;
+    Ok(manifest)
+}
 
-    // Each member against the manifest, in order.
+/// Each member against the manifest, in order: the same members, kinds, sizes, contents,
+/// modes, times and link targets.
+fn check_members(found: &[Found], manifest: &Manifest) -> Result<(), String> {
     let listed: HashSet<&str> = manifest.entries.iter().map(|e| e.path.as_str()).collect();
     let present: HashSet<&str> = found.iter().map(|f| f.path.as_str()).collect();
     if let Some(missing) = manifest.entries.iter().find(|e| !present.contains(e.path.as_str())) {
-        return Err(corrupt(format!(
-            "the member '{}' that the manifest lists is missing",
-            missing.path
-        )));
+        return Err(format!("the member '{}' that the manifest lists is missing", missing.path));
     }
     if let Some(extra) = found.iter().find(|f| !listed.contains(f.path.as_str())) {
-        return Err(corrupt(format!(
+        return Err(format!(
             "the member '{}' is not in the manifest; the archive has an extra member",
             extra.path
-        )));
+        ));
     }
     if found.len() != manifest.entries.len() {
-        return Err(corrupt("a member appears more than once".to_owned()));
+        return Err("a member appears more than once".to_owned());
     }
     for (f, e) in found.iter().zip(&manifest.entries) {
         if f.path != e.path {
-            return Err(corrupt(format!(
+            return Err(format!(
                 "the member '{}' is out of the manifest's order (expected '{}')",
                 f.path, e.path
-            )));
+            ));
         }
         let differs = |what: &str, archive: String, listed: String| {
-            corrupt(format!(
+            format!(
                 "the member '{}' has {what} {archive} in the archive but {listed} in the manifest",
                 f.path
-            ))
+            )
         };
         if f.kind != e.kind {
             return Err(differs("the kind", format!("{:?}", f.kind), format!("{:?}", e.kind)));
@@ -596,10 +633,10 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
             return Err(differs("the size", f.size.to_string(), format!("{:?}", e.size)));
         }
         if f.sha256 != e.sha256 {
-            return Err(corrupt(format!(
+            return Err(format!(
                 "the content of '{}' does not match its SHA-256 in the manifest; the member is damaged",
                 f.path
-            )));
+            ));
         }
         if f.mode != e.mode {
             return Err(differs("the mode", format!("{:o}", f.mode), format!("{:o}", e.mode)));
@@ -615,8 +652,20 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
             ));
         }
     }
+    Ok(())
+}
 
-    // Every byte before the manifest (headers and padding too), then everything after it.
+/// Every byte before the manifest (headers and padding too) against the manifest's SHA-256
+/// of them, then everything after it against what the manifest's own members must be.
+fn check_framing(
+    path: &Path,
+    members: &Members,
+    manifest: &Manifest,
+    total: u64,
+) -> BackupResult<()> {
+    let corrupt = corrupt_in(path);
+    let read_error = |e| BackupError::io(format!("cannot read {}", path.display()), e);
+    let manifest_at = members.manifest_at;
     if manifest_at != manifest.archive_bytes {
         return Err(corrupt(format!(
             "the manifest starts at byte {manifest_at} but records {} bytes before it",
@@ -626,43 +675,30 @@ pub fn verify(path: &Path, progress: &mut dyn FnMut(&Progress<'_>)) -> BackupRes
     let mut file = open_archive(path)?;
     let mut prefix =
         Hashing::new(BufReader::with_capacity(IO_BUFFER, (&mut file).take(manifest_at)));
-    std::io::copy(&mut prefix, &mut std::io::sink())
-        .map_err(|e| BackupError::io(format!("cannot read {}", path.display()), e))?;
+    std::io::copy(&mut prefix, &mut std::io::sink()).map_err(read_error)?;
     if prefix.position().1 != manifest.archive_sha256 {
         return Err(corrupt(
             "its bytes before the manifest do not match the manifest's SHA-256 of them; a tar header or padding is damaged".to_owned(),
         ));
     }
-    let expected_tail = tail_bytes(&manifest_bytes);
-    file.seek(SeekFrom::Start(manifest_at))
-        .map_err(|e| BackupError::io(format!("cannot read {}", path.display()), e))?;
+    let expected_tail = tail_bytes(&members.manifest);
+    file.seek(SeekFrom::Start(manifest_at)).map_err(read_error)?;
     let mut tail = Vec::new();
-    (&mut file)
-        .take(expected_tail.len() as u64 + 1)
-        .read_to_end(&mut tail)
-        .map_err(|e| BackupError::io(format!("cannot read {}", path.display()), e))?;
+    (&mut file).take(expected_tail.len() as u64 + 1).read_to_end(&mut tail).map_err(read_error)?;
     match tail.len().cmp(&expected_tail.len()) {
         std::cmp::Ordering::Less => {
-            return Err(corrupt(
-                "its end-of-archive blocks are missing; it is truncated".to_owned(),
-            ));
+            Err(corrupt("its end-of-archive blocks are missing; it is truncated".to_owned()))
         }
         std::cmp::Ordering::Greater => {
             let extra = total - manifest_at - expected_tail.len() as u64;
-            return Err(corrupt(format!(
-                "it has {extra} extra bytes after the end of the archive"
-            )));
+            Err(corrupt(format!("it has {extra} extra bytes after the end of the archive")))
         }
-        std::cmp::Ordering::Equal if tail != expected_tail => {
-            return Err(corrupt(
-                "the manifest's tar header, its padding or the end-of-archive blocks are damaged"
-                    .to_owned(),
-            ));
-        }
-        std::cmp::Ordering::Equal => {}
+        std::cmp::Ordering::Equal if tail != expected_tail => Err(corrupt(
+            "the manifest's tar header, its padding or the end-of-archive blocks are damaged"
+                .to_owned(),
+        )),
+        std::cmp::Ordering::Equal => Ok(()),
     }
-    progress(&Progress { phase: Phase::Verifying, done: total, total, path: "" });
-    Ok(Verified { manifest, bytes: total })
 }
 
 /// The paths a restore may write: relative, normal, unique, outside `.stardust/`, never

@@ -1,5 +1,6 @@
-//! Backups (SPEC §10): the built-in `backup` entity type, and archives of a store as of one
-//! seq that can be verified and restored byte for byte.
+//! Backups (SPEC §10): definitions of the built-in `backup` entity type (its schema is in
+//! `crate::builtin`), and archives of a store as of one seq that can be verified and restored
+//! byte for byte.
 //!
 //! A backup definition is an entity `{id backup/nightly type backup include ['**'] target
 //! '/var/backups/library' keep 7}`. [`run`] writes a tar archive of the files `include`
@@ -15,11 +16,10 @@ mod archive;
 mod restore;
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::LazyLock;
 use std::time::{Duration, SystemTime};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::store::{Snapshot, Store, StoreError, rfc3339};
 
@@ -29,50 +29,11 @@ pub use archive::{
 pub use restore::{Restored, restore};
 
 /// The built-in entity type of backup definitions.
-pub const TYPE: &str = "backup";
-
+pub use crate::builtin::BACKUP as TYPE;
 /// How many archives a definition keeps when it does not say.
-pub const DEFAULT_KEEP: u64 = 7;
-
-static DEFINITION_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "backup",
-        "description": "A backup definition: which files of the store `stardust backup run` archives, where it writes the archives, and how many it keeps.",
-        "type": "object",
-        "required": ["id", "type", "target"],
-        "properties": {
-            "id": {"type": "string", "description": "The definition's id, e.g. backup/nightly."},
-            "type": {"const": TYPE},
-            "title": {"type": "string"},
-            "description": {"type": "string"},
-            "include": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-                "minItems": 1,
-                "default": ["**"],
-                "description": "Globs of store-relative paths to archive; '**' is every file. .stardust/ is never archived."
-            },
-            "target": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The folder the archives are written to: absolute, or relative to the store root; it must be outside the store."
-            },
-            "keep": {
-                "type": "integer",
-                "minimum": 1,
-                "default": DEFAULT_KEEP,
-                "description": "How many of this definition's newest archives to keep in the target."
-            }
-        },
-        "additionalProperties": false
-    })
-});
-
+pub use crate::builtin::DEFAULT_BACKUP_KEEP as DEFAULT_KEEP;
 /// The JSON Schema of backup definitions, used when a store has no `backup` schema of its own.
-pub fn definition_schema() -> &'static Value {
-    &DEFINITION_SCHEMA
-}
+pub use crate::builtin::backup_schema as definition_schema;
 
 /// Why a backup operation failed. `code()` is the stable wire name (SPEC §16).
 #[derive(Debug, thiserror::Error)]
@@ -465,6 +426,8 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -1,13 +1,10 @@
 //! How clients that count in lines and characters, or name data by entity id, address a
 //! place in the store: store paths from what a client gives, 1-based positions, entity ids
-//! with JSON Pointers, and locations written back with the entity they are in.
+//! with JSON Pointers, and the entity a location is in (`crate::answers` writes locations).
 
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::{Value, json};
-
 use crate::analysis::{Analysis, Document};
-use crate::diagnostics::range_json;
 use crate::error::Error;
 use crate::text::{Encoding, Position, Span};
 
@@ -104,19 +101,6 @@ pub fn entity_place(analysis: &Analysis, id: &str, pointer: &str) -> Result<(Str
         ))
     })?;
     Ok((doc.path.clone(), found.span))
-}
-
-/// A location as JSON answers write it: `{path, range, entity?}`, the range 1-based with
-/// columns in characters, and the id of the innermost entity holding it.
-pub fn location_json(analysis: &Analysis, path: &str, span: Span) -> Value {
-    let Some(doc) = analysis.document(path) else {
-        return json!({"path": path});
-    };
-    let mut out = json!({"path": path, "range": range_json(doc, span)});
-    if let Some(id) = entity_at(doc, span.start) {
-        out["entity"] = json!(id);
-    }
-    out
 }
 
 /// The id of the entity whose object covers `offset`.

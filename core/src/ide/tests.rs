@@ -25,20 +25,31 @@ struct Fixture {
 }
 
 fn fixture(text: &str) -> Fixture {
-    let mut docs = Vec::new();
+    let parsed = crate::fixture::parse(text);
     let mut queries = Vec::new();
     let mut complete = false;
     let mut cursor = None;
-    let mut current: Option<(String, String)> = None;
-    for line in text.split_inclusive('\n') {
-        if let Some(path) = line.strip_prefix("//- ") {
-            docs.extend(current.take());
-            current = Some((path.trim().to_owned(), String::new()));
-        } else if let Some(query) = line.strip_prefix("//# symbols") {
+    let mut docs = Vec::new();
+    // Directives may stand in the preamble or among a file's lines; neither is content.
+    let mut directive = |line: &str| {
+        if let Some(query) = line.strip_prefix("//# symbols") {
             queries.push(query.trim().to_owned());
         } else if line.trim_end() == "//# complete" {
             complete = true;
-        } else if let Some((path, body)) = current.as_mut() {
+        } else {
+            return false;
+        }
+        true
+    };
+    parsed.preamble.split_inclusive('\n').for_each(|line| {
+        directive(line);
+    });
+    for (path, content) in parsed.files {
+        let mut body = String::new();
+        for line in content.split_inclusive('\n') {
+            if directive(line) {
+                continue;
+            }
             if let Some(at) = line.find(CURSOR) {
                 assert!(cursor.is_none(), "one cursor per fixture");
                 cursor = Some((path.clone(), body.len() + at));
@@ -47,8 +58,8 @@ fn fixture(text: &str) -> Fixture {
                 body.push_str(line);
             }
         }
+        docs.push((path, body));
     }
-    docs.extend(current);
     let (path, offset) = cursor.expect("a $0 cursor");
     let ctx = Arc::new(StoreContext { root: PathBuf::from("/store"), config: Config::default() });
     let analysis = Analysis::new(ctx, docs.into_iter().map(|(p, b)| (p, b.into_bytes())).collect());

@@ -96,7 +96,7 @@ impl QueryResult {
 impl Analysis {
     /// The query indexes of this snapshot, built on first use.
     pub fn query_index(&self) -> Arc<QueryIndex> {
-        self.query_index_cell().get_or_init(|| Arc::new(QueryIndex::build(self))).clone()
+        self.derived(QueryIndex::build)
     }
 }
 

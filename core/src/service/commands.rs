@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, CommandError, CommandResult, describe as describe_all};
 use crate::analysis::Analysis;
+use crate::answers;
 use crate::backup::{self, Phase};
-use crate::diagnostics;
 use crate::error::Error;
 use crate::patch::{self, Op, Patch};
 use crate::query::{self, Query, QueryOptions};
@@ -170,7 +170,7 @@ fn entity_get_in(analysis: &Analysis, id: &str) -> CommandResult {
         "id": id,
         "value": value,
         "path": doc.path,
-        "range": diagnostics::range_json(doc, entity.span),
+        "range": answers::range_json(doc, entity.span),
         "version": doc.version,
     }))
 }
@@ -206,7 +206,7 @@ fn entity_validate_in(analysis: &Analysis, entity: Value) -> Result<Value, Error
         .diagnostics_of(&path)
         .iter()
         .map(|d| {
-            let mut v = diagnostics::to_json(&after, doc, d);
+            let mut v = answers::diagnostic_json(&after, doc, d);
             // The document is hypothetical: name the entity, not a path that does not exist.
             if !exists {
                 v["path"] = Value::Null;

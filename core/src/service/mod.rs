@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::analysis::Analysis;
+use crate::answers;
 use crate::backup::BackupError;
-use crate::diagnostics;
 use crate::error::{Code, Error, error_object};
 use crate::patch::{self, Patch};
 use crate::store::{Origin, Snapshot, Store, StoreError, rfc3339};
@@ -101,7 +101,7 @@ fn problems_json(
     problems
         .iter()
         .map(|(path, d)| match analysis.document(path) {
-            Some(doc) => diagnostics::to_json(analysis, doc, d),
+            Some(doc) => answers::diagnostic_json(analysis, doc, d),
             None => json!({"path": path, "code": d.code, "message": d.message}),
         })
         .collect()

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, CommandResult, page};
 use crate::analysis::{Analysis, Document};
-use crate::diagnostics;
+use crate::answers;
 use crate::error::Error;
 use crate::ide::{self, Symbol, SymbolKind};
 
@@ -28,7 +28,7 @@ pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
     for doc in docs {
         for d in analysis.diagnostics_of(&doc.path) {
             if severity.is_none_or(|s| d.severity.as_str() == s) {
-                let mut item = diagnostics::to_json(analysis, doc, &d);
+                let mut item = answers::diagnostic_json(analysis, doc, &d);
                 if let Some(id) = ide::entity_at(doc, d.span.start) {
                     item["entity"] = json!(id);
                 }
@@ -43,7 +43,7 @@ pub(super) fn hover(call: &mut Call<'_>) -> CommandResult {
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let hover = ide::hover(analysis, &doc.path, offset).map(|h| {
-        let mut out = ide::location_json(analysis, &doc.path, h.span);
+        let mut out = answers::location_json(analysis, &doc.path, h.span);
         out["markdown"] = json!(h.markdown);
         out
     });
@@ -54,7 +54,7 @@ pub(super) fn definition(call: &mut Call<'_>) -> CommandResult {
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let found = ide::definition(analysis, &doc.path, offset);
-    let items = found.iter().map(|f| ide::location_json(analysis, &f.path, f.span)).collect();
+    let items = found.iter().map(|f| answers::location_json(analysis, &f.path, f.span)).collect();
     Ok(page::page("locations", items, args)?)
 }
 
@@ -63,7 +63,7 @@ pub(super) fn references(call: &mut Call<'_>) -> CommandResult {
     let (doc, offset) = place(analysis, root, args)?;
     let declaration = args.get("includeDeclaration").and_then(Value::as_bool);
     let found = ide::references(analysis, &doc.path, offset, declaration.unwrap_or(true));
-    let items = found.iter().map(|f| ide::location_json(analysis, &f.path, f.span)).collect();
+    let items = found.iter().map(|f| answers::location_json(analysis, &f.path, f.span)).collect();
     Ok(page::page("references", items, args)?)
 }
 
@@ -84,7 +84,7 @@ pub(super) fn workspace_symbols(call: &mut Call<'_>) -> CommandResult {
                 "id": s.id,
                 "type": s.ty,
                 "title": s.title,
-                "location": ide::location_json(analysis, &s.location.path, s.location.span),
+                "location": answers::location_json(analysis, &s.location.path, s.location.span),
             })
         })
         .collect();
@@ -113,7 +113,7 @@ fn action(analysis: &Analysis, path: &str, action: &ide::Action) -> Value {
         .edits
         .iter()
         .map(|e| {
-            let mut at = ide::location_json(analysis, path, e.span);
+            let mut at = answers::location_json(analysis, path, e.span);
             at["newText"] = json!(e.text);
             at
         })
@@ -199,8 +199,8 @@ fn symbol(doc: &Document, s: &Symbol) -> Value {
         "name": s.name,
         "detail": s.detail,
         "kind": kind,
-        "range": diagnostics::range_json(doc, s.span),
-        "selectionRange": diagnostics::range_json(doc, s.selection),
+        "range": answers::range_json(doc, s.span),
+        "selectionRange": answers::range_json(doc, s.selection),
         "children": s.children.iter().map(|c| symbol(doc, c)).collect::<Vec<_>>(),
     })
 }

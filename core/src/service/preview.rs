@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::{CommandError, CommandResult};
 use crate::analysis::{Analysis, diagnostics_delta};
-use crate::diagnostics::{self, Diagnostic};
+use crate::answers;
+use crate::diagnostics::Diagnostic;
 use crate::patch::Plan;
 use crate::store::{Change, Origin, Prepared, Store, StoreError, Version, rfc3339};
 
@@ -133,7 +134,7 @@ pub(super) fn build(
         .collect();
     let to_json = |a: &Analysis, list: &[(String, Diagnostic)]| -> Vec<Value> {
         list.iter()
-            .filter_map(|(path, d)| Some(diagnostics::to_json(a, a.document(path)?, d)))
+            .filter_map(|(path, d)| Some(answers::diagnostic_json(a, a.document(path)?, d)))
             .collect()
     };
     let (new, resolved_diags) = (to_json(&after, &added), to_json(analysis, &removed));

@@ -132,17 +132,9 @@ impl Disk {
         let name = target.file_name().expect("a document path has a name").to_string_lossy();
         let temp = parent.join(format!(".{name}{TEMP_SUFFIX}"));
         let staged = Staged { temp, target };
-        let written = self.check(FailPoint::WriteTemp, rel).and_then(|()| {
-            let mut file =
-                OpenOptions::new().write(true).create(true).truncate(true).open(&staged.temp)?;
-            if let Ok(meta) = fs::symlink_metadata(&staged.target)
-                && meta.is_file()
-            {
-                file.set_permissions(meta.permissions())?;
-            }
-            file.write_all(content)?;
-            if sync { file.sync_data() } else { Ok(()) }
-        });
+        let written = self
+            .check(FailPoint::WriteTemp, rel)
+            .and_then(|()| write_temp(&staged.temp, &staged.target, content, sync));
         match written {
             Ok(()) => Ok(staged),
             Err(e) => {
@@ -255,6 +247,40 @@ impl Staged {
     pub fn discard(&self) {
         let _ = fs::remove_file(&self.temp);
     }
+}
+
+/// Write `content` to `temp`, the temporary sibling of `target`, with the permissions of
+/// `target` if it is a regular file; with `sync`, durably.
+fn write_temp(temp: &Path, target: &Path, content: &[u8], sync: bool) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(temp)?;
+    if let Ok(meta) = fs::symlink_metadata(target)
+        && meta.is_file()
+    {
+        file.set_permissions(meta.permissions())?;
+    }
+    file.write_all(content)?;
+    if sync { file.sync_data() } else { Ok(()) }
+}
+
+/// Replace the file at `target` (a path without symbolic links) with `content` atomically
+/// and durably, outside any store's commit path (`stardust fmt` on files given by path): the
+/// temporary sibling, permissions and rename of a commit ([`Disk::stage`], [`Disk::install`]),
+/// then the folder synced. A reader sees the old or the new content, never a mix. The
+/// temporary file's name holds this process's id, so two processes replacing one file never
+/// write into the same temporary file; it is removed when the replacement fails.
+pub fn replace_file(target: &Path, content: &[u8]) -> io::Result<()> {
+    let parent = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let temp = parent.join(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id()));
+    let result = write_temp(&temp, target, content, true).and_then(|()| fs::rename(&temp, target));
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result?;
+    sync_dir(parent)
 }
 
 /// The content of a regular file, or `None` if `path` is missing or not a regular file.
@@ -373,5 +399,21 @@ mod tests {
         let err = disk.stage("doc.json", b"x", false).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::StorageFull);
         assert_eq!(fs::read_dir(disk.root()).unwrap().count(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_file_keeps_permissions_and_leaves_no_temp() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("doc.json");
+        fs::write(&path, b"old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        replace_file(&path, b"new").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "only the document is left");
+        let missing = dir.path().join("no/such/doc.json");
+        assert!(replace_file(&missing, b"x").is_err());
     }
 }

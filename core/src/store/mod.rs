@@ -55,7 +55,7 @@ use crate::scan;
 
 pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
-pub use fsio::{FailHook, FailPoint};
+pub use fsio::{FailHook, FailPoint, replace_file};
 pub use log::{Damage, Verification};
 pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
@@ -66,8 +66,9 @@ use fsio::Disk;
 use lock::StoreLock;
 use log::{Header, LogReader, LogWriter};
 
-/// Stardust's private folder inside a store.
-pub const PRIVATE_DIR: &str = ".stardust";
+/// Stardust's private folder inside a store (its name belongs to `scan`, which keeps it out
+/// of the documents).
+pub use crate::scan::PRIVATE_DIR;
 
 /// Where recovery keeps content it found in a document and overwrote, inside [`PRIVATE_DIR`].
 pub const RECOVERED_DIR: &str = "recovered";
@@ -487,132 +488,18 @@ fn recover(
     lock: StoreLock,
 ) -> StoreResult<(Writer, Snapshot, Vec<u64>)> {
     let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
-
-    // The last logged state: each document's version and the record holding its content.
-    let mut logged: HashMap<String, Logged> = HashMap::new();
-    let mut offsets = Vec::new();
-    // The transactions after the last `applied` marker, and the boot that wrote the marker
-    // (the boot of every write after it: each open marks the log before it writes).
-    let mut tail: Vec<Transaction> = Vec::new();
-    let mut applied = 0;
-    let mut tail_boot: Option<String> = None;
-    let mut valid_len = 0;
-    let mut last_seq = 0;
-    if let Some(mut reader) = LogReader::open(log_path).map_err(|e| io("cannot read", e))? {
-        loop {
-            match reader.next_record() {
-                Ok(Some(record)) => match record.header {
-                    Header::Transaction { transaction, .. } => {
-                        offsets.push(record.offset);
-                        for doc in &transaction.documents {
-                            match doc.after {
-                                Some(version) => {
-                                    let at = Logged {
-                                        version,
-                                        offset: record.offset,
-                                        seq: transaction.seq,
-                                    };
-                                    logged.insert(doc.path.clone(), at);
-                                }
-                                None => {
-                                    logged.remove(&doc.path);
-                                }
-                            }
-                        }
-                        tail.push(transaction);
-                    }
-                    Header::Applied { seq, boot } => {
-                        applied = seq;
-                        tail_boot = boot;
-                        tail.retain(|t| t.seq > seq);
-                    }
-                },
-                Ok(None) => break,
-                Err(damage) if damage.in_middle => return Err(corrupt(log_path, damage)),
-                Err(damage) => {
-                    tracing::warn!(
-                        "the transaction log ends with an unfinished record at byte {} ({}); \
-                         dropping it (it was never acknowledged)",
-                        damage.offset,
-                        damage.reason
-                    );
-                    break;
-                }
-            }
-        }
-        valid_len = reader.offset();
-        last_seq = reader.last_seq();
-    }
+    let LogState { logged, mut offsets, tail, applied, tail_boot, valid_len, last_seq } =
+        read_log_state(log_path)?;
     let mut log = LogWriter::open(log_path, valid_len).map_err(|e| io("cannot open", e))?;
 
-    // The documents on disk now.
-    let files = scan::documents(root, &ctx.config)?;
-    let results = scan::read_many(&files, |(rel, abs)| disk.read_at(rel, abs));
-    let read: Vec<(String, std::io::Result<Option<Vec<u8>>>)> =
-        files.into_iter().map(|(rel, _)| rel).zip(results).collect();
-    let mut on_disk: HashMap<String, Vec<u8>> = HashMap::with_capacity(read.len());
-    let mut unreadable: Vec<String> = Vec::new();
-    for (rel, result) in read {
-        match result {
-            Ok(Some(bytes)) => {
-                on_disk.insert(rel, bytes);
-            }
-            // Gone between the scan and the read.
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!("cannot read {rel}; treating it as unchanged: {err}");
-                unreadable.push(rel);
-            }
-        }
-    }
-
+    let (mut on_disk, unreadable) = read_documents(root, ctx, disk)?;
     let restarted = boot.is_none() || tail_boot.as_deref() != boot;
     redo_tail(root, disk, log_path, &tail, &logged, &unreadable, restarted, &mut on_disk)?;
-
     // A document that cannot be read is taken to be as last logged rather than deleted.
     on_disk.extend(logged_contents(log_path, &unreadable, &logged)?);
 
-    // What differs from the last logged state becomes one external transaction.
-    let mut changed: Vec<String> = logged
-        .iter()
-        .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
-        .map(|(path, _)| path.clone())
-        .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
-        .collect();
-    changed.sort();
-    let changes: Vec<(String, Option<Vec<u8>>)> =
-        changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
-    // What is left on disk is exactly the documents as last logged.
-    let mut before_docs: Vec<(String, Vec<u8>)> = on_disk.into_iter().collect();
-    before_docs.extend(logged_contents(log_path, &changed, &logged)?);
-    let before = Analysis::new(ctx.clone(), before_docs);
-    let mut seq = last_seq;
-    let analysis = if changes.is_empty() {
-        before
-    } else {
-        let after = if before.document_count() == 0 {
-            // The first history: analysing from scratch beats applying every document as a
-            // change.
-            let docs = changes.iter().filter_map(|(path, c)| Some((path.clone(), c.clone()?)));
-            Analysis::new(ctx.clone(), docs.collect())
-        } else {
-            before.with_changes(changes.clone())
-        };
-        seq += 1;
-        let txn = transaction(seq, Origin::External, &before, &after, &changes);
-        let offset = log
-            .append(&log::encode_transaction(&txn, &contents(&changes)), false)
-            .map_err(|e| io("cannot append to", e))?;
-        offsets.push(offset);
-        let n = txn.documents.len();
-        let s = if n == 1 { "" } else { "s" };
-        if logged.is_empty() && last_seq == 0 {
-            tracing::info!("history starts: recorded the store's {n} document{s} as seq {seq}");
-        } else {
-            tracing::info!("recorded {n} document{s} changed outside Stardust as seq {seq}");
-        }
-        after
-    };
+    let (analysis, seq) =
+        record_external(ctx, log_path, &mut log, &logged, on_disk, last_seq, &mut offsets)?;
     // The tail is durable now, and an external record writes no document. The marker also
     // names this boot, which the writes from now on belong to, so it must be durable before
     // them: it is, because each of them follows the sync of its own later record in the same
@@ -637,6 +524,163 @@ fn recover(
         _lock: lock,
     };
     Ok((writer, Snapshot { seq, analysis }, offsets))
+}
+
+/// What the log says at open.
+struct LogState {
+    /// The last logged state: each document's version and the record holding its content.
+    logged: HashMap<String, Logged>,
+    /// The offset of every transaction record.
+    offsets: Vec<u64>,
+    /// The transactions after the last `applied` marker.
+    tail: Vec<Transaction>,
+    /// The seq of the last `applied` marker.
+    applied: u64,
+    /// The boot that wrote the last marker (the boot of every write after it: each open
+    /// marks the log before it writes).
+    tail_boot: Option<String>,
+    /// The length of the log up to its last whole record.
+    valid_len: u64,
+    last_seq: u64,
+}
+
+/// Read the whole log. A torn last record is dropped (it was never acknowledged); damage in
+/// the middle refuses to open, naming where.
+fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
+    let mut state = LogState {
+        logged: HashMap::new(),
+        offsets: Vec::new(),
+        tail: Vec::new(),
+        applied: 0,
+        tail_boot: None,
+        valid_len: 0,
+        last_seq: 0,
+    };
+    let opened = LogReader::open(log_path)
+        .map_err(|e| StoreError::io(format!("cannot read {}", log_path.display()), e))?;
+    let Some(mut reader) = opened else { return Ok(state) };
+    loop {
+        match reader.next_record() {
+            Ok(Some(record)) => match record.header {
+                Header::Transaction { transaction, .. } => {
+                    state.offsets.push(record.offset);
+                    for doc in &transaction.documents {
+                        match doc.after {
+                            Some(version) => {
+                                let at =
+                                    Logged { version, offset: record.offset, seq: transaction.seq };
+                                state.logged.insert(doc.path.clone(), at);
+                            }
+                            None => {
+                                state.logged.remove(&doc.path);
+                            }
+                        }
+                    }
+                    state.tail.push(transaction);
+                }
+                Header::Applied { seq, boot } => {
+                    state.applied = seq;
+                    state.tail_boot = boot;
+                    state.tail.retain(|t| t.seq > seq);
+                }
+            },
+            Ok(None) => break,
+            Err(damage) if damage.in_middle => return Err(corrupt(log_path, damage)),
+            Err(damage) => {
+                tracing::warn!(
+                    "the transaction log ends with an unfinished record at byte {} ({}); \
+                     dropping it (it was never acknowledged)",
+                    damage.offset,
+                    damage.reason
+                );
+                break;
+            }
+        }
+    }
+    state.valid_len = reader.offset();
+    state.last_seq = reader.last_seq();
+    Ok(state)
+}
+
+/// Documents by store-relative path, with their content.
+type Contents = HashMap<String, Vec<u8>>;
+
+/// The documents on disk now, and the paths of those that could not be read.
+fn read_documents(
+    root: &Path,
+    ctx: &StoreContext,
+    disk: &Disk,
+) -> StoreResult<(Contents, Vec<String>)> {
+    let files = scan::documents(root, &ctx.config)?;
+    let results = scan::read_many(&files, |(rel, abs)| disk.read_at(rel, abs));
+    let mut on_disk: Contents = HashMap::with_capacity(files.len());
+    let mut unreadable: Vec<String> = Vec::new();
+    for ((rel, _), result) in files.into_iter().zip(results) {
+        match result {
+            Ok(Some(bytes)) => {
+                on_disk.insert(rel, bytes);
+            }
+            // Gone between the scan and the read.
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!("cannot read {rel}; treating it as unchanged: {err}");
+                unreadable.push(rel);
+            }
+        }
+    }
+    Ok((on_disk, unreadable))
+}
+
+/// Analyse the documents as they are (`on_disk`, after redoing the tail), recording what
+/// differs from the last logged state as one external transaction (not synced: see
+/// `recover`). Returns the analysis and the store's seq.
+fn record_external(
+    ctx: &Arc<StoreContext>,
+    log_path: &Path,
+    log: &mut LogWriter,
+    logged: &HashMap<String, Logged>,
+    mut on_disk: Contents,
+    last_seq: u64,
+    offsets: &mut Vec<u64>,
+) -> StoreResult<(Analysis, u64)> {
+    let mut changed: Vec<String> = logged
+        .iter()
+        .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
+        .map(|(path, _)| path.clone())
+        .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
+        .collect();
+    changed.sort();
+    let changes: Vec<(String, Option<Vec<u8>>)> =
+        changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
+    // What is left on disk is exactly the documents as last logged.
+    let mut before_docs: Vec<(String, Vec<u8>)> = on_disk.into_iter().collect();
+    before_docs.extend(logged_contents(log_path, &changed, logged)?);
+    let before = Analysis::new(ctx.clone(), before_docs);
+    if changes.is_empty() {
+        return Ok((before, last_seq));
+    }
+    let after = if before.document_count() == 0 {
+        // The first history: analysing from scratch beats applying every document as a
+        // change.
+        let docs = changes.iter().filter_map(|(path, c)| Some((path.clone(), c.clone()?)));
+        Analysis::new(ctx.clone(), docs.collect())
+    } else {
+        before.with_changes(changes.clone())
+    };
+    let seq = last_seq + 1;
+    let txn = transaction(seq, Origin::External, &before, &after, &changes);
+    let offset = log
+        .append(&log::encode_transaction(&txn, &contents(&changes)), false)
+        .map_err(|e| StoreError::io(format!("cannot append to {}", log_path.display()), e))?;
+    offsets.push(offset);
+    let n = txn.documents.len();
+    let s = if n == 1 { "" } else { "s" };
+    if logged.is_empty() && last_seq == 0 {
+        tracing::info!("history starts: recorded the store's {n} document{s} as seq {seq}");
+    } else {
+        tracing::info!("recorded {n} document{s} changed outside Stardust as seq {seq}");
+    }
+    Ok((after, seq))
 }
 
 /// Bring each document the unmarked `tail` touched to its last logged state, and make the

@@ -74,6 +74,39 @@ enum Sep {
     Comma(usize),
 }
 
+/// The two containers one loop reads ([`Parser::container`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Array,
+    Object,
+}
+
+impl Container {
+    /// Its closer, and the other container's.
+    fn closers(self) -> (u8, u8) {
+        match self {
+            Container::Array => (b']', b'}'),
+            Container::Object => (b'}', b']'),
+        }
+    }
+
+    /// What its elements are called in messages.
+    fn element(self) -> &'static str {
+        match self {
+            Container::Array => "an item",
+            Container::Object => "a member",
+        }
+    }
+
+    /// What is expected where an element starts.
+    fn first(self) -> &'static str {
+        match self {
+            Container::Array => "a value",
+            Container::Object => "a key",
+        }
+    }
+}
+
 struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
@@ -345,73 +378,26 @@ impl Parser<'_> {
     }
 
     fn array(&mut self) -> (Node, Value) {
-        let start = self.pos;
-        if self.open.len() >= MAX_DEPTH {
-            let (node, end) = lex::skip_too_deep(self.text, start, Dialect::Json, &mut self.errors);
-            self.pos = end;
-            return (node, Value::Null);
-        }
-        self.open.push(b']');
-        self.pos += 1;
-        let mark = self.scratch.mark();
-        let mut sep = Sep::Start;
-        let mut end = start + 1;
-        loop {
-            self.skip_ws();
-            let Some(b) = self.peek() else {
-                lex::unclosed(&mut self.errors, start, b']');
-                break;
-            };
-            match b {
-                b']' => {
-                    self.trailing_comma(sep, ']');
-                    self.pos += 1;
-                    end = self.pos;
-                    break;
-                }
-                b'}' if self.open.contains(&b'}') => {
-                    lex::unclosed(&mut self.errors, start, b']');
-                    break;
-                }
-                b'}' => self.unmatched(b),
-                b',' => sep = self.comma(sep),
-                _ if !starts_value(b) => {
-                    if sep == Sep::Item {
-                        self.junk("',' or ']' after an item");
-                        sep = Sep::Reported;
-                    } else {
-                        self.junk("a value");
-                    }
-                }
-                _ => {
-                    if sep == Sep::Item {
-                        let (found, found_end) = self.found();
-                        self.error(
-                            self.pos,
-                            found_end,
-                            format!("expected ',' or ']' after an item, found {found}"),
-                        );
-                    }
-                    let (item, value) = self.value();
-                    end = item.span.end as usize;
-                    sep = if end == self.unterminated_end { Sep::Reported } else { Sep::Item };
-                    self.scratch.push_item(item, value);
-                }
-            }
-        }
-        self.open.pop();
-        let (items, value) = self.scratch.array(mark);
-        (node(start, end, NodeKind::Array(items)), value)
+        self.container(Container::Array)
     }
 
     fn object(&mut self) -> (Node, Value) {
+        self.container(Container::Object)
+    }
+
+    /// Reads the array or object whose opener is at the cursor: elements separated by commas
+    /// up to the closer, each problem reported once (a missing or extra comma, junk, the other
+    /// container's closer) and skipped, so reading always goes on.
+    fn container(&mut self, kind: Container) -> (Node, Value) {
         let start = self.pos;
         if self.open.len() >= MAX_DEPTH {
             let (node, end) = lex::skip_too_deep(self.text, start, Dialect::Json, &mut self.errors);
             self.pos = end;
             return (node, Value::Null);
         }
-        self.open.push(b'}');
+        let (closer, other) = kind.closers();
+        let shown = char::from(closer);
+        self.open.push(closer);
         self.pos += 1;
         let mark = self.scratch.mark();
         let mut sep = Sep::Start;
@@ -419,28 +405,28 @@ impl Parser<'_> {
         loop {
             self.skip_ws();
             let Some(b) = self.peek() else {
-                lex::unclosed(&mut self.errors, start, b'}');
+                lex::unclosed(&mut self.errors, start, closer);
                 break;
             };
             match b {
-                b'}' => {
-                    self.trailing_comma(sep, '}');
+                _ if b == closer => {
+                    self.trailing_comma(sep, shown);
                     self.pos += 1;
                     end = self.pos;
                     break;
                 }
-                b']' if self.open.contains(&b']') => {
-                    lex::unclosed(&mut self.errors, start, b'}');
+                _ if b == other && self.open.contains(&other) => {
+                    lex::unclosed(&mut self.errors, start, closer);
                     break;
                 }
-                b']' => self.unmatched(b),
+                _ if b == other => self.unmatched(b),
                 b',' => sep = self.comma(sep),
                 _ if !starts_value(b) => {
                     if sep == Sep::Item {
-                        self.junk("',' or '}' after a member");
+                        self.junk(&format!("',' or '{shown}' after {}", kind.element()));
                         sep = Sep::Reported;
                     } else {
-                        self.junk("a key");
+                        self.junk(kind.first());
                     }
                 }
                 _ => {
@@ -449,12 +435,19 @@ impl Parser<'_> {
                         self.error(
                             self.pos,
                             found_end,
-                            format!("expected ',' or '}}' after a member, found {found}"),
+                            format!(
+                                "expected ',' or '{shown}' after {}, found {found}",
+                                kind.element()
+                            ),
                         );
                     }
                     sep = Sep::Item;
-                    if let Some(member_end) = self.member() {
-                        end = member_end;
+                    let element_end = match kind {
+                        Container::Array => Some(self.item()),
+                        Container::Object => self.member(),
+                    };
+                    if let Some(element_end) = element_end {
+                        end = element_end;
                         if end == self.unterminated_end {
                             sep = Sep::Reported;
                         }
@@ -463,8 +456,24 @@ impl Parser<'_> {
             }
         }
         self.open.pop();
-        let (members, value) = self.scratch.object(mark, &mut self.errors);
-        (node(start, end, NodeKind::Object(members)), value)
+        match kind {
+            Container::Array => {
+                let (items, value) = self.scratch.array(mark);
+                (node(start, end, NodeKind::Array(items)), value)
+            }
+            Container::Object => {
+                let (members, value) = self.scratch.object(mark, &mut self.errors);
+                (node(start, end, NodeKind::Object(members)), value)
+            }
+        }
+    }
+
+    /// Reads an array item starting at the cursor and adds it; returns where it ends.
+    fn item(&mut self) -> usize {
+        let (item, value) = self.value();
+        let end = item.span.end as usize;
+        self.scratch.push_item(item, value);
+        end
     }
 
     /// Reads a member (`key: value`) starting at the cursor, which is where [`starts_value`]

@@ -20,6 +20,7 @@ mod lex;
 
 use serde_json::Value;
 
+use crate::diagnostics::DiagnosticCode;
 use crate::text::Span;
 
 pub use dust::parse_dust;
@@ -132,6 +133,16 @@ pub struct SyntaxError {
 pub enum SyntaxErrorKind {
     Syntax,
     DuplicateKey,
+}
+
+impl SyntaxErrorKind {
+    /// The diagnostic code (SPEC §5) a problem of this kind is reported with, everywhere.
+    pub fn code(self) -> DiagnosticCode {
+        match self {
+            SyntaxErrorKind::Syntax => DiagnosticCode::Syntax,
+            SyntaxErrorKind::DuplicateKey => DiagnosticCode::DuplicateKey,
+        }
+    }
 }
 
 impl Node {

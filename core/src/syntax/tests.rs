@@ -35,10 +35,7 @@ fn dump(text: &str, parse: &Parse) -> String {
         writeln!(out, "comment {comment:?} {}", show(text, *comment)).unwrap();
     }
     for error in &parse.errors {
-        let kind = match error.kind {
-            SyntaxErrorKind::Syntax => "error",
-            SyntaxErrorKind::DuplicateKey => "duplicate-key",
-        };
+        let kind = error.kind.code();
         writeln!(out, "{kind} {:?} {}: {}", error.span, show(text, error.span), error.message)
             .unwrap();
     }

@@ -9,17 +9,7 @@ use stardust_core::config::Config;
 use stardust_core::text::Encoding;
 
 /// Split a fixture into (path, content) files.
-pub fn files(fixture: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in fixture.split_inclusive('\n') {
-        if let Some(path) = line.strip_prefix("//- ") {
-            out.push((path.trim().to_owned(), String::new()));
-        } else if let Some((_, text)) = out.last_mut() {
-            text.push_str(line);
-        }
-    }
-    out
-}
+pub use stardust_core::fixture::files;
 
 pub fn analyse(fixture: &str) -> Analysis {
     let files = files(fixture);
