@@ -96,16 +96,19 @@ mod tests {
 
 /// The store a command started in `cwd` works on (SPEC §15): `--store` = `flag`, else the
 /// nearest folder at or above `cwd` holding `stardust.toml` or `.stardust/`. `None`: no store
-/// is known (an LSP client's root may still name one).
+/// is known (an LSP client's root may still name one). A mount of a store (found either way)
+/// stands for the store its `.stardust/store.json` names.
 pub fn find_store(flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
-    if let Some(flag) = flag {
-        return Some(flag.to_owned());
-    }
-    cwd.ancestors()
-        .find(|dir| {
-            dir.join("stardust.toml").is_file() || dir.join(crate::store::PRIVATE_DIR).is_dir()
-        })
-        .map(Path::to_owned)
+    let found = match flag {
+        Some(flag) => flag.to_owned(),
+        None => cwd
+            .ancestors()
+            .find(|dir| {
+                dir.join("stardust.toml").is_file() || dir.join(crate::store::PRIVATE_DIR).is_dir()
+            })?
+            .to_owned(),
+    };
+    Some(crate::ide::mount_store(&found).unwrap_or(found))
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@ use crate::model;
 use crate::text::Span;
 
 pub use actions::{Action, ActionKind, code_actions, convert, rename, rename_target};
-pub use address::{entity_at, entity_place, location_json, position_offset, store_path};
+pub use address::{
+    Resolved, Root, Roots, entity_at, entity_place, file_uri, location_json, mount_store,
+    position_offset, store_path, uri_path,
+};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use describe::describe_type;
