@@ -481,14 +481,9 @@ fn initialize(
     let encoding = convert::negotiate(
         params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref()),
     );
-    #[allow(deprecated)]
-    let from_client = params
-        .workspace_folders
-        .as_ref()
-        .and_then(|folders| folders.first())
-        .map(|f| f.uri.clone())
-        .or(params.root_uri.clone())
-        .and_then(|uri| uri.to_file_path().ok());
+    // A client rooted in a mount of the store is served the store the mount shows.
+    let from_client =
+        client_root(&params).map(|dir| stardust_core::ide::mount_store(&dir).unwrap_or(dir));
     let client_name =
         params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let flag = match store {
@@ -546,6 +541,18 @@ fn initialize(
     finish_initialize(shared, client, root, source, session, encoding, &params)
 }
 
+/// The client's root folder: its first workspace folder, else its `rootUri`.
+fn client_root(params: &InitializeParams) -> Option<PathBuf> {
+    #[allow(deprecated)]
+    params
+        .workspace_folders
+        .as_ref()
+        .and_then(|folders| folders.first())
+        .map(|f| f.uri.clone())
+        .or(params.root_uri.clone())
+        .and_then(|uri| uri.to_file_path().ok())
+}
+
 /// Install the store and the client's choices, start forwarding changes, and answer.
 fn finish_initialize(
     shared: &Arc<Shared>,
@@ -569,9 +576,15 @@ fn finish_initialize(
         Source::ReadOnly { .. } => None,
     };
     let read_only = matches!(source, Source::ReadOnly { .. });
+    // Answers name documents under the client's root: the store's folder or a mount of it.
+    let roots = match &source {
+        Source::Store(service) => service.roots(),
+        Source::ReadOnly { .. } => stardust_core::ide::Roots::new(root),
+    };
+    let paths = Paths::new(roots, client_root(params).as_deref());
     {
         let mut inner = shared.lock();
-        inner.paths = Some(Paths { root });
+        inner.paths = Some(paths);
         inner.source = Some(source);
         inner.session = session;
         inner.wants = wants;
@@ -864,13 +877,10 @@ fn workspace_diagnostics(snap: &Snapshot) -> WorkspaceDiagnosticReportResult {
 impl Snapshot {
     /// The store-relative path of a document of the store.
     pub(crate) fn path_of(&self, uri: &Url) -> Result<String, ResponseError> {
-        let path = self.paths.relative(uri).ok_or_else(|| {
-            error(
-                ErrorCode::INVALID_PARAMS,
-                Code::OutsideStore,
-                format!("{uri} is not inside the store {}", self.paths.root.display()),
-            )
-        })?;
+        let path = self
+            .paths
+            .resolve(uri)
+            .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
         if self.analysis.document(&path).is_none() {
             return Err(error(
                 ErrorCode::INVALID_PARAMS,
