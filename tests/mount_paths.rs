@@ -294,6 +294,18 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
     let target = definition.as_array().map_or(&definition, |l| &l[0]);
     assert_eq!(target["uri"], uri(&mnt.join("people/frank-herbert.dust")), "{definition}");
 
+    // Edits name the mount too: renaming the author edits every document naming it there.
+    let edit = editor.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": dune_uri},
+               "position": lsp_position(&dune, "person/frank-herbert"),
+               "newName": "person/f-herbert"}),
+    );
+    let changed: Vec<&String> = edit["changes"].as_object().unwrap().keys().collect();
+    assert!(changed.contains(&&uri(&mnt.join("people/frank-herbert.dust"))), "{changed:?}");
+    assert!(changed.contains(&&dune_uri), "{changed:?}");
+    assert!(changed.iter().all(|u| u.starts_with(&uri(&mnt))), "{changed:?}");
+
     // A new document that exists only in the editor, with a reference to nobody yet.
     let new_uri = uri(&mnt.join("books/new-one.dust"));
     editor.notify(
