@@ -9,66 +9,15 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
-
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use util::{Serve, TIMEOUT, wait_until};
 
 fn exe() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
     command.env("STARDUST_IDLE_EXIT", "2").env_remove("RUST_LOG");
     command
-}
-
-/// `stardust serve STORE --mount MNT`, stopped with SIGTERM (which unmounts) at the end.
-struct Serve {
-    child: Child,
-}
-
-impl Serve {
-    fn start(store: &Path, mnt: &Path) -> Serve {
-        let child = exe()
-            .arg("serve")
-            .arg(store)
-            .arg("--mount")
-            .arg(mnt)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let serve = Serve { child };
-        wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
-        wait_until("the core has written its record", || {
-            store.join(".stardust/run/daemon.json").is_file()
-        });
-        serve
-    }
-
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = Instant::now() + TIMEOUT;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A bare LSP client over `stardust lsp`, started with no `--store` in `cwd`.
@@ -259,7 +208,8 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
     let store = store.canonicalize().unwrap();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let serve = Serve::start(&store, &mnt);
+    let serve = Serve::mounted(&store, &mnt);
+    wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
     let mnt = mnt.canonicalize().unwrap();
 
     // The editor is started inside the mount, as an editor opening MNT would start it: it
@@ -376,6 +326,6 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
 
     drop(agent);
     drop(editor);
-    serve.stop();
+    assert!(serve.stop().success());
     assert!(!mnt.join("books").exists(), "unmounted");
 }
