@@ -99,14 +99,17 @@ mod tests {
 
 /// The store a command started in `cwd` works on (SPEC §15): `--store` = `flag`, else the
 /// nearest folder at or above `cwd` holding `stardust.toml` or `.stardust/`. `None`: no store
-/// is known (an LSP client's root may still name one).
+/// is known (an LSP client's root may still name one). A mount of a store (found either way)
+/// stands for the store its `.stardust/store.json` names.
 pub fn find_store(flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
-    if let Some(flag) = flag {
-        return Some(flag.to_owned());
-    }
-    cwd.ancestors()
-        .find(|dir| dir.join("stardust.toml").is_file() || dir.join(PRIVATE_DIR).is_dir())
-        .map(Path::to_owned)
+    let found = match flag {
+        Some(flag) => flag.to_owned(),
+        None => cwd
+            .ancestors()
+            .find(|dir| dir.join("stardust.toml").is_file() || dir.join(PRIVATE_DIR).is_dir())?
+            .to_owned(),
+    };
+    Some(mount_store(&found).unwrap_or(found))
 }
 
 #[cfg(test)]
@@ -165,4 +168,12 @@ mod read_tests {
             assert_eq!(doubled, items.iter().map(|i| i * 2).collect::<Vec<_>>(), "{n} items");
         }
     }
+}
+
+/// The store a mount at `dir` shows, from its virtual `.stardust/store.json` (canonical), or
+/// `None` when `dir` is not a mount.
+pub fn mount_store(dir: &Path) -> Option<PathBuf> {
+    let file = dir.join(PRIVATE_DIR).join("store.json");
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    PathBuf::from(record.get("store")?.as_str()?).canonicalize().ok()
 }

@@ -1,7 +1,7 @@
 //! Conversions between the core's byte spans and store paths and the protocol's positions,
 //! ranges and URIs, in the position encoding negotiated with the client.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lsp_types::{
     DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString,
@@ -10,6 +10,7 @@ use lsp_types::{
 use serde_json::{Value, json};
 use stardust_core::analysis::{Analysis, Document};
 use stardust_core::diagnostics::{Diagnostic, Severity};
+use stardust_core::ide::{Root, Roots};
 use stardust_core::text::{Encoding, LineIndex, Position, Span};
 
 /// The first encoding the client offers that we speak, else UTF-16 (the protocol default).
@@ -65,30 +66,40 @@ pub fn doc_range(doc: &Document, span: Span, encoding: Encoding) -> Range {
     range(&doc.line_index, &doc.text, span, encoding)
 }
 
-/// Maps between file URIs and store-relative paths.
+/// Maps between file URIs and store-relative paths. URIs under the store or any mount of it
+/// are read; answers name documents under the client's root (the core decides both, in
+/// `ide::Roots`).
 #[derive(Clone, Debug)]
 pub struct Paths {
-    pub root: PathBuf,
+    roots: Roots,
+    client: Root,
 }
 
 impl Paths {
-    /// The store-relative, `/`-separated path of a `file:` URI inside the store.
-    pub fn relative(&self, uri: &Url) -> Option<String> {
-        let path = uri.to_file_path().ok()?;
-        let rel = match path.strip_prefix(&self.root) {
-            Ok(rel) => rel.to_owned(),
-            Err(_) => {
-                // The client may name the store through a symbolic link.
-                let real = canonical(&path)?;
-                real.strip_prefix(&self.root).ok()?.to_owned()
-            }
+    /// The paths of a client whose root folder is `client_dir` (the store's folder, a mount
+    /// of it, or neither: then answers name the store's folder).
+    pub fn new(roots: Roots, client_dir: Option<&Path>) -> Paths {
+        let client = client_dir.and_then(|dir| roots.root_of(dir)).unwrap_or(Root::Store);
+        let roots = match &client {
+            Root::Mount(dir) => roots.with_mount(dir),
+            Root::Store => roots,
         };
-        let parts: Vec<&str> = rel.components().filter_map(|c| c.as_os_str().to_str()).collect();
-        (!parts.is_empty()).then(|| parts.join("/"))
+        Paths { roots, client }
     }
 
+    /// The store-relative, `/`-separated path of a `file:` URI inside the store or a mount.
+    pub fn relative(&self, uri: &Url) -> Option<String> {
+        self.resolve(uri).ok()
+    }
+
+    /// As [`Paths::relative`], with the core's error (`outside-store`, `invalid-arguments`).
+    pub fn resolve(&self, uri: &Url) -> Result<String, stardust_core::Error> {
+        self.roots.uri_to_store_path(uri.as_str()).map(|r| r.path)
+    }
+
+    /// The URI of store path `rel` under the client's root.
     pub fn uri(&self, rel: &str) -> Option<Url> {
-        Url::from_file_path(self.root.join(rel)).ok()
+        Url::parse(&self.roots.uri(&self.client, rel)).ok()
     }
 
     pub fn location(
@@ -101,15 +112,6 @@ impl Paths {
         let doc = analysis.document(rel)?;
         Some(Location { uri: self.uri(rel)?, range: doc_range(doc, span, encoding) })
     }
-}
-
-/// The canonical form of `path`, or of its parent joined with its name when it does not exist.
-pub fn canonical(path: &Path) -> Option<PathBuf> {
-    if let Ok(real) = path.canonicalize() {
-        return Some(real);
-    }
-    let parent = path.parent()?.canonicalize().ok()?;
-    Some(parent.join(path.file_name()?))
 }
 
 /// A core diagnostic as the protocol's: code, severity, range, message, `source`, related

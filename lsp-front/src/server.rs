@@ -133,14 +133,9 @@ fn initialize(
     let encoding = convert::negotiate(
         params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref()),
     );
-    #[allow(deprecated)]
-    let from_client = params
-        .workspace_folders
-        .as_ref()
-        .and_then(|folders| folders.first())
-        .map(|f| f.uri.clone())
-        .or(params.root_uri.clone())
-        .and_then(|uri| uri.to_file_path().ok());
+    // A client rooted in a mount of the store is served the store the mount shows.
+    let from_client =
+        client_root(&params).map(|dir| stardust_core::ide::mount_store(&dir).unwrap_or(dir));
     let client_name =
         params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let flag = match store {
@@ -187,6 +182,18 @@ fn initialize(
     finish_initialize(shared, client, buffers, session, encoding, &params)
 }
 
+/// The client's root folder: its first workspace folder, else its `rootUri`.
+fn client_root(params: &InitializeParams) -> Option<PathBuf> {
+    #[allow(deprecated)]
+    params
+        .workspace_folders
+        .as_ref()
+        .and_then(|folders| folders.first())
+        .map(|f| f.uri.clone())
+        .or(params.root_uri.clone())
+        .and_then(|uri| uri.to_file_path().ok())
+}
+
 /// Install the store and the client's choices, start forwarding changes, and answer.
 fn finish_initialize(
     shared: &Arc<Shared>,
@@ -206,7 +213,12 @@ fn finish_initialize(
         .is_some_and(|ops| ops.contains(&lsp_types::ResourceOperationKind::Rename));
     let subscription = buffers.store().map(|store| store.subscribe());
     let read_only = buffers.read_only().is_some();
-    let paths = Paths { root: buffers.root().to_owned() };
+    // Answers name documents under the client's root: the store's folder or a mount of it.
+    let roots = match &session {
+        Some((service, _)) => service.roots(),
+        None => stardust_core::ide::Roots::new(buffers.root().to_owned()),
+    };
+    let paths = Paths::new(roots, client_root(params).as_deref());
     let diagnostics = DiagnosticsMode::of(&params.capabilities);
     let connection =
         Connection::new(paths, buffers, session, wants, renames_files, diagnostics, encoding);

@@ -190,13 +190,10 @@ impl Drop for Shared {
 impl Snapshot {
     /// The store-relative path of a document of the store.
     pub(crate) fn path_of(&self, uri: &Url) -> Result<String, ResponseError> {
-        let path = self.paths.relative(uri).ok_or_else(|| {
-            error(
-                ErrorCode::INVALID_PARAMS,
-                Code::OutsideStore,
-                format!("{uri} is not inside the store {}", self.paths.root.display()),
-            )
-        })?;
+        let path = self
+            .paths
+            .resolve(uri)
+            .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
         if self.analysis.document(&path).is_none() {
             return Err(error(
                 ErrorCode::INVALID_PARAMS,

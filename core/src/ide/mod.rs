@@ -24,7 +24,10 @@ use crate::model;
 use crate::text::Span;
 
 pub use actions::{Action, ActionKind, code_actions, convert, rename, rename_target};
-pub use address::{entity_at, entity_place, position_offset, store_path};
+pub use address::{
+    Resolved, Root, Roots, entity_at, entity_place, file_uri, mount_store, position_offset,
+    store_path, uri_path,
+};
 pub use buffers::{Buffer, Buffers, Edit, Edited, Opened, Overlay};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};

@@ -314,6 +314,16 @@ impl Service {
         *lock(&self.mount) = dir;
     }
 
+    /// The roots this core's documents can be addressed under: the store, and the mount it
+    /// serves (SPEC §12, §13).
+    pub fn roots(&self) -> crate::ide::Roots {
+        let roots = crate::ide::Roots::new(self.store.root());
+        match lock(&self.mount).as_deref() {
+            Some(dir) => roots.with_mount(std::path::Path::new(dir)),
+            None => roots,
+        }
+    }
+
     /// Record a decision (save authority, mutation gate) for `stardust.status`.
     pub fn record_decision(&self, kind: &str, allowed: bool, subject: &str, reason: &str) {
         let mut decisions = lock(&self.decisions);
