@@ -145,21 +145,10 @@ fn invalid_request(value: &Value) -> Value {
         other => format!(
             "{} is not a message: send a JSON object with \"jsonrpc\": \"2.0\", an \"id\" and a \
              \"method\"",
-            kind(other)
+            stardust_core::model::value_kind(other)
         ),
     };
     error(id.cloned().unwrap_or(Value::Null), INVALID_REQUEST, format!("invalid request: {why}"))
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
