@@ -19,6 +19,8 @@ end
 
 vim.cmd('edit ' .. store .. '/books/dune.dust')
 local bufnr = vim.api.nvim_get_current_buf()
+check("a .dust file has the dust filetype and '; ' comments",
+  vim.bo[bufnr].filetype == 'dust' and vim.bo[bufnr].commentstring == '; %s')
 check('the server starts and attaches', vim.wait(10000, function()
   local clients = vim.lsp.buf_get_clients(bufnr)
   return next(clients) ~= nil and clients[next(clients)].initialized

@@ -112,6 +112,15 @@ function M.setup(opts)
     pattern = '*.dust',
     command = 'setfiletype dust',
   })
+  -- DUST's comments run from ';' to the end of the line (gc in Neovim 0.10+, and plugins).
+  vim.api.nvim_create_autocmd('FileType', {
+    group = group,
+    pattern = 'dust',
+    callback = function(args)
+      vim.bo[args.buf].commentstring = '; %s'
+      vim.bo[args.buf].comments = ':;'
+    end,
+  })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
     pattern = { 'dust', 'json' },
