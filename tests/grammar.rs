@@ -79,6 +79,8 @@ enum Class {
     Bareword,
     Reference,
     Variable,
+    /// `count(?b)`, `min(?y)`, `max(?y)`, `sum(?y)`: an aggregate of a query's `find`.
+    Aggregate,
     Number,
     Bool,
     Null,
@@ -96,6 +98,7 @@ fn grammar_class(scopes: &[&str]) -> Option<Class> {
         ("support.type.property-name", Class::Key),
         ("string.quoted", Class::Quoted),
         ("entity.name.type.reference", Class::Reference),
+        ("meta.function-call.aggregate", Class::Aggregate),
         ("variable.other", Class::Variable),
         ("string.unquoted", Class::Bareword),
         ("constant.numeric", Class::Number),
@@ -128,6 +131,8 @@ fn paint(text: &str, node: &Node, braces: bool, classes: &mut [Option<Class>]) {
                 Class::Reference
             } else if word.len() > 1 && word.starts_with('?') {
                 Class::Variable
+            } else if is_aggregate(word) {
+                Class::Aggregate
             } else {
                 Class::Bareword
             };
@@ -152,6 +157,14 @@ fn paint(text: &str, node: &Node, braces: bool, classes: &mut [Option<Class>]) {
         }
         NodeKind::Error => {}
     }
+}
+
+/// Whether a bareword is an aggregate of a variable, as a query's `find` reads it (SPEC §8).
+fn is_aggregate(word: &str) -> bool {
+    let Some((function, rest)) = word.split_once('(') else { return false };
+    let variable = rest.strip_suffix(')').and_then(|v| v.strip_prefix('?'));
+    ["count", "min", "max", "sum"].contains(&function)
+        && variable.is_some_and(|v| !v.is_empty() && !v.contains(['(', ')']))
 }
 
 /// The classes of every byte of `text` by the parser, or `None` when it has syntax errors
