@@ -205,6 +205,153 @@ fn context(text: &str, at: usize) -> String {
     format!("{line}:{column} in {:?}", &text[line_start..line_end])
 }
 
+/// A small deterministic generator of DUST texts that mix every construct the grammar tells
+/// apart, with the separators (none, spaces, commas, newlines, comments) between them that
+/// the parser allows.
+struct Texts(u64);
+
+impl Texts {
+    fn below(&mut self, n: usize) -> usize {
+        // xorshift64*: enough to vary the texts; fixed seed, so a failure repeats.
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+
+    /// A separator before `next`, after `out`; none only where a quote or bracket parts them.
+    fn separate(&mut self, out: &mut String, next: &str) {
+        let glued = out.ends_with(['\'', '"', ']', '}', '[', '{'])
+            || next.starts_with(['\'', '"', '[', '{']);
+        let separators = [
+            " ",
+            "  ",
+            ",",
+            ", ",
+            "\n",
+            " ; a comment with 'quotes', [ { and words\n",
+            "\n  ",
+            "\t",
+        ];
+        if !(glued && self.below(3) == 0) {
+            out.push_str(self.pick(&separators));
+        }
+    }
+
+    fn scalar(&mut self) -> &'static str {
+        const BAREWORDS: &[&str] = &[
+            "0",
+            "-0",
+            "1965",
+            "-2.5e3",
+            "1e5",
+            "0.5",
+            "2E+10",
+            "0123",
+            "1.",
+            "+1",
+            ".5",
+            "-",
+            "1e",
+            "1965a",
+            "true",
+            "false",
+            "null",
+            "True",
+            "nulls",
+            "@person/x",
+            "@@lit",
+            "@",
+            "?v",
+            "?",
+            "a?b",
+            "count(?b)",
+            "sum(?y)",
+            "count(?b",
+            "book/dune",
+            "a:b",
+            "café",
+            "x@y",
+            "-x",
+        ];
+        const QUOTED: &[&str] = &[
+            "'Dune'",
+            "\"x\"",
+            "''",
+            "'it\\'s'",
+            "'a\\nb'",
+            "'a b ; c'",
+            "\"say 'hi'\"",
+            "'\\u00e9'",
+            "'[{'",
+            "'1965'",
+        ];
+        if self.below(3) == 0 { self.pick(QUOTED) } else { self.pick(BAREWORDS) }
+    }
+
+    fn value(&mut self, out: &mut String, depth: usize) {
+        match if depth > 2 { 0 } else { self.below(5) } {
+            0..=2 => {
+                let scalar = self.scalar();
+                self.separate(out, scalar);
+                out.push_str(scalar);
+            }
+            3 => {
+                self.separate(out, "[");
+                out.push('[');
+                for _ in 0..self.below(4) {
+                    self.value(out, depth + 1);
+                }
+                self.separate(out, "]");
+                out.push(']');
+            }
+            _ => {
+                self.separate(out, "{");
+                out.push('{');
+                self.members(out, depth + 1);
+                self.separate(out, "}");
+                out.push('}');
+            }
+        }
+    }
+
+    fn members(&mut self, out: &mut String, depth: usize) {
+        for _ in 0..self.below(5) {
+            let key = self.scalar();
+            self.separate(out, key);
+            out.push_str(key);
+            self.value(out, depth);
+        }
+    }
+
+    fn text(&mut self) -> String {
+        let mut out = String::new();
+        if self.below(4) == 0 {
+            // An explicit root: one array or object (a lone scalar would be a key).
+            let (open, close) = if self.below(2) == 0 { ('[', ']') } else { ('{', '}') };
+            self.separate(&mut out, "[");
+            out.push(open);
+            if open == '[' {
+                for _ in 0..self.below(4) {
+                    self.value(&mut out, 1);
+                }
+            } else {
+                self.members(&mut out, 1);
+            }
+            self.separate(&mut out, "]");
+            out.push(close);
+        } else {
+            self.members(&mut out, 0);
+        }
+        out.push('\n');
+        out
+    }
+}
+
 #[test]
 fn tokens_agree_with_the_parser_on_every_clean_dust_file() {
     let repo = util::repo();
@@ -213,6 +360,14 @@ fn tokens_agree_with_the_parser_on_every_clean_dust_file() {
         dust_files(&repo.join(dir), &mut files);
     }
     files.sort();
+    // And generated texts, for the combinations no file has.
+    let generated = tempfile::tempdir().unwrap();
+    let mut texts = Texts(0x5eed_d057);
+    for n in 0..300 {
+        let path = generated.path().join(format!("generated-{n}.dust"));
+        fs::write(&path, texts.text()).unwrap();
+        files.push(path);
+    }
     let args: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let output = node("scopes.mjs", &[&[Path::new("--json")], args.as_slice()].concat());
     assert!(output.status.success(), "tokenizing failed:\n{}", both(&output));
@@ -235,13 +390,14 @@ fn tokens_agree_with_the_parser_on_every_clean_dust_file() {
         if let Some(at) = (0..text.len()).find(|&i| expected[i] != actual[i]) {
             problems.push(format!(
                 "{}:{}: the parser reads {:?}, the grammar scopes {:?}",
-                file.strip_prefix(&repo).unwrap().display(),
+                file.strip_prefix(&repo).unwrap_or(file).display(),
                 context(&text, at),
                 expected[at],
                 actual[at]
             ));
         }
     }
-    assert!(compared >= 50, "only {compared} clean DUST files were compared");
+    // Every generated text is clean; the files of the repository add some 90.
+    assert!(compared >= 380, "only {compared} clean DUST texts were compared");
     assert!(problems.is_empty(), "the grammar disagrees with the parser:\n{}", problems.join("\n"));
 }
