@@ -1,10 +1,10 @@
 //! The DUST TextMate grammar (examples/editors/vscode/syntaxes/dust.tmLanguage.json), run
 //! through VS Code's own engine: vscode-textmate on vscode-oniguruma, from npm, pinned in
 //! examples/editors/vscode/test/package-lock.json. The fixtures' scopes match their snapshots
-//! (`UPDATE=1` rewrites them), the tokens of every DUST file of the repository that parses
-//! cleanly agree with the core's parser byte for byte (keys, strings, numbers, literals,
-//! references, variables, comments, brackets), and the extension's manifest and activation are
-//! valid. Needs `node` and `npm` (scripts/test installs them); runs `npm ci` when the
+//! (`UPDATE=1` rewrites them), the tokens of every DUST file of the repository and of generated
+//! texts that parse cleanly agree with the core's parser byte for byte (keys, strings, numbers,
+//! literals, references, variables, comments, brackets), and the extension's manifest and
+//! activation are valid. Needs `node` and `npm` (scripts/test installs them); runs `npm ci` when the
 //! installed packages are missing or older than the lock file.
 
 mod util;
