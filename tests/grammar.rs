@@ -4,8 +4,8 @@
 //! (`UPDATE=1` rewrites them), the tokens of every DUST file of the repository and of generated
 //! texts that parse cleanly agree with the core's parser byte for byte (keys, strings, numbers,
 //! literals, references, variables, comments, brackets), and the extension's manifest and
-//! activation are valid. Needs `node` and `npm` (scripts/test installs them); runs `npm ci` when the
-//! installed packages are missing or older than the lock file.
+//! activation are valid. Needs `node` and `npm` (scripts/test installs them); runs `npm ci`
+//! when the installed packages are missing or older than the lock file.
 
 mod util;
 
