@@ -23,6 +23,7 @@ pub mod schema;
 pub mod service;
 mod shared_map;
 pub mod store;
+pub mod sync;
 pub mod syntax;
 pub mod text;
 

@@ -11,6 +11,7 @@
 //! validator reads it from a per-thread context set around each validation
 //! ([`with_entity_types`]). A missing target is not this keyword's concern (`dangling-ref`).
 
+use crate::sync;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -88,7 +89,7 @@ pub fn compile(path: &str, value: &Value, source: SchemaSource, formats: Formats
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
         .should_validate_formats(formats == Formats::Assert);
     let built = options.build(value);
-    let mut docs = std::mem::take(&mut *served.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut docs = std::mem::take(&mut *sync::lock(&served));
     docs.insert(path.to_owned(), value.clone());
     match built {
         Ok(validator) => Compiled::Ok(Arc::new(Schema { validator, docs, path: path.to_owned() })),
@@ -260,10 +261,7 @@ impl jsonschema::Retrieve for StoreRetriever {
         };
         let value = (self.source)(path)
             .ok_or_else(|| format!("'{path}' is not a document of the store"))?;
-        self.served
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.to_owned(), value.clone());
+        sync::lock(&self.served).insert(path.to_owned(), value.clone());
         Ok(value)
     }
 }

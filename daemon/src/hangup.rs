@@ -7,6 +7,7 @@
 //! that only shuts down its writing half is still there and waiting for answers), and resolves
 //! a [`Hangup`] the front selects on.
 
+use stardust_core::sync::lock;
 use std::future::Future;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
@@ -56,10 +57,6 @@ impl Future for Hangup {
         }
         Poll::Pending
     }
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The watcher of one connection; dropping it stops the watcher thread and waits for it, so

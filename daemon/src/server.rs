@@ -8,6 +8,7 @@
 //! Every connection is a session of the one [`Service`], so a commit made through any of them
 //! reaches every subscriber at once.
 
+use stardust_core::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -160,10 +161,6 @@ impl Daemon {
         let _ = std::fs::remove_file(&self.socket);
         record::remove_if(&self.root, std::process::id());
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One connection: check the peer, read its hello, hand it to its front.

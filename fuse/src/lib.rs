@@ -9,6 +9,7 @@ mod fs;
 mod nodes;
 mod private;
 
+use stardust_core::sync;
 use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -179,7 +180,7 @@ impl Drop for Mount {
 
 /// Turn a commit made by any path into the kernel cache entries it outdates.
 fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
-    let nodes = nodes.lock().unwrap_or_else(|e| e.into_inner());
+    let nodes = sync::lock(nodes);
     match notice {
         Notice::Changes { documents, .. } => {
             for doc in documents {

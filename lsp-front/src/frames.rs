@@ -11,9 +11,10 @@
 //! reading requests), and the reader thread holds at most `MAX_QUEUED_FRAMES` frames before it
 //! stops reading stdin (the client's writes then block, as with any pipe).
 
+use stardust_core::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use futures::channel::mpsc;
@@ -150,10 +151,6 @@ struct Budget {
     /// The output failed (the client went away): every later write fails at once instead of
     /// waiting for room that will never come.
     closed: bool,
-}
-
-fn lock(budget: &Mutex<Budget>) -> MutexGuard<'_, Budget> {
-    budget.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ThreadWriter {

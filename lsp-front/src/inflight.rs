@@ -8,6 +8,7 @@
 //! back when the request's answer is ready or the request is dropped, so that limit is never
 //! reached.
 
+use stardust_core::sync;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -29,7 +30,7 @@ pub struct InFlight {
 
 impl InFlight {
     fn lock(&self) -> MutexGuard<'_, usize> {
-        self.count.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        sync::lock(&self.count)
     }
 
     /// Wait for a free slot and take it; `false` if `give_up` says to stop waiting first.
@@ -39,11 +40,7 @@ impl InFlight {
             if give_up() {
                 return false;
             }
-            count = self
-                .freed
-                .wait_timeout(count, Duration::from_millis(100))
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
+            count = sync::wait_timeout(&self.freed, count, Duration::from_millis(100)).0;
         }
         *count += 1;
         true

@@ -2,6 +2,7 @@
 //! at `initialize`, and the immutable [`Snapshot`] a request runs on. The buffers and their
 //! analysis are the core's (`ide::Buffers`); this module only holds and converts.
 
+use stardust_core::sync::lock;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -203,10 +204,6 @@ impl Snapshot {
         }
         Ok(path)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A JSON-RPC error whose data is the core's error object (SPEC §16).

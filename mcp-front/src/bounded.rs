@@ -11,6 +11,7 @@
 //! only as the client drains its socket, so a client that stops reading still stops the
 //! reader after a socket's worth of messages.
 
+use stardust_core::sync::lock;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -24,10 +25,6 @@ pub const MAX_IN_FLIGHT: usize = 256;
 struct State {
     in_flight: usize,
     reader: Option<Waker>,
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The count of answers owed on one connection, shared by its reader and writer.

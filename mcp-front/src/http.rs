@@ -9,6 +9,7 @@
 //! sessions): only its answer to an unreadable JSON body is rewritten, from a copy of the
 //! body's chunks kept while rmcp reads them (shared `Bytes`, not copied).
 
+use stardust_core::sync::lock;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -109,10 +110,6 @@ fn is_json(request: &Request<Incoming>) -> bool {
         let essence = h.split_once(';').map_or(h, |(essence, _)| essence);
         essence.trim().eq_ignore_ascii_case("application/json")
     })
-}
-
-fn lock(chunks: &Mutex<Vec<Bytes>>) -> std::sync::MutexGuard<'_, Vec<Bytes>> {
-    chunks.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A request body that keeps (a reference to) each data chunk as it is read.

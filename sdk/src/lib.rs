@@ -131,8 +131,9 @@ mod preview;
 mod subscribe;
 mod wire;
 
+use stardust_core::sync;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -260,12 +261,12 @@ impl Client {
 
     /// Run any registry command with its argument object and return its result.
     pub fn execute(&self, command: &str, arguments: Value) -> Result<Value> {
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner).execute(command, arguments)
+        sync::lock(&self.conn).execute(command, arguments)
     }
 
     /// The store's current seq (the newest committed transaction).
     pub fn seq(&self) -> Result<u64> {
-        subscribe::status_seq(&mut self.conn.lock().unwrap_or_else(PoisonError::into_inner))
+        subscribe::status_seq(&mut sync::lock(&self.conn))
     }
 
     /// Run a query (DUST or JSON text, or a JSON object) and read each row as a `T`: the

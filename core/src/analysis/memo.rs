@@ -4,9 +4,10 @@
 //! The slots are keyed by the derived value's type, so the analysis never names the types
 //! built on it: a layer above owns its type and so its slot.
 
+use crate::sync;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 type Slot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
 
@@ -28,10 +29,10 @@ impl Memo {
     }
 
     fn slot(&self, ty: TypeId) -> Slot {
-        if let Some(slot) = self.slots.read().unwrap_or_else(PoisonError::into_inner).get(&ty) {
+        if let Some(slot) = sync::read(&self.slots).get(&ty) {
             return slot.clone();
         }
-        self.slots.write().unwrap_or_else(PoisonError::into_inner).entry(ty).or_default().clone()
+        sync::write(&self.slots).entry(ty).or_default().clone()
     }
 }
 

@@ -22,6 +22,7 @@
 //!   the documents are read from disk once, and the documents marked stale
 //!   ([`Buffers::mark_stale`], or closed) are read again before the next analysis.
 
+use crate::sync::lock;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -479,10 +480,6 @@ fn compute<M>(
         .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
         .collect();
     (start.into_with_changes(changes), open)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Freeing a large document's trees takes milliseconds: not on a request.

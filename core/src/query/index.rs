@@ -2,6 +2,7 @@
 //! in document order, entities by id, and per attribute the entities holding each value
 //! (built the first time a query names the attribute), plus who references whom.
 
+use crate::sync;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -212,7 +213,7 @@ impl QueryIndex {
     /// The index of attribute `attr`, built on first use.
     pub fn attr(&self, attr: &Attr) -> Arc<AttrIndex> {
         let cell = {
-            let mut attrs = self.attrs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut attrs = sync::lock(&self.attrs);
             attrs.entry(attr.name.clone()).or_default().clone()
         };
         // Built outside the map's lock, so that other attributes stay available meanwhile.

@@ -7,6 +7,7 @@
 //! than is on disk. A background thread checkpoints once the store has been idle for
 //! [`IDLE`] or after [`EVERY`] commits; [`super::Store::close`] and dropping the store do too.
 
+use crate::sync;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -47,7 +48,7 @@ impl Trigger {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        sync::lock(&self.state)
     }
 
     /// Count a commit. The thread is woken only when its wait changes: at the first pending
@@ -83,9 +84,9 @@ impl Trigger {
                 return true;
             }
             state = if state.pending == 0 {
-                self.wake.wait(state).unwrap_or_else(|e| e.into_inner())
+                sync::wait(&self.wake, state)
             } else {
-                self.wake.wait_timeout(state, idle - quiet).unwrap_or_else(|e| e.into_inner()).0
+                sync::wait_timeout(&self.wake, state, idle - quiet).0
             };
         }
     }
@@ -135,9 +136,9 @@ impl Inner {
     /// Sync the documents written since the last checkpoint and their folders, then append an
     /// `applied` marker through the seq they were taken at. Returns that seq.
     pub(super) fn checkpoint(&self) -> StoreResult<u64> {
-        let _one = self.checkpointing.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = sync::lock(&self.checkpointing);
         let (paths, through) = {
-            let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let mut writer = sync::lock(&self.writer);
             // Whatever happens below, the commits counted so far are dealt with: a failure is
             // retried by the next commit's trigger, not in a loop.
             self.trigger.taken();
@@ -158,7 +159,7 @@ impl Inner {
         // Commits go on meanwhile. One that rewrites a document taken here is after `through`,
         // so the marker does not speak for it.
         let synced = self.disk.sync_documents(paths.iter().map(String::as_str));
-        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut writer = sync::lock(&self.writer);
         if let Err(e) = synced {
             writer.dirty.extend(paths);
             return Err(StoreError::io(

@@ -14,6 +14,7 @@
 //! [`Subscription::pending`] first deliver what is queued, so they see every transaction
 //! published before the call.
 
+use crate::sync::{self, lock};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -160,11 +161,6 @@ impl Slot {
     }
 }
 
-/// A lock whose holder may have panicked: what it guards is plain data, still consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 #[derive(Default, Debug)]
 struct Queue {
     /// Published and not yet delivered, in seq order.
@@ -224,7 +220,7 @@ impl Shared {
                 let mut queue = lock(&self.queue);
                 while queue.transactions.is_empty() && !queue.closed {
                     queue.idle = true;
-                    queue = self.work.wait(queue).unwrap_or_else(|e| e.into_inner());
+                    queue = sync::wait(&self.work, queue);
                 }
                 queue.idle = false;
                 if queue.closed && queue.transactions.is_empty() {
@@ -370,12 +366,7 @@ impl Subscription {
             if pending.closed || now >= deadline {
                 return None;
             }
-            pending = self
-                .slot
-                .ready
-                .wait_timeout(pending, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            pending = sync::wait_timeout(&self.slot.ready, pending, deadline - now).0;
         }
     }
 
@@ -389,7 +380,7 @@ impl Subscription {
             if pending.closed {
                 return None;
             }
-            pending = self.slot.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
+            pending = sync::wait(&self.slot.ready, pending);
         }
     }
 

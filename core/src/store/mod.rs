@@ -42,6 +42,7 @@ mod time;
 mod txn;
 mod watch;
 
+use crate::sync;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -357,7 +358,7 @@ impl Store {
     /// process that is stopping. Then checkpoint, so the next open has nothing to redo. Reads
     /// keep working.
     pub fn close(&self) {
-        self.inner.writer.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        sync::lock(&self.inner.writer).closed = true;
         if let Err(err) = self.inner.checkpoint() {
             tracing::warn!("{err}");
         }
@@ -893,11 +894,11 @@ fn entity_values(doc: Option<&Document>) -> BTreeMap<&str, &Value> {
 
 impl Inner {
     fn snapshot(&self) -> Arc<Snapshot> {
-        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+        sync::read(&self.current).clone()
     }
 
     fn writer(&self) -> StoreResult<MutexGuard<'_, Writer>> {
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let writer = sync::lock(&self.writer);
         if let Some(reason) = &writer.poisoned {
             return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
         }
@@ -908,17 +909,14 @@ impl Inner {
     }
 
     fn offset_of(&self, seq: u64) -> Option<u64> {
-        let offsets = self.offsets.read().unwrap_or_else(|e| e.into_inner());
+        let offsets = sync::read(&self.offsets);
         offsets.get(usize::try_from(seq).ok()?.checked_sub(1)?).copied()
     }
 
     /// Make `snapshot` current and tell subscribers about `txn`.
     fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
-        self.offsets.write().unwrap_or_else(|e| e.into_inner()).push(offset);
-        let old = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
-            Arc::new(snapshot),
-        );
+        sync::write(&self.offsets).push(offset);
+        let old = std::mem::replace(&mut *sync::write(&self.current), Arc::new(snapshot));
         self.reaper.free(old);
         self.feed.publish(txn);
     }

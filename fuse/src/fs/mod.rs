@@ -16,6 +16,7 @@
 //! the handle map's lock is never held while waiting for a handle's lock (a handle stays
 //! locked for the whole of a commit).
 
+use stardust_core::sync::lock;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -23,7 +24,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -112,10 +113,6 @@ pub struct StardustFs {
 struct DirListing {
     path: String,
     entries: Vec<(String, FileType)>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn io_errno(e: io::Error) -> Errno {

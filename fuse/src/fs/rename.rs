@@ -3,6 +3,7 @@
 //! each function here carries out one of those effects on the mount's files, memory files and
 //! inode numbers.
 
+use stardust_core::sync::lock;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -16,7 +17,7 @@ use stardust_core::store::saves::{
 };
 use stardust_core::store::{Change, Origin, PathKind};
 
-use super::{MemFile, StardustFs, disk_held, errno_of, io_errno, lock, refusal_errno};
+use super::{MemFile, StardustFs, disk_held, errno_of, io_errno, refusal_errno};
 
 impl StardustFs {
     /// The scratch file `holder` is going away (deleted, or moved to `to`): the documents whose
