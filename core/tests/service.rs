@@ -622,3 +622,50 @@ fn an_entity_address_naming_two_entities_is_ambiguous() {
     assert!(err.to_string().contains("books/dune-again.dust, books/dune.dust"), "{err}");
     assert!(err.to_string().contains("give `path` and `position`"), "{err}");
 }
+
+#[test]
+fn an_agents_answers_fit_one_page_shrunk_cut_or_refused_never_silently_cut() {
+    let dir = store();
+    let root = dir.path();
+    // 300 books with long titles: 100 rows of them are far over 64 KiB.
+    for i in 0..300 {
+        let title = format!("{i:03} {}", "a long title ".repeat(80));
+        write(
+            root,
+            &format!("books/b{i}.json"),
+            &format!(r#"{{"id": "book/b{i:03}", "type": "book", "title": "{title}"}}"#),
+        );
+    }
+    let service = Service::new(open(root));
+    let agent = agent(&service, "test-agent", false);
+    let query = json!({"document": "find [?b ?t] where [[?b type book] [?b title ?t]]"});
+    let args = |v: Value| v.as_object().cloned().unwrap();
+    // Rows over the cap: asked again with fewer rows, and said so.
+    let page =
+        service.execute_paged(&agent, "stardust.query.execute", args(query.clone())).unwrap();
+    let rows = page["rows"].as_array().unwrap().len();
+    assert!(rows > 1 && rows < 100 && page["pageShrunk"] == true, "{rows} rows");
+    assert_eq!(page["nextOffset"], json!(rows), "the next page starts at the first row left out");
+    assert!(serde_json::to_vec(&page).unwrap().len() <= 64 * 1024);
+    // The same query run as a plain command is not shrunk: the bound is for paged sessions.
+    let plain = run(&service, &agent, "stardust.query.execute", query);
+    assert_eq!(plain["rows"].as_array().unwrap().len(), 100);
+    // A limit over the page bound is refused before the command runs.
+    let err = service
+        .execute_paged(
+            &agent,
+            "stardust.query.execute",
+            args(json!({"document": "find [?b] where [[?b type book]]", "limit": 501})),
+        )
+        .unwrap_err();
+    assert_eq!(err.code(), stardust_core::Code::InvalidArguments, "{err}");
+    // One huge value cannot be paged: refused with its size, not cut.
+    let huge = format!("'{}'", "x".repeat(100 * 1024));
+    let err = service
+        .execute_paged(&agent, "stardust.expression.evaluate", args(json!({"expression": huge})))
+        .unwrap_err();
+    assert_eq!(err.code(), stardust_core::Code::Unsupported, "{err}");
+    let details = err.details(&service.store().snapshot().analysis);
+    assert!(details["bytes"].as_u64().unwrap() > 100 * 1024, "{details}");
+    assert!(err.to_string().contains("64 KiB"), "{err}");
+}

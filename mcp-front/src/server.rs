@@ -2,10 +2,11 @@
 //! decided), tool calls converted to registry commands, resources and their update
 //! notifications.
 
+use stardust_core::sync::lock;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -21,7 +22,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use stardust_core::Code;
 use stardust_core::error::{error_line, error_object};
-use stardust_core::service::{CommandError, Front, Service, Session, SessionOptions, page};
+use stardust_core::service::{Front, Service, Session, SessionOptions};
 use stardust_core::store::Notice;
 
 use crate::tools::{self, CONFIRM_TOOL};
@@ -82,10 +83,6 @@ impl McpServer {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Conn {
     /// This connection's session, opened once: at `initialize` with the client's name, or
     /// (for a client that skipped it) with no name, which keeps a gated posture closed. The
@@ -97,61 +94,15 @@ impl Conn {
         })
     }
 
-    fn call(&self, name: &str, mut args: Map<String, Value>) -> CallToolResult {
+    fn call(&self, name: &str, args: Map<String, Value>) -> CallToolResult {
         let session = self.state(None).clone();
         let Some(contract) = tools::command_of(name) else {
             let message = format!("unknown tool {name}; tools/list names every tool");
             return error_result(Code::InvalidArguments, &message, json!({}));
         };
-        if contract.arguments.pointer("/properties/limit").is_some() {
-            match page::window(&args) {
-                Ok((limit, _)) => {
-                    args.insert("limit".into(), json!(limit));
-                }
-                Err(err) => return error_result(err.code(), &err.to_string(), json!({})),
-            }
-        }
-        match self.execute(&session, contract.name, args) {
-            Ok(value) => {
-                // Lists were paged or cut to fit; what is still larger is one huge value.
-                let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
-                if bytes > page::MAX_PAGE_BYTES {
-                    let message = format!(
-                        "the answer of {name} is {} KiB, more than the 64 KiB one answer may \
-                         hold; ask for a part of it (a query on some fields, hover at a place), \
-                         or read a whole entity or document as a resource",
-                        bytes.div_ceil(1024)
-                    );
-                    return error_result(Code::Unsupported, &message, json!({ "bytes": bytes }));
-                }
-                ok_result(name, value)
-            }
+        match self.service.execute_paged(&session, contract.name, args) {
+            Ok(value) => ok_result(name, value),
             Err(err) => tool_error(&err.to_json(&self.service.store().snapshot().analysis)),
-        }
-    }
-
-    /// Run a registry command; a page of rows over 64 KiB is asked again with fewer rows.
-    fn execute(
-        &self,
-        session: &Session,
-        command: &str,
-        mut args: Map<String, Value>,
-    ) -> Result<Value, CommandError> {
-        let mut shrunk = false;
-        loop {
-            let mut value = self.service.execute(session, command, Value::Object(args.clone()))?;
-            let size = serde_json::to_vec(&value).map_or(0, |b| b.len());
-            let rows = value.get("rows").and_then(Value::as_array).map_or(0, Vec::len);
-            if size <= page::MAX_PAGE_BYTES || rows <= 1 {
-                if shrunk {
-                    value["pageShrunk"] = json!(true);
-                }
-                return Ok(page::fit(value));
-            }
-            // Rows are roughly alike: aim under the cap with a margin, and always shrink.
-            let fit = rows * page::MAX_PAGE_BYTES * 9 / 10 / size;
-            args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
-            shrunk = true;
         }
     }
 }

@@ -17,6 +17,7 @@ mod nav;
 pub mod page;
 mod preview;
 
+use crate::sync::lock;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,6 +60,14 @@ pub enum CommandError {
     /// The session may not confirm previews; the message is the gate's reason.
     #[error("{0}")]
     MutationDisabled(String),
+    /// An answer that stays over one page's 64 KiB after its lists were paged or cut.
+    #[error(
+        "the answer is {} KiB, more than the 64 KiB one answer may hold; ask for a part of it \
+         (a query on some fields, hover at a place), or read a whole entity or document as a \
+         resource",
+        bytes.div_ceil(1024)
+    )]
+    TooLarge { bytes: usize },
 }
 
 impl CommandError {
@@ -72,6 +81,7 @@ impl CommandError {
             CommandError::PreviewExpired(_) => Code::PreviewExpired,
             CommandError::PreviewStale { .. } => Code::PreviewStale,
             CommandError::MutationDisabled(_) => Code::MutationDisabled,
+            CommandError::TooLarge { .. } => Code::Unsupported,
         }
     }
 
@@ -84,6 +94,7 @@ impl CommandError {
             }
             CommandError::Store(StoreError::Conflict { path, .. })
             | CommandError::PreviewStale { path } => json!({"path": path}),
+            CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             _ => json!({}),
         }
     }
@@ -429,9 +440,4 @@ impl Service {
     fn discard(&self, session: &Session, id: &str) -> bool {
         lock(&self.previews).take(id, session.id).is_some()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding one of these locks leaves plain data behind; keep serving.
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -6,6 +6,8 @@
 use crate::error::Error;
 use serde_json::{Map, Value, json};
 
+use super::{CommandError, CommandResult, Service, Session, contract};
+
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
 /// The most bytes of JSON one page may take.
@@ -92,6 +94,45 @@ pub fn fit(mut value: Value) -> Value {
     }
     map.insert("omitted".into(), Value::Object(omitted));
     value
+}
+
+impl Service {
+    /// Run command `name` for a session whose answers must each fit one page (an agent's):
+    /// `limit` gets its default and bound, a page of `rows` over 64 KiB is asked again with
+    /// fewer rows (`pageShrunk`), other lists are cut with counts (`fit`), and an answer still
+    /// over 64 KiB (one huge value) is refused with its size rather than cut.
+    pub fn execute_paged(
+        &self,
+        session: &Session,
+        name: &str,
+        mut args: Map<String, Value>,
+    ) -> CommandResult {
+        if contract(name).is_some_and(|c| c.arguments.pointer("/properties/limit").is_some()) {
+            let (limit, _) = window(&args)?;
+            args.insert("limit".into(), json!(limit));
+        }
+        let mut shrunk = false;
+        let value = loop {
+            let mut value = self.execute(session, name, Value::Object(args.clone()))?;
+            let size = serde_json::to_vec(&value).map_or(0, |b| b.len());
+            let rows = value.get("rows").and_then(Value::as_array).map_or(0, Vec::len);
+            if size <= MAX_PAGE_BYTES || rows <= 1 {
+                if shrunk {
+                    value["pageShrunk"] = json!(true);
+                }
+                break fit(value);
+            }
+            // Rows are roughly alike: aim under the cap with a margin, and always shrink.
+            let fit = rows * MAX_PAGE_BYTES * 9 / 10 / size;
+            args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
+            shrunk = true;
+        };
+        let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
+        if bytes > MAX_PAGE_BYTES {
+            return Err(CommandError::TooLarge { bytes });
+        }
+        Ok(value)
+    }
 }
 
 #[cfg(test)]
