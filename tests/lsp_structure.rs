@@ -27,12 +27,22 @@ struct Client {
 impl Client {
     /// Start on `store` and initialize with `capabilities`.
     fn start(store: &Path, capabilities: Value) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("lsp")
-            .arg("--store")
-            .arg(store)
-            .current_dir(store)
+        let init = json!({"processId": null, "rootUri": null, "capabilities": capabilities});
+        Client::start_in(store, Some(store), init)
+    }
+
+    /// Start in folder `cwd` (with `--store` when `flag` is given) and initialize with `init`;
+    /// `cwd` is also where the test's URIs point.
+    fn start_in(cwd: &Path, flag: Option<&Path>, init: Value) -> Client {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
+        command.arg("lsp");
+        if let Some(flag) = flag {
+            command.arg("--store").arg(flag);
+        }
+        let mut child = command
+            .current_dir(cwd)
             .env("STARDUST_IDLE_EXIT", "2")
+            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -65,8 +75,7 @@ impl Client {
                 }
             }
         });
-        let mut client = Client { child, stdin, incoming: rx, next_id: 1, store: store.to_owned() };
-        let init = json!({"processId": null, "rootUri": null, "capabilities": capabilities});
+        let mut client = Client { child, stdin, incoming: rx, next_id: 1, store: cwd.to_owned() };
         let result = client.request("initialize", init);
         for provider in [
             "foldingRangeProvider",
@@ -400,6 +409,50 @@ fn lenses_count_referrers_and_run_a_query_document() {
     );
     assert!(rows["rows"].as_array().unwrap().iter().any(|r| r[0] == "book/dune"), "{rows}");
     client.shutdown();
+}
+
+/// A client rooted in a mount of the store (`stardust serve --mount`) is answered in mount
+/// URIs: links, the hint's location and the lens's references.
+#[test]
+fn a_client_in_a_mount_is_linked_to_mount_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    util::copy_store(&util::repo().join("examples/library"), &store);
+    let store = store.canonicalize().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let serve = util::Serve::mounted(&store, &mnt);
+    util::wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    let mnt = mnt.canonicalize().unwrap();
+    let root = format!("file://{}", mnt.display());
+    let init = json!({"processId": null, "rootUri": root, "capabilities": {}});
+    let mut client = Client::start_in(&mnt, None, init);
+    let dune = client.doc("books/dune.dust");
+    let links = client.request("textDocument/documentLink", json!({"textDocument": dune}));
+    let links = links.as_array().unwrap();
+    assert!(!links.is_empty());
+    for link in links {
+        assert!(link["target"].as_str().unwrap().starts_with(&root), "{link}");
+    }
+    let herbert = client.doc("people/frank-herbert.dust");
+    let lenses = client.request("textDocument/codeLens", json!({"textDocument": herbert}));
+    let resolved = client.request("codeLens/resolve", lenses[0].clone());
+    let locations = resolved["command"]["arguments"][2].as_array().unwrap();
+    assert!(!locations.is_empty());
+    for location in locations {
+        assert!(location["uri"].as_str().unwrap().starts_with(&root), "{location}");
+    }
+    let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}});
+    let hints =
+        client.request("textDocument/inlayHint", json!({"textDocument": dune, "range": range}));
+    let resolved = client.request("inlayHint/resolve", hints[0].clone());
+    assert!(
+        resolved["label"][0]["location"]["uri"].as_str().unwrap().starts_with(&root),
+        "{resolved}"
+    );
+    client.shutdown();
+    // SIGTERM lets the core unmount; a killed one would leave the mount behind.
+    assert!(serve.stop().success());
 }
 
 /// examples/editors/neovim/check.lua against the real server, when Neovim is installed
