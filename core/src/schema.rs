@@ -150,8 +150,8 @@ fn invalid_schema(
 }
 
 /// The store-relative path `reference` names when resolved against the schema at `path`, if
-/// it stays inside the store.
-fn store_path(path: &str, reference: &str) -> Option<String> {
+/// it stays inside the store (the fragment dropped).
+pub fn store_path(path: &str, reference: &str) -> Option<String> {
     let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
     let resolved = jsonschema::uri::resolve_against(&base.borrow(), reference).ok()?;
     let target = resolved.as_str().split('#').next()?.strip_prefix(BASE)?;

@@ -17,6 +17,7 @@ mod frames;
 mod inflight;
 mod server;
 mod state;
+mod structure;
 mod sync;
 
 pub use server::{run_attached, run_stdio};

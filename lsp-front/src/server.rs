@@ -121,6 +121,7 @@ fn router(state: State) -> Router<State> {
     crate::features::register(&mut router);
     crate::commands::register(&mut router);
     crate::actions::register(&mut router);
+    crate::structure::register(&mut router);
     router
 }
 
@@ -229,6 +230,7 @@ fn finish_initialize(
     let mut capabilities = crate::features::capabilities();
     crate::commands::extend_capabilities(&mut capabilities, read_only);
     crate::actions::extend_capabilities(&mut capabilities);
+    crate::structure::extend_capabilities(&mut capabilities, &params.capabilities, shared);
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),

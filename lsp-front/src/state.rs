@@ -49,6 +49,8 @@ impl State {
 #[derive(Default)]
 pub(crate) struct Shared {
     connection: OnceLock<Connection>,
+    /// The client's folding choices, set at `initialize` (`structure::extend_capabilities`).
+    pub(crate) structure: crate::structure::ChoicesCell,
 }
 
 /// One initialized connection. Only the buffers (behind their own lock) and the session change.

@@ -180,6 +180,15 @@ impl Document {
         }
     }
 
+    /// The store document the top-level `$schema` names, and the span of its value; `None`
+    /// when there is no `$schema`, or it names a meta-schema or a place outside the store.
+    pub fn named_schema(&self) -> Option<(&str, Span)> {
+        match &self.dollar_schema {
+            Some((SchemaName::Store(path), span)) => Some((path, *span)),
+            _ => None,
+        }
+    }
+
     /// The tree and value of entity `i`.
     pub fn entity_node(&self, i: usize) -> Option<(&Node, &Value)> {
         let root = self.parse.root.as_ref()?;
@@ -649,6 +658,11 @@ impl Analysis {
         paths.sort_unstable();
         paths.dedup();
         paths
+    }
+
+    /// Whether the document at `path` is a schema (compiled as one, well or not).
+    pub fn is_schema(&self, path: &str) -> bool {
+        self.schemas.contains_key(path)
     }
 
     /// The type of entity `id`.

@@ -12,8 +12,13 @@ mod buffers;
 mod completion;
 mod cursor;
 mod describe;
+mod lenses;
+mod links;
+mod structure;
 mod symbols;
 
+#[cfg(test)]
+mod structure_tests;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +37,12 @@ pub use buffers::{Buffer, Buffers, Edit, Edited, Opened, Overlay};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use describe::describe_type;
+pub use lenses::{
+    Lens, LensKind, RUN_QUERY, ReferencesLens, code_lenses, is_query_document, references_lens,
+    run_query_command,
+};
+pub use links::{InlayHint, Link, LinkTarget, document_links, inlay_hint_details, inlay_hints};
+pub use structure::{Fold, FoldKind, HighlightKind, folding_ranges, highlights, selection_ranges};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
 
 /// A range in one document of the store.

@@ -42,6 +42,39 @@ check('a dangling reference is diagnosed while typing', vim.wait(10000, function
   return false
 end, 50))
 
+-- Folding and links, asked for as Neovim's LSP client asks (Neovim folds by expression, so
+-- the check speaks the requests itself).
+local function ask(method, params)
+  local answers = vim.lsp.buf_request_sync(bufnr, method, params, 10000) or {}
+  for _, answer in pairs(answers) do
+    if answer.result then
+      return answer.result
+    end
+  end
+  return {}
+end
+local doc = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
+local folds = ask('textDocument/foldingRange', doc)
+local comment, region = false, false
+for _, fold in ipairs(folds) do
+  comment = comment or (fold.kind == 'comment' and fold.startLine == 0 and fold.endLine == 1)
+  region = region or (fold.kind == 'region' and fold.endLine > fold.startLine)
+end
+check('folding ranges', comment and region)
+
+local author_line
+for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+  if line:match('^author') then
+    author_line = i - 1
+  end
+end
+local to_publisher, on_dangling = false, false
+for _, link in ipairs(ask('textDocument/documentLink', doc)) do
+  to_publisher = to_publisher or (link.target:match('/publishers/') ~= nil and link.target:match('#L%d+,%d+$') ~= nil)
+  on_dangling = on_dangling or link.range.start.line == author_line
+end
+check('document links', to_publisher and not on_dangling)
+
 stardust.command('stardust.status', {}, function(err, result)
   stardust.last_result = { err = err, result = result }
 end)

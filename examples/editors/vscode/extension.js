@@ -18,9 +18,28 @@ function activate() {
         { scheme: 'file', language: 'dust' },
         { scheme: 'file', language: 'json' },
       ],
+      middleware: { resolveCodeLens },
     },
   );
   return client.start();
+}
+
+// The server's reference lenses run VS Code's own `editor.action.showReferences` with the
+// protocol's JSON (a URI string, a position, locations); that command takes VS Code's objects,
+// so they are converted here, as the language client converts everything else it receives.
+async function resolveCodeLens(lens, token, next) {
+  const resolved = await next(lens, token);
+  const command = resolved && resolved.command;
+  if (command && command.command === 'editor.action.showReferences' && command.arguments) {
+    const convert = client.protocol2CodeConverter;
+    const [uri, position, locations] = command.arguments;
+    command.arguments = [
+      convert.asUri(uri),
+      convert.asPosition(position),
+      locations.map((location) => convert.asLocation(location)),
+    ];
+  }
+  return resolved;
 }
 
 function deactivate() {

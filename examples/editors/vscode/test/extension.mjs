@@ -1,8 +1,9 @@
 // Checks the VS Code extension in the folder above without VS Code: that its manifest
 // (package.json) declares the DUST language with files that exist and agree with each other,
-// that the language configuration has DUST's comment and pairs, and that activating
-// extension.js starts `stardust lsp` for DUST and JSON documents. `vscode` and
-// `vscode-languageclient` are replaced by recorders, since neither loads outside VS Code.
+// that the language configuration has DUST's comment and pairs, that activating extension.js
+// starts `stardust lsp` for DUST and JSON documents, and that a reference lens's arguments are
+// converted for VS Code's showReferences. `vscode` and `vscode-languageclient` are replaced by
+// recorders, since neither loads outside VS Code.
 // Run by tests/grammar.rs; by hand: node extension.mjs. Exits 1 on the first failure.
 
 import assert from 'node:assert/strict';
@@ -58,11 +59,17 @@ check("the language configuration has ';' comments, brackets and auto-closed quo
   assert.equal('author @person/frank-herbert;'.match(new RegExp(word, 'g'))[1], '@person/frank-herbert');
 });
 
+let resolveCodeLens;
 check('activating the extension starts `stardust lsp` for dust and json documents', () => {
   const calls = [];
   class LanguageClient {
     constructor(id, name, server, client) {
       calls.push({ id, name, server, client });
+      this.protocol2CodeConverter = {
+        asUri: (uri) => ({ uri }),
+        asPosition: (position) => ({ position }),
+        asLocation: (location) => ({ location }),
+      };
     }
     start() {
       calls.push('start');
@@ -92,6 +99,7 @@ check('activating the extension starts `stardust lsp` for dust and json document
       made.client.documentSelector.map((s) => s.language),
       ['dust', 'json'],
     );
+    resolveCodeLens = made.client.middleware.resolveCodeLens;
     extension.deactivate();
     assert.equal(calls.at(-1), 'stop');
     // The stardust.path setting names another executable.
@@ -101,4 +109,23 @@ check('activating the extension starts `stardust lsp` for dust and json document
   } finally {
     Module._load = load;
   }
+});
+
+// The server's reference lens names VS Code's showReferences with protocol JSON; the
+// middleware hands the command VS Code's objects instead (other lenses pass unchanged).
+const location = { uri: 'file:///s/b.dust', range: { start: { line: 0, character: 0 }, end: { line: 0, character: 3 } } };
+const shown = await resolveCodeLens(
+  { command: { title: '1 reference', command: 'editor.action.showReferences', arguments: ['file:///s/a.dust', { line: 1, character: 5 }, [location]] } },
+  undefined,
+  async (lens) => lens,
+);
+const run = { command: { title: 'run', command: 'stardust.query.execute', arguments: [{ document: 'find [?b]' }] } };
+const ran = await resolveCodeLens(structuredClone(run), undefined, async (lens) => lens);
+check('a reference lens reaches showReferences with VS Code objects', () => {
+  assert.deepEqual(shown.command.arguments, [
+    { uri: 'file:///s/a.dust' },
+    { position: { line: 1, character: 5 } },
+    [{ location }],
+  ]);
+  assert.deepEqual(ran, run);
 });
