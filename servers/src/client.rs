@@ -1,0 +1,418 @@
+//! The LSP client side of one server connection: requests with ids, the reader that routes
+//! answers to their callers, answers to the server's own requests, and what its notifications
+//! tell (work-done progress, push diagnostics).
+//!
+//! Writes go through one writer thread, so neither a caller nor the reader ever blocks on a
+//! full pipe to a server that stopped reading (the classic both-sides-writing deadlock).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufReader, BufWriter};
+use std::process::{ChildStdin, ChildStdout};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::frame::{ReadError, read_frame, write_frame};
+
+/// Whether the server reports work in progress (`$/progress` begun and not ended).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    Indexing,
+}
+
+impl Readiness {
+    /// SPEC §17's wire word: `ready` or `indexing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Readiness::Ready => "ready",
+            Readiness::Indexing => "indexing",
+        }
+    }
+}
+
+/// What became of one request.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Result(Value),
+    Error {
+        code: i64,
+        message: String,
+    },
+    /// The connection closed before an answer came.
+    Gone(String),
+}
+
+/// The push diagnostics of one file, as last published.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PublishedDiagnostics {
+    pub version: Option<i64>,
+    /// The LSP `Diagnostic` objects, as the server sent them (its position encoding).
+    pub diagnostics: Vec<Value>,
+}
+
+/// What the reader keeps about the server, read by the server handle.
+#[derive(Debug, Default)]
+pub(crate) struct Observed {
+    /// Progress tokens begun and not yet ended.
+    pub progress: HashSet<String>,
+    /// The latest `$/progress` title or message, for status.
+    pub progress_note: Option<String>,
+    /// Push diagnostics by document URI.
+    pub diagnostics: BTreeMap<String, PublishedDiagnostics>,
+    /// `client/registerCapability` registrations by id (method and options).
+    pub registrations: BTreeMap<String, Value>,
+    /// Why and when the connection closed.
+    pub closed: Option<(String, Instant)>,
+}
+
+/// One open connection.
+pub(crate) struct Connection {
+    outbox: Mutex<Option<Sender<Value>>>,
+    pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>>,
+    next_id: AtomicI64,
+    pub observed: Arc<Mutex<Observed>>,
+    /// Notifications seen (a flood is still counted, never queued).
+    pub notifications: Arc<AtomicU64>,
+}
+
+/// What the reader needs to answer the server's requests.
+pub(crate) struct Answering {
+    pub settings: Value,
+    pub root_uri: String,
+    pub root_name: String,
+}
+
+impl Connection {
+    /// Starts the reader and writer threads over the server's stdio. `on_close` runs once,
+    /// on the reader thread, when the server's output ends or turns to garbage.
+    pub(crate) fn start(
+        name: &str,
+        stdin: ChildStdin,
+        stdout: ChildStdout,
+        answering: Answering,
+        on_close: Box<dyn FnOnce(&str) + Send>,
+    ) -> std::io::Result<Connection> {
+        let (tx, rx) = mpsc::channel::<Value>();
+        let pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>> = Arc::default();
+        let observed: Arc<Mutex<Observed>> = Arc::default();
+        let notifications = Arc::new(AtomicU64::new(0));
+        std::thread::Builder::new()
+            .name(format!("lsp-{name}-write"))
+            .spawn(move || write_loop(stdin, rx))?;
+        let reader = Reader {
+            name: name.to_owned(),
+            pending: pending.clone(),
+            observed: observed.clone(),
+            notifications: notifications.clone(),
+            outbox: tx.clone(),
+            answering,
+        };
+        std::thread::Builder::new()
+            .name(format!("lsp-{name}-read"))
+            .spawn(move || reader.run(stdout, on_close))?;
+        Ok(Connection {
+            outbox: Mutex::new(Some(tx)),
+            pending,
+            next_id: AtomicI64::new(1),
+            observed,
+            notifications,
+        })
+    }
+
+    fn send(&self, message: Value) -> bool {
+        match &*self.outbox.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(tx) => tx.send(message).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Sends a request; the answer arrives on the returned receiver.
+    pub(crate) fn request(&self, method: &str, params: Value) -> (i64, Receiver<Reply>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::sync_channel(1);
+        if let Some(reason) = self.closed() {
+            let _ = tx.send(Reply::Gone(reason));
+            return (id, rx);
+        }
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        if !self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})) {
+            if let Some(tx) = self.forget(id) {
+                let _ = tx.send(Reply::Gone("the connection is closed".into()));
+            }
+        }
+        (id, rx)
+    }
+
+    /// Gives up on request `id` (after a timeout): its answer, if it comes, is dropped.
+    pub(crate) fn forget(&self, id: i64) -> Option<SyncSender<Reply>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id)
+    }
+
+    pub(crate) fn notify(&self, method: &str, params: Value) -> bool {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// Why the connection closed, if it did.
+    pub(crate) fn closed(&self) -> Option<String> {
+        self.observed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed
+            .as_ref()
+            .map(|(r, _)| r.clone())
+    }
+
+    /// Stops writing: the writer thread drains what is queued, then closes the server's stdin.
+    pub(crate) fn close_input(&self) {
+        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    pub(crate) fn readiness(&self) -> Readiness {
+        if self.observed.lock().unwrap_or_else(|e| e.into_inner()).progress.is_empty() {
+            Readiness::Ready
+        } else {
+            Readiness::Indexing
+        }
+    }
+}
+
+fn write_loop(stdin: ChildStdin, rx: Receiver<Value>) {
+    let mut out = BufWriter::new(stdin);
+    for message in rx {
+        if write_frame(&mut out, &message).is_err() {
+            // The server stopped reading: the reader sees the end of its output.
+            return;
+        }
+    }
+}
+
+struct Reader {
+    name: String,
+    pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>>,
+    observed: Arc<Mutex<Observed>>,
+    notifications: Arc<AtomicU64>,
+    outbox: Sender<Value>,
+    answering: Answering,
+}
+
+impl Reader {
+    fn run(self, stdout: ChildStdout, on_close: Box<dyn FnOnce(&str) + Send>) {
+        let mut input = BufReader::with_capacity(64 * 1024, stdout);
+        let reason = loop {
+            match read_frame(&mut input) {
+                Ok(Ok(message)) => self.dispatch(message),
+                Ok(Err(e)) => {
+                    tracing::warn!(server = self.name, "dropped a message that is not JSON: {e}")
+                }
+                Err(ReadError::Eof) => break "the server closed its output".to_owned(),
+                Err(ReadError::Garbage(m)) => break format!("the server wrote garbage ({m})"),
+                Err(ReadError::Io(e)) => break format!("reading the server failed: {e}"),
+            }
+        };
+        tracing::info!(server = self.name, "connection closed: {reason}");
+        self.observed.lock().unwrap_or_else(|e| e.into_inner()).closed =
+            Some((reason.clone(), Instant::now()));
+        let waiting: Vec<SyncSender<Reply>> = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, tx)| tx)
+            .collect();
+        for tx in waiting {
+            let _ = tx.send(Reply::Gone(reason.clone()));
+        }
+        on_close(&reason);
+    }
+
+    fn dispatch(&self, message: Value) {
+        let method = message.get("method").and_then(Value::as_str);
+        let id = message.get("id").filter(|id| !id.is_null());
+        match (method, id) {
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else { return };
+                let Some(tx) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id)
+                else {
+                    return;
+                };
+                let reply = match message.get("error") {
+                    Some(error) => Reply::Error {
+                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                        message: error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    },
+                    None => Reply::Result(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = tx.send(reply);
+            }
+            (Some(method), Some(id)) => {
+                let params = message.get("params").unwrap_or(&Value::Null);
+                let answer = match self.answer(method, params) {
+                    Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                    Err((code, text)) => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}})
+                    }
+                };
+                let _ = self.outbox.send(answer);
+            }
+            (Some(method), None) => {
+                self.notifications.fetch_add(1, Ordering::Relaxed);
+                self.notification(method, message.get("params").unwrap_or(&Value::Null));
+            }
+            (None, None) => {
+                tracing::debug!(server = self.name, "dropped a message with neither id nor method")
+            }
+        }
+    }
+
+    /// The answer to a request from the server. `workspace/applyEdit` is never honoured:
+    /// edits reach the store only through a preview (SPEC §12, §18).
+    fn answer(&self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+        match method {
+            "workspace/configuration" => {
+                let items =
+                    params.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                Ok(Value::Array(
+                    items
+                        .iter()
+                        .map(|item| {
+                            section(
+                                &self.answering.settings,
+                                item.get("section").and_then(Value::as_str),
+                            )
+                        })
+                        .collect(),
+                ))
+            }
+            "window/workDoneProgress/create" => Ok(Value::Null),
+            "client/registerCapability" => {
+                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                for r in params.get("registrations").and_then(Value::as_array).into_iter().flatten()
+                {
+                    if let Some(id) = r.get("id").and_then(Value::as_str) {
+                        observed.registrations.insert(id.to_owned(), r.clone());
+                    }
+                }
+                Ok(Value::Null)
+            }
+            "client/unregisterCapability" => {
+                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                // The protocol's own misspelling.
+                for r in
+                    params.get("unregisterations").and_then(Value::as_array).into_iter().flatten()
+                {
+                    if let Some(id) = r.get("id").and_then(Value::as_str) {
+                        observed.registrations.remove(id);
+                    }
+                }
+                Ok(Value::Null)
+            }
+            "workspace/applyEdit" => Ok(json!({
+                "applied": false,
+                "failureReason": "stardust applies edits only through a preview the user confirms"
+            })),
+            "workspace/workspaceFolders" => {
+                Ok(json!([{"uri": self.answering.root_uri, "name": self.answering.root_name}]))
+            }
+            "window/showMessageRequest" => Ok(Value::Null),
+            "window/showDocument" => Ok(json!({"success": false})),
+            m if m.starts_with("workspace/") && m.ends_with("/refresh") => Ok(Value::Null),
+            _ => Err((
+                crate::error::METHOD_NOT_FOUND,
+                format!("stardust does not implement {method}"),
+            )),
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Value) {
+        match method {
+            "$/progress" => {
+                let Some(token) = params.get("token") else { return };
+                let token = token.to_string();
+                let value = params.get("value").unwrap_or(&Value::Null);
+                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                match value.get("kind").and_then(Value::as_str) {
+                    Some("begin") => {
+                        observed.progress.insert(token);
+                        observed.progress_note =
+                            value.get("title").and_then(Value::as_str).map(str::to_owned);
+                    }
+                    Some("report") => {
+                        if let Some(m) = value.get("message").and_then(Value::as_str) {
+                            observed.progress_note = Some(m.to_owned());
+                        }
+                    }
+                    Some("end") => {
+                        observed.progress.remove(&token);
+                        if observed.progress.is_empty() {
+                            observed.progress_note = None;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "textDocument/publishDiagnostics" => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else { return };
+                let published = PublishedDiagnostics {
+                    version: params.get("version").and_then(Value::as_i64),
+                    diagnostics: params
+                        .get("diagnostics")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                };
+                self.observed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .diagnostics
+                    .insert(uri.to_owned(), published);
+            }
+            "window/logMessage" | "window/showMessage" => {
+                let text = params.get("message").and_then(Value::as_str).unwrap_or("");
+                tracing::debug!(
+                    server = self.name,
+                    "{method}: {}",
+                    text.chars().take(1024).collect::<String>()
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The value of a `workspace/configuration` section: `a.b` is `settings["a"]["b"]`, no section
+/// is the whole settings, a missing one is `null`.
+pub(crate) fn section(settings: &Value, section: Option<&str>) -> Value {
+    let Some(section) = section.filter(|s| !s.is_empty()) else { return settings.clone() };
+    let mut at = settings;
+    for key in section.split('.') {
+        match at.get(key) {
+            Some(next) => at = next,
+            None => return Value::Null,
+        }
+    }
+    at.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_sections() {
+        let settings = json!({"python": {"analysis": {"typeCheckingMode": "strict"}}});
+        assert_eq!(section(&settings, None), settings);
+        assert_eq!(
+            section(&settings, Some("python.analysis")),
+            json!({"typeCheckingMode": "strict"})
+        );
+        assert_eq!(section(&settings, Some("python.nope")), Value::Null);
+    }
+}

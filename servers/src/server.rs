@@ -1,0 +1,653 @@
+//! One supervised language server as the core uses it: started lazily, shared by every
+//! session, restarted after a crash within `max_restarts` a minute, stopped with its whole
+//! process tree. Requests carry the server's readiness; documents are kept in sync and sent
+//! again to a restarted server; push diagnostics are kept per file.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use stardust_core::ide::file_uri;
+
+use crate::client::{Answering, Connection, PublishedDiagnostics, Readiness, Reply};
+use crate::error::{CONTENT_MODIFIED, METHOD_NOT_FOUND, SERVER_CANCELLED, ServerError};
+use crate::process::{Process, check_command};
+use crate::spec::{ServerSpec, SupervisorProgram};
+
+/// How many times a ContentModified / ServerCancelled answer is retried (within the caller's
+/// deadline).
+pub const RETRIES: u32 = 3;
+
+/// The window `max_restarts` counts crashes in.
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+
+/// The position encoding the server chose from the client's offer (utf-8, utf-32, utf-16,
+/// in that order of preference: the core counts bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PositionEncoding {
+    Utf8,
+    Utf16,
+    Utf32,
+}
+
+impl PositionEncoding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PositionEncoding::Utf8 => "utf-8",
+            PositionEncoding::Utf16 => "utf-16",
+            PositionEncoding::Utf32 => "utf-32",
+        }
+    }
+
+    /// The encoding of `capabilities.positionEncoding`; UTF-16 when absent (the LSP default).
+    fn of(capabilities: &Value) -> PositionEncoding {
+        match capabilities.get("positionEncoding").and_then(Value::as_str) {
+            Some("utf-8") => PositionEncoding::Utf8,
+            Some("utf-32") => PositionEncoding::Utf32,
+            _ => PositionEncoding::Utf16,
+        }
+    }
+}
+
+/// An answer from the server, with its readiness when it came.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub result: Value,
+    pub readiness: Readiness,
+}
+
+/// Where a server is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Never started (started by the first request or document).
+    Idle,
+    Ready,
+    /// Running, with work-done progress reported and not ended.
+    Indexing,
+    /// Crashed or failed to start; the next request starts it again.
+    Crashed,
+    /// Crashed past `max_restarts` a minute: `server-unavailable` until `restart`.
+    Unavailable,
+    /// Stopped by `shutdown`.
+    Stopped,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Idle => "idle",
+            State::Ready => "ready",
+            State::Indexing => "indexing",
+            State::Crashed => "crashed",
+            State::Unavailable => "unavailable",
+            State::Stopped => "stopped",
+        }
+    }
+}
+
+/// What `server_status` shows about one server.
+#[derive(Clone, Debug)]
+pub struct Status {
+    pub name: String,
+    pub state: State,
+    pub supervisor_pid: Option<i32>,
+    /// The server's pid, which is also its process group id.
+    pub server_pid: Option<i32>,
+    /// Crashes within the last minute.
+    pub recent_crashes: u32,
+    /// Every start after the first.
+    pub restarts: u32,
+    /// The `capabilities` of the server's `initialize` answer.
+    pub capabilities: Value,
+    pub position_encoding: Option<PositionEncoding>,
+    /// The latest `$/progress` title or message, while indexing.
+    pub progress: Option<String>,
+    /// Why it last crashed or failed to start.
+    pub last_error: Option<String>,
+}
+
+/// One running instance: the process tree and its connection.
+struct Instance {
+    process: Arc<Process>,
+    conn: Connection,
+    capabilities: Value,
+    encoding: PositionEncoding,
+}
+
+impl Instance {
+    fn alive(&self) -> bool {
+        self.conn.closed().is_none() && !self.process.server_exited()
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Document {
+    language_id: String,
+    version: i64,
+    text: String,
+}
+
+#[derive(Default)]
+struct Inner {
+    instance: Option<Arc<Instance>>,
+    /// When each crash (or failed start) happened, within the restart window.
+    crashes: VecDeque<Instant>,
+    gave_up: bool,
+    stopped: bool,
+    starts: u32,
+    last_error: Option<String>,
+    /// Open documents by URI, sent again to every new instance.
+    documents: BTreeMap<String, Document>,
+}
+
+/// A supervised language server (SPEC §17), shared by every session of a core.
+pub struct LanguageServer {
+    spec: ServerSpec,
+    program: SupervisorProgram,
+    inner: Mutex<Inner>,
+    /// Held while an instance starts, so concurrent callers share one start.
+    starting: Mutex<()>,
+}
+
+impl std::fmt::Debug for LanguageServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LanguageServer").field("name", &self.spec.name).finish_non_exhaustive()
+    }
+}
+
+impl LanguageServer {
+    /// A server that starts on first use, supervised by `program`.
+    pub fn new(spec: ServerSpec, program: SupervisorProgram) -> LanguageServer {
+        LanguageServer { spec, program, inner: Mutex::default(), starting: Mutex::new(()) }
+    }
+
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The running instance, starting one if needed (the start has its own deadline,
+    /// `timeouts.startup`). A dead instance found here is counted as a crash.
+    fn running(&self) -> Result<Arc<Instance>, ServerError> {
+        if let Some(instance) = self.live()? {
+            return Ok(instance);
+        }
+        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(instance) = self.live()? {
+            return Ok(instance);
+        }
+        let started = self.start();
+        let mut inner = self.lock();
+        match started {
+            Ok(instance) => {
+                let instance = Arc::new(instance);
+                for (uri, doc) in &inner.documents {
+                    instance.conn.notify(
+                        "textDocument/didOpen",
+                        json!({"textDocument": {"uri": uri, "languageId": doc.language_id, "version": doc.version, "text": doc.text}}),
+                    );
+                }
+                inner.starts += 1;
+                inner.instance = Some(instance.clone());
+                Ok(instance)
+            }
+            Err(e @ ServerError::Missing { .. }) => Err(e),
+            Err(e) => {
+                inner.crashes.push_back(Instant::now());
+                inner.last_error = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// The live instance, or None when one must be started; an error when none may be.
+    fn live(&self) -> Result<Option<Arc<Instance>>, ServerError> {
+        let mut inner = self.lock();
+        if inner.stopped {
+            return Err(ServerError::Stopped { server: self.spec.name.clone() });
+        }
+        if let Some(instance) = inner.instance.clone() {
+            if instance.alive() {
+                return Ok(Some(instance));
+            }
+            // A crash: the tree is being reaped (on_close); count it once.
+            inner.instance = None;
+            let reason = instance.conn.closed().unwrap_or_else(|| "the server exited".into());
+            // The supervisor reports the exit status just after the output ends.
+            instance.process.wait_server_exit(Duration::from_millis(500));
+            let epitaph = instance.process.epitaph();
+            inner.last_error =
+                Some(if epitaph.is_empty() { reason } else { format!("{reason}; {epitaph}") });
+            inner.crashes.push_back(Instant::now());
+            instance.process.terminate();
+        }
+        let now = Instant::now();
+        while inner.crashes.front().is_some_and(|t| now.duration_since(*t) > RESTART_WINDOW) {
+            inner.crashes.pop_front();
+        }
+        if inner.gave_up || inner.crashes.len() as u32 > self.spec.max_restarts {
+            inner.gave_up = true;
+            return Err(ServerError::GaveUp {
+                server: self.spec.name.clone(),
+                restarts: inner.crashes.len() as u32,
+            });
+        }
+        Ok(None)
+    }
+
+    fn start(&self) -> Result<Instance, ServerError> {
+        let spec = &self.spec;
+        check_command(spec)?;
+        let (process, pipes) = Process::start(spec, &self.program)?;
+        let root_uri = file_uri(&spec.root);
+        let answering = Answering {
+            settings: spec.settings.clone(),
+            root_uri: root_uri.clone(),
+            root_name: spec
+                .root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        let closing = process.clone();
+        let conn = Connection::start(
+            &spec.name,
+            pipes.stdin,
+            pipes.stdout,
+            answering,
+            // The server's output ended: whatever is left of the tree goes too.
+            Box::new(move |_reason| closing.terminate()),
+        )
+        .map_err(|e| ServerError::StartFailed {
+            server: spec.name.clone(),
+            reason: format!("cannot start a thread: {e}"),
+        })?;
+        let failed = |reason: String| {
+            process.wait_server_exit(Duration::from_millis(200));
+            process.stop(Duration::from_secs(2));
+            let epitaph = process.epitaph();
+            ServerError::StartFailed {
+                server: spec.name.clone(),
+                reason: if epitaph.is_empty() { reason } else { format!("{reason}; {epitaph}") },
+            }
+        };
+        let (id, rx) = conn.request("initialize", self.initialize_params(&root_uri));
+        let result = match rx.recv_timeout(spec.timeouts.startup) {
+            Ok(Reply::Result(result)) => result,
+            Ok(Reply::Error { code, message }) => {
+                return Err(failed(format!("it refused initialize (error {code}: {message})")));
+            }
+            Ok(Reply::Gone(reason)) => {
+                return Err(failed(format!("{reason} before answering initialize")));
+            }
+            Err(_) => {
+                conn.forget(id);
+                return Err(failed(format!(
+                    "it did not answer initialize within {}s (timeouts.startup)",
+                    spec.timeouts.startup.as_secs_f64()
+                )));
+            }
+        };
+        let capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
+        if !capabilities.is_object() {
+            return Err(failed("its initialize answer has no capabilities object".into()));
+        }
+        conn.notify("initialized", json!({}));
+        let encoding = PositionEncoding::of(&capabilities);
+        tracing::info!(
+            server = spec.name,
+            supervisor = process.supervisor_pid(),
+            pid = process.server_pid(Duration::ZERO),
+            encoding = encoding.as_str(),
+            "language server started"
+        );
+        Ok(Instance { process, conn, capabilities, encoding })
+    }
+
+    fn initialize_params(&self, root_uri: &str) -> Value {
+        let root_name = self
+            .spec
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut params = json!({
+            "processId": std::process::id(),
+            "clientInfo": {"name": "stardust", "version": env!("CARGO_PKG_VERSION")},
+            "rootUri": root_uri,
+            "rootPath": self.spec.root,
+            "workspaceFolders": [{"uri": root_uri, "name": root_name}],
+            "capabilities": {
+                "general": {"positionEncodings": ["utf-8", "utf-32", "utf-16"]},
+                "window": {"workDoneProgress": true},
+                "workspace": {
+                    "configuration": true,
+                    "workspaceFolders": true,
+                    // Edits from a server are answered `applied: false` (see client.rs).
+                    "applyEdit": false,
+                    "symbol": {},
+                },
+                "textDocument": {
+                    "synchronization": {"didSave": false, "dynamicRegistration": false},
+                    "hover": {"contentFormat": ["markdown", "plaintext"]},
+                    "definition": {"linkSupport": true},
+                    "declaration": {"linkSupport": true},
+                    "typeDefinition": {"linkSupport": true},
+                    "implementation": {"linkSupport": true},
+                    "references": {},
+                    "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+                    "signatureHelp": {"signatureInformation": {"documentationFormat": ["markdown", "plaintext"]}},
+                    "callHierarchy": {},
+                    "rename": {"prepareSupport": true},
+                    "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                        "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                        "refactor.rewrite", "source", "source.organizeImports"
+                    ]}}},
+                    "publishDiagnostics": {"relatedInformation": true, "versionSupport": true},
+                    "diagnostic": {},
+                },
+            },
+        });
+        if !self.spec.initialization_options.is_null() {
+            params["initializationOptions"] = self.spec.initialization_options.clone();
+        }
+        params
+    }
+
+    /// Sends `method` and waits for its answer until `timeout` (`timeouts.request` when None).
+    /// ContentModified and ServerCancelled are retried up to `RETRIES` times within that
+    /// deadline; at the deadline `$/cancelRequest` is sent and the answer is `busy`. A crash
+    /// while waiting is `server-unavailable`; the request is never sent again by itself.
+    /// Starting the server first, if it is not running, has its own deadline.
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Answer, ServerError> {
+        let instance = self.running()?;
+        let timeout = timeout.unwrap_or(self.spec.timeouts.request);
+        let deadline = Instant::now() + timeout;
+        let server = || self.spec.name.clone();
+        let mut attempt = 0;
+        loop {
+            let (id, rx) = instance.conn.request(method, params.clone());
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Reply::Result(result)) => {
+                    return Ok(Answer { result, readiness: instance.conn.readiness() });
+                }
+                Ok(Reply::Error { code, .. })
+                    if code == CONTENT_MODIFIED || code == SERVER_CANCELLED =>
+                {
+                    attempt += 1;
+                    if attempt > RETRIES || Instant::now() >= deadline {
+                        return Err(ServerError::Changing {
+                            server: server(),
+                            method: method.into(),
+                        });
+                    }
+                    // A short pause lets the change that cancelled it land.
+                    std::thread::sleep(Duration::from_millis(10 * u64::from(attempt)).min(left));
+                }
+                Ok(Reply::Error { code, .. }) if code == METHOD_NOT_FOUND => {
+                    return Err(ServerError::Unsupported {
+                        server: server(),
+                        method: method.into(),
+                    });
+                }
+                Ok(Reply::Error { code, message }) => {
+                    return Err(ServerError::Rpc {
+                        server: server(),
+                        method: method.into(),
+                        code,
+                        message,
+                    });
+                }
+                Ok(Reply::Gone(reason)) => {
+                    return Err(ServerError::Crashed {
+                        server: server(),
+                        method: method.into(),
+                        reason,
+                    });
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    instance.conn.forget(id);
+                    instance.conn.notify("$/cancelRequest", json!({"id": id}));
+                    return Err(ServerError::Busy {
+                        server: server(),
+                        method: method.into(),
+                        timeout,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let reason =
+                        instance.conn.closed().unwrap_or_else(|| "the connection closed".into());
+                    return Err(ServerError::Crashed {
+                        server: server(),
+                        method: method.into(),
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Sends a notification to the running server (starting it if needed).
+    pub fn notify(&self, method: &str, params: Value) -> Result<(), ServerError> {
+        let instance = self.running()?;
+        instance.conn.notify(method, params);
+        Ok(())
+    }
+
+    /// Opens (or replaces) the document at absolute `path` with `text`; its `languageId` comes
+    /// from `languages`. Kept and sent again to a restarted server.
+    pub fn open(&self, path: &Path, text: &str) -> Result<(), ServerError> {
+        let Some(language_id) = self.spec.language_of(path) else {
+            return Err(ServerError::Unsupported {
+                server: self.spec.name.clone(),
+                method: format!("files like {}", path.display()),
+            });
+        };
+        let uri = file_uri(path);
+        let instance = self.running()?;
+        let mut inner = self.lock();
+        let version = inner.documents.get(&uri).map_or(1, |d| d.version + 1);
+        if inner.documents.contains_key(&uri) {
+            instance.conn.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
+        }
+        inner.documents.insert(
+            uri.clone(),
+            Document { language_id: language_id.to_owned(), version, text: text.to_owned() },
+        );
+        instance.conn.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
+        );
+        Ok(())
+    }
+
+    /// Replaces an open document's text (a full-content change, valid for every sync kind).
+    /// Opens it when it is not open.
+    pub fn change(&self, path: &Path, text: &str) -> Result<(), ServerError> {
+        let uri = file_uri(path);
+        if !self.lock().documents.contains_key(&uri) {
+            return self.open(path, text);
+        }
+        let instance = self.running()?;
+        let mut inner = self.lock();
+        let Some(doc) = inner.documents.get_mut(&uri) else { return Ok(()) };
+        doc.version += 1;
+        doc.text = text.to_owned();
+        let version = doc.version;
+        if sync_kind(&instance.capabilities) != 0 {
+            instance.conn.notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+            );
+        }
+        Ok(())
+    }
+
+    /// Closes a document (nothing is started for it).
+    pub fn close(&self, path: &Path) {
+        let uri = file_uri(path);
+        let mut inner = self.lock();
+        if inner.documents.remove(&uri).is_some()
+            && let Some(instance) = inner.instance.as_ref().filter(|i| i.alive())
+        {
+            instance.conn.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
+        }
+    }
+
+    /// The version the server last saw of an open document.
+    pub fn document_version(&self, path: &Path) -> Option<i64> {
+        self.lock().documents.get(&file_uri(path)).map(|d| d.version)
+    }
+
+    /// The push diagnostics last published for `path` by the running server.
+    pub fn diagnostics(&self, path: &Path) -> Option<PublishedDiagnostics> {
+        let instance = self.lock().instance.clone()?;
+        let observed = instance.conn.observed.lock().unwrap_or_else(|e| e.into_inner());
+        observed.diagnostics.get(&file_uri(path)).cloned()
+    }
+
+    /// Notifications received from the running server (a flood is counted, never queued).
+    pub fn notifications_seen(&self) -> u64 {
+        self.lock()
+            .instance
+            .as_ref()
+            .map_or(0, |i| i.conn.notifications.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The readiness of the running server (`Ready` when none runs).
+    pub fn readiness(&self) -> Readiness {
+        self.lock().instance.as_ref().map_or(Readiness::Ready, |i| i.conn.readiness())
+    }
+
+    /// Starts the server now if it is not running (the same start a first request makes).
+    pub fn ensure_started(&self) -> Result<(), ServerError> {
+        self.running().map(drop)
+    }
+
+    /// Where the server is, its pids, capabilities and restarts.
+    pub fn status(&self) -> Status {
+        let inner = self.lock();
+        let now = Instant::now();
+        let recent =
+            inner.crashes.iter().filter(|t| now.duration_since(**t) <= RESTART_WINDOW).count()
+                as u32;
+        let live = inner.instance.as_ref().filter(|i| i.alive());
+        let state = match (&live, inner.stopped, inner.gave_up) {
+            (_, true, _) => State::Stopped,
+            (Some(i), ..) if i.conn.readiness() == Readiness::Indexing => State::Indexing,
+            (Some(_), ..) => State::Ready,
+            (None, _, true) => State::Unavailable,
+            (None, ..)
+                if inner.instance.is_some()
+                    || !inner.crashes.is_empty()
+                    || inner.last_error.is_some() =>
+            {
+                State::Crashed
+            }
+            (None, ..) => State::Idle,
+        };
+        Status {
+            name: self.spec.name.clone(),
+            state,
+            supervisor_pid: live.map(|i| i.process.supervisor_pid()),
+            server_pid: live.and_then(|i| i.process.server_pid(Duration::from_millis(500))),
+            recent_crashes: recent,
+            restarts: inner.starts.saturating_sub(1),
+            capabilities: live.map_or(Value::Null, |i| i.capabilities.clone()),
+            position_encoding: live.map(|i| i.encoding),
+            progress: live.and_then(|i| {
+                i.conn.observed.lock().unwrap_or_else(|e| e.into_inner()).progress_note.clone()
+            }),
+            last_error: inner.last_error.clone(),
+        }
+    }
+
+    /// `server_restart`: stops the running instance (shutdown, then its tree), forgets the
+    /// crash count, and starts a new one.
+    pub fn restart(&self) -> Result<Status, ServerError> {
+        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let old = {
+            let mut inner = self.lock();
+            inner.stopped = false;
+            inner.gave_up = false;
+            inner.crashes.clear();
+            inner.instance.take()
+        };
+        if let Some(old) = old {
+            self.stop_instance(&old);
+        }
+        drop(_starting);
+        self.running()?;
+        Ok(self.status())
+    }
+
+    /// Stops the server for good: `shutdown` and `exit`, up to `timeouts.shutdown` for it to
+    /// exit, then its whole tree ended. Later requests answer `server-unavailable`.
+    pub fn shutdown(&self) {
+        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let old = {
+            let mut inner = self.lock();
+            inner.stopped = true;
+            inner.instance.take()
+        };
+        if let Some(old) = old {
+            self.stop_instance(&old);
+        }
+    }
+
+    fn stop_instance(&self, instance: &Instance) {
+        let grace = self.spec.timeouts.shutdown;
+        let until = Instant::now() + grace;
+        if instance.alive() {
+            let (id, rx) = instance.conn.request("shutdown", Value::Null);
+            if rx.recv_timeout(grace).is_err() {
+                instance.conn.forget(id);
+            }
+            instance.conn.notify("exit", Value::Null);
+            instance.conn.close_input();
+            instance.process.wait_server_exit(until.saturating_duration_since(Instant::now()));
+        }
+        if !instance.process.stop(Duration::from_secs(5)) {
+            tracing::warn!(
+                server = self.spec.name,
+                "the supervisor did not exit within 5s of SIGTERM"
+            );
+        }
+    }
+}
+
+impl Drop for LanguageServer {
+    /// Without a `shutdown`, the tree is ended at once (no LSP goodbye), and waited for
+    /// briefly.
+    fn drop(&mut self) {
+        let instance = self.inner.get_mut().unwrap_or_else(|e| e.into_inner()).instance.take();
+        if let Some(instance) = instance {
+            instance.process.stop(Duration::from_secs(2));
+        }
+    }
+}
+
+/// `textDocumentSync` as a kind: 0 none, 1 full, 2 incremental (full when unspecified).
+fn sync_kind(capabilities: &Value) -> i64 {
+    match capabilities.get("textDocumentSync") {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
+        Some(options) => options.get("change").and_then(Value::as_i64).unwrap_or(0),
+        None => 0,
+    }
+}
