@@ -304,10 +304,12 @@ impl LanguageServer {
         }
         conn.notify("initialized", json!({}));
         let encoding = PositionEncoding::of(&capabilities);
+        // Reported on the other pipe right after the spawn; waited for once, here.
+        let pid = process.server_pid(Duration::from_secs(1));
         tracing::info!(
             server = spec.name,
             supervisor = process.supervisor_pid(),
-            pid = process.server_pid(Duration::ZERO),
+            pid,
             encoding = encoding.as_str(),
             "language server started"
         );
@@ -566,7 +568,7 @@ impl LanguageServer {
             name: self.spec.name.clone(),
             state,
             supervisor_pid: live.map(|i| i.process.supervisor_pid()),
-            server_pid: live.and_then(|i| i.process.server_pid(Duration::from_millis(500))),
+            server_pid: live.and_then(|i| i.process.server_pid(Duration::ZERO)),
             recent_crashes: recent,
             restarts: inner.starts.saturating_sub(1),
             capabilities: live.map_or(Value::Null, |i| i.capabilities.clone()),
