@@ -139,10 +139,10 @@ impl Connection {
             return (id, rx);
         }
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
-        if !self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})) {
-            if let Some(tx) = self.forget(id) {
-                let _ = tx.send(Reply::Gone("the connection is closed".into()));
-            }
+        if !self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            && let Some(tx) = self.forget(id)
+        {
+            let _ = tx.send(Reply::Gone("the connection is closed".into()));
         }
         (id, rx)
     }

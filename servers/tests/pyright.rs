@@ -18,7 +18,9 @@ fn pyright() -> Option<PathBuf> {
 #[test]
 fn pyright_hovers_and_diagnoses_a_python_file() {
     let Some(command) = pyright() else {
-        eprintln!("pyright-langserver is not on PATH (npm i -g pyright): the real-server smoke test did not run");
+        eprintln!(
+            "pyright-langserver is not on PATH (npm i -g pyright): the real-server smoke test did not run"
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -29,13 +31,21 @@ fn pyright_hovers_and_diagnoses_a_python_file() {
     let mut spec = ServerSpec::new("pyright", command, &root);
     spec.args = vec!["--stdio".into()];
     spec.languages.insert("py".into(), "python".into());
-    spec.timeouts = Timeouts { startup: Duration::from_secs(60), request: Duration::from_secs(60), shutdown: Duration::from_secs(5) };
+    spec.timeouts = Timeouts {
+        startup: Duration::from_secs(60),
+        request: Duration::from_secs(60),
+        shutdown: Duration::from_secs(5),
+    };
     let server = LanguageServer::new(spec, common::program());
     let started = Instant::now();
     server.open(&file, text).unwrap();
     let uri = stardust_core::ide::file_uri(&file);
     let hover = server
-        .request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": 14}}), None)
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": 14}}),
+            None,
+        )
         .unwrap();
     let shown = hover.result["contents"]["value"].as_str().unwrap_or_default().to_owned();
     assert!(shown.contains("def greet(name: str) -> str"), "{}", hover.result);
