@@ -407,3 +407,32 @@ fn a_server_that_hangs_on_shutdown_is_killed_after_the_grace() {
         (Code::ServerUnavailable, "language server 'fake' was stopped".into())
     );
 }
+
+#[test]
+fn concurrent_first_requests_share_one_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path(), &[]);
+    let pids: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..8).map(|_| scope.spawn(|| state(&server)["pid"].as_u64().unwrap())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(pids.iter().all(|&p| p == pids[0]), "{pids:?}");
+    assert_eq!(server.status().restarts, 0);
+}
+
+#[test]
+fn a_request_that_hangs_does_not_block_another_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path(), &[]);
+    server.ensure_started().unwrap();
+    std::thread::scope(|scope| {
+        let hung =
+            scope.spawn(|| server.request("fake/never", Value::Null, Some(Duration::from_secs(3))));
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        assert!(state(&server)["pid"].is_u64());
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_eq!(hung.join().unwrap().unwrap_err().code(), Code::Busy);
+    });
+}
