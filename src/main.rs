@@ -191,6 +191,13 @@ fn main() -> ExitCode {
     // 2 MB page for a few small allocations: a core serving 300 clients (1,285 threads) peaked
     // at 916 MB. Without huge pages it is a few MB per connection. Inherited by a core this
     // process starts.
+    // A language server's supervisor (stardust-servers) is this executable again, with a
+    // hidden first argument: no helper to find on PATH, and it runs before anything else.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(hidden) = args.get(1).filter(|a| *a == stardust_servers::supervisor::HIDDEN) {
+        let code = stardust_servers::supervisor::main(std::slice::from_ref(hidden), &args[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     init_logging();
     #[cfg(target_os = "linux")]

@@ -14,7 +14,7 @@
 //! let mut spec = ServerSpec::new("pyright", "/usr/bin/pyright-langserver", "/work/store");
 //! spec.args = vec!["--stdio".into()];
 //! spec.languages.insert("py".into(), "python".into());
-//! let server = LanguageServer::new(spec, SupervisorProgram::current_exe("__supervise")?);
+//! let server = LanguageServer::new(spec, SupervisorProgram::stardust()?);
 //! server.open(Path::new("/work/store/app.py"), "x = 1\n")?;
 //! let hover = server.request(
 //!     "textDocument/hover",

@@ -136,6 +136,11 @@ impl SupervisorProgram {
         SupervisorProgram { exe: exe.into(), prefix: Vec::new() }
     }
 
+    /// The running `stardust` executable as its own supervisor (`stardust __supervise ...`).
+    pub fn stardust() -> std::io::Result<SupervisorProgram> {
+        SupervisorProgram::current_exe(crate::supervisor::HIDDEN)
+    }
+
     /// The running executable re-executed with the hidden argument `hidden` first (the
     /// `stardust` binary calls `supervisor::main` when it sees that argument).
     pub fn current_exe(hidden: &str) -> std::io::Result<SupervisorProgram> {

@@ -45,6 +45,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpid, getppid, getsid};
 
+/// The hidden first argument that makes the `stardust` executable a supervisor.
+pub const HIDDEN: &str = "__supervise";
+
 /// How long the tree has to exit after SIGTERM before it is killed.
 pub const TERM_GRACE: Duration = Duration::from_millis(250);
 
