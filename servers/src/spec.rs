@@ -121,7 +121,8 @@ pub fn scrubbed_env(
     kept
 }
 
-/// The program that supervises one server (SPEC §17): an executable and the arguments that
+/// The program that supervises one server (SPEC §17): an executable (an absolute path: it is
+/// started in the server's root) and the arguments that
 /// put it in supervisor mode before the supervisor's own (`stardust __supervise`, or the
 /// crate's stand-alone `stardust-supervisor`, which needs none).
 #[derive(Clone, Debug)]
