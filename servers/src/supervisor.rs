@@ -162,7 +162,7 @@ fn supervise(prefix: &[OsString], parent: i32, cwd: PathBuf, command: Vec<OsStri
     report(&format!("p {child}"));
 
     let why = watch(&signal_fd, child, &mut server_stderr);
-    let killed = reap_tree(me, pgid);
+    let killed = reap_tree(me, pgid, child);
     if !killed.is_empty() {
         let pids: Vec<String> = killed.iter().map(|p| p.to_string()).collect();
         report(&format!("k {why}: {}", pids.join(" ")));
@@ -268,8 +268,7 @@ fn watch(signal_fd: &SignalFd, leader: i32, server_stderr: &mut io::PipeReader) 
                     stop = Some(format!("{} received", signal.map_or("a signal", |s| s.as_str())));
                 }
             }
-            if let Some(status) = reap_children(leader) {
-                report(&format!("x {status}"));
+            if reap_children(leader) {
                 return "the server exited".into();
             }
             if let Some(stop) = stop {
@@ -284,21 +283,25 @@ fn relay(line: &[u8]) -> bool {
     report(&format!("s {}", text.trim_end_matches('\r')))
 }
 
-/// Reaps every exited child (our own and the orphans we inherited); the leader's status,
-/// if it was among them.
-fn reap_children(leader: i32) -> Option<String> {
-    let mut leader_status = None;
+/// Reaps every exited child (our own and the orphans we inherited); when the leader is among
+/// them, reports how it ended (`x`) and returns true. Wherever the leader is reaped (here in
+/// the watch loop, or while the tree is ended after a SIGTERM that overtook its SIGCHLD), its
+/// status is reported exactly once.
+fn reap_children(leader: i32) -> bool {
+    let mut reaped_leader = false;
     loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+        let status = match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == leader => {
-                leader_status = Some(format!("exit code {code}"));
+                format!("exit code {code}")
             }
             Ok(WaitStatus::Signaled(pid, signal, _)) if pid.as_raw() == leader => {
-                leader_status = Some(format!("killed by {}", signal.as_str()));
+                format!("killed by {}", signal.as_str())
             }
-            Ok(WaitStatus::StillAlive) | Err(_) => return leader_status,
-            Ok(_) => {}
-        }
+            Ok(WaitStatus::StillAlive) | Err(_) => return reaped_leader,
+            Ok(_) => continue,
+        };
+        report(&format!("x {status}"));
+        reaped_leader = true;
     }
 }
 
@@ -356,7 +359,7 @@ fn members(me: Pid, pgid: i32) -> BTreeSet<i32> {
 
 /// Ends every member of the tree (see the module's doc) and reaps what we inherited.
 /// Returns the pids that had to be signalled.
-fn reap_tree(me: Pid, pgid: i32) -> BTreeSet<i32> {
+fn reap_tree(me: Pid, pgid: i32, leader: i32) -> BTreeSet<i32> {
     let mut signalled = BTreeSet::new();
     let first = members(me, pgid);
     for &pid in &first {
@@ -365,14 +368,14 @@ fn reap_tree(me: Pid, pgid: i32) -> BTreeSet<i32> {
     }
     let until = Instant::now() + TERM_GRACE;
     while !first.is_empty() && Instant::now() < until {
-        reap_children(-1);
+        reap_children(leader);
         if members(me, pgid).is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
     for _ in 0..2000 {
-        reap_children(-1);
+        reap_children(leader);
         let mut frozen = members(me, pgid);
         if frozen.is_empty() {
             break;
@@ -394,7 +397,7 @@ fn reap_tree(me: Pid, pgid: i32) -> BTreeSet<i32> {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    reap_children(-1);
+    reap_children(leader);
     signalled
 }
 
