@@ -16,6 +16,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::frame::{ReadError, read_frame, write_frame};
+use stardust_core::sync::lock;
 
 /// Whether the server reports work in progress (`$/progress` begun and not ended).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +125,7 @@ impl Connection {
     }
 
     fn send(&self, message: Value) -> bool {
-        match &*self.outbox.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*lock(&self.outbox) {
             Some(tx) => tx.send(message).is_ok(),
             None => false,
         }
@@ -138,7 +139,7 @@ impl Connection {
             let _ = tx.send(Reply::Gone(reason));
             return (id, rx);
         }
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        lock(&self.pending).insert(id, tx);
         if !self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             && let Some(tx) = self.forget(id)
         {
@@ -149,7 +150,7 @@ impl Connection {
 
     /// Gives up on request `id` (after a timeout): its answer, if it comes, is dropped.
     pub(crate) fn forget(&self, id: i64) -> Option<SyncSender<Reply>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id)
+        lock(&self.pending).remove(&id)
     }
 
     pub(crate) fn notify(&self, method: &str, params: Value) -> bool {
@@ -158,21 +159,16 @@ impl Connection {
 
     /// Why the connection closed, if it did.
     pub(crate) fn closed(&self) -> Option<String> {
-        self.observed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .closed
-            .as_ref()
-            .map(|(r, _)| r.clone())
+        lock(&self.observed).closed.as_ref().map(|(r, _)| r.clone())
     }
 
     /// Stops writing: the writer thread drains what is queued, then closes the server's stdin.
     pub(crate) fn close_input(&self) {
-        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).take();
+        lock(&self.outbox).take();
     }
 
     pub(crate) fn readiness(&self) -> Readiness {
-        if self.observed.lock().unwrap_or_else(|e| e.into_inner()).progress.is_empty() {
+        if lock(&self.observed).progress.is_empty() {
             Readiness::Ready
         } else {
             Readiness::Indexing
@@ -214,15 +210,9 @@ impl Reader {
             }
         };
         tracing::info!(server = self.name, "connection closed: {reason}");
-        self.observed.lock().unwrap_or_else(|e| e.into_inner()).closed =
-            Some((reason.clone(), Instant::now()));
-        let waiting: Vec<SyncSender<Reply>> = self
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .map(|(_, tx)| tx)
-            .collect();
+        lock(&self.observed).closed = Some((reason.clone(), Instant::now()));
+        let waiting: Vec<SyncSender<Reply>> =
+            lock(&self.pending).drain().map(|(_, tx)| tx).collect();
         for tx in waiting {
             let _ = tx.send(Reply::Gone(reason.clone()));
         }
@@ -235,8 +225,7 @@ impl Reader {
         match (method, id) {
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { return };
-                let Some(tx) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id)
-                else {
+                let Some(tx) = lock(&self.pending).remove(&id) else {
                     return;
                 };
                 let reply = match message.get("error") {
@@ -293,7 +282,7 @@ impl Reader {
             }
             "window/workDoneProgress/create" => Ok(Value::Null),
             "client/registerCapability" => {
-                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                let mut observed = lock(&self.observed);
                 for r in params.get("registrations").and_then(Value::as_array).into_iter().flatten()
                 {
                     if let Some(id) = r.get("id").and_then(Value::as_str) {
@@ -303,7 +292,7 @@ impl Reader {
                 Ok(Value::Null)
             }
             "client/unregisterCapability" => {
-                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                let mut observed = lock(&self.observed);
                 // The protocol's own misspelling.
                 for r in
                     params.get("unregisterations").and_then(Value::as_array).into_iter().flatten()
@@ -337,7 +326,7 @@ impl Reader {
                 let Some(token) = params.get("token") else { return };
                 let token = token.to_string();
                 let value = params.get("value").unwrap_or(&Value::Null);
-                let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
+                let mut observed = lock(&self.observed);
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") => {
                         observed.progress.insert(token);
@@ -368,11 +357,7 @@ impl Reader {
                         .cloned()
                         .unwrap_or_default(),
                 };
-                self.observed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .diagnostics
-                    .insert(uri.to_owned(), published);
+                lock(&self.observed).diagnostics.insert(uri.to_owned(), published);
             }
             "window/logMessage" | "window/showMessage" => {
                 let text = params.get("message").and_then(Value::as_str).unwrap_or("");

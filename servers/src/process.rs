@@ -15,6 +15,7 @@ use nix::unistd::Pid;
 
 use crate::error::ServerError;
 use crate::spec::{ServerSpec, SupervisorProgram, scrubbed_env};
+use stardust_core::sync::{lock, wait_timeout};
 
 /// What the supervisor has reported so far.
 #[derive(Debug, Default)]
@@ -116,9 +117,7 @@ impl Process {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let (tx, rx) = mpsc::channel();
-        spawner()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(spawner())
             .send((command, tx))
             .map_err(|_| failed("the spawner thread is gone".into()))?;
         let mut child =
@@ -192,7 +191,7 @@ impl Process {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Reports> {
-        self.reports.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.reports)
     }
 
     pub(crate) fn supervisor_pid(&self) -> i32 {
@@ -209,7 +208,7 @@ impl Process {
             if left.is_zero() {
                 break;
             }
-            reports = self.changed.wait_timeout(reports, left).unwrap_or_else(|e| e.into_inner()).0;
+            reports = wait_timeout(&self.changed, reports, left).0;
         }
         reports.server_pid
     }
@@ -246,7 +245,7 @@ impl Process {
             if left.is_zero() {
                 return false;
             }
-            reports = self.changed.wait_timeout(reports, left).unwrap_or_else(|e| e.into_inner()).0;
+            reports = wait_timeout(&self.changed, reports, left).0;
         }
         true
     }
@@ -270,7 +269,7 @@ impl Process {
             if left.is_zero() {
                 return false;
             }
-            reports = self.changed.wait_timeout(reports, left).unwrap_or_else(|e| e.into_inner()).0;
+            reports = wait_timeout(&self.changed, reports, left).0;
         }
         true
     }

@@ -16,6 +16,7 @@ use crate::client::{Answering, Connection, PublishedDiagnostics, Readiness, Repl
 use crate::error::{CONTENT_MODIFIED, METHOD_NOT_FOUND, SERVER_CANCELLED, ServerError};
 use crate::process::{Process, check_command};
 use crate::spec::{ServerSpec, SupervisorProgram};
+use stardust_core::sync::lock;
 
 /// How many times a ContentModified / ServerCancelled answer is retried (within the caller's
 /// deadline).
@@ -173,7 +174,7 @@ impl LanguageServer {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     /// The running instance, starting one if needed (the start has its own deadline,
@@ -182,7 +183,7 @@ impl LanguageServer {
         if let Some(instance) = self.live()? {
             return Ok(instance);
         }
-        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let _starting = lock(&self.starting);
         if let Some(instance) = self.live()? {
             return Ok(instance);
         }
@@ -520,7 +521,7 @@ impl LanguageServer {
     /// The push diagnostics last published for `path` by the running server.
     pub fn diagnostics(&self, path: &Path) -> Option<PublishedDiagnostics> {
         let instance = self.lock().instance.clone()?;
-        let observed = instance.conn.observed.lock().unwrap_or_else(|e| e.into_inner());
+        let observed = lock(&instance.conn.observed);
         observed.diagnostics.get(&file_uri(path)).cloned()
     }
 
@@ -573,9 +574,7 @@ impl LanguageServer {
             restarts: inner.starts.saturating_sub(1),
             capabilities: live.map_or(Value::Null, |i| i.capabilities.clone()),
             position_encoding: live.map(|i| i.encoding),
-            progress: live.and_then(|i| {
-                i.conn.observed.lock().unwrap_or_else(|e| e.into_inner()).progress_note.clone()
-            }),
+            progress: live.and_then(|i| lock(&i.conn.observed).progress_note.clone()),
             last_error: inner.last_error.clone(),
         }
     }
@@ -583,7 +582,7 @@ impl LanguageServer {
     /// `server_restart`: stops the running instance (shutdown, then its tree), forgets the
     /// crash count, and starts a new one.
     pub fn restart(&self) -> Result<Status, ServerError> {
-        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let _starting = lock(&self.starting);
         let old = {
             let mut inner = self.lock();
             inner.stopped = false;
@@ -602,7 +601,7 @@ impl LanguageServer {
     /// Stops the server for good: `shutdown` and `exit`, up to `timeouts.shutdown` for it to
     /// exit, then its whole tree ended. Later requests answer `server-unavailable`.
     pub fn shutdown(&self) {
-        let _starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        let _starting = lock(&self.starting);
         let old = {
             let mut inner = self.lock();
             inner.stopped = true;
@@ -638,7 +637,8 @@ impl Drop for LanguageServer {
     /// Without a `shutdown`, the tree is ended at once (no LSP goodbye), and waited for
     /// briefly.
     fn drop(&mut self) {
-        let instance = self.inner.get_mut().unwrap_or_else(|e| e.into_inner()).instance.take();
+        let instance =
+            self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).instance.take();
         if let Some(instance) = instance {
             instance.process.stop(Duration::from_secs(2));
         }
