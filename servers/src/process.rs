@@ -97,6 +97,9 @@ impl Process {
         check_command(spec)?;
         let failed =
             |reason: String| ServerError::StartFailed { server: spec.name.clone(), reason };
+        if !spec.root.is_dir() {
+            return Err(failed(format!("its root {} is not a folder", spec.root.display())));
+        }
         let mut command = Command::new(&program.exe);
         command
             .args(&program.prefix)

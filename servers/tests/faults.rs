@@ -32,6 +32,21 @@ fn a_missing_server_is_unavailable_and_starts_nothing() {
 }
 
 #[test]
+fn a_root_that_is_not_a_folder_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir.path().join("gone"), &[]);
+    let err = server.request("fake/state", Value::Null, None).unwrap_err();
+    assert_eq!(err.code(), Code::ServerUnavailable);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "language server 'fake' failed to start: its root {} is not a folder",
+            dir.path().join("gone").display()
+        )
+    );
+}
+
+#[test]
 fn a_server_that_exits_at_once_failed_to_start() {
     let dir = tempfile::tempdir().unwrap();
     let server = server(dir.path(), &["--exit-at-once"]);
