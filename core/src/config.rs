@@ -279,7 +279,7 @@ struct RawConfig {
     #[serde(default)]
     validation: RawValidation,
     #[serde(default)]
-    servers: BTreeMap<String, servers::RawServer>,
+    servers: BTreeMap<String, servers::ServerTable>,
 }
 
 #[derive(Deserialize, Default)]

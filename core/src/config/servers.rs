@@ -73,8 +73,8 @@ pub const DEFAULT_MAX_RESTARTS: u32 = 3;
 /// The raw table, deserialised with the file so that a wrong key or type is reported with its
 /// line and column by the TOML parser.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename = "[servers.<name>] table")]
-pub(super) struct RawServer {
+#[serde(deny_unknown_fields)]
+pub(super) struct ServerTable {
     command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
@@ -104,7 +104,7 @@ struct RawTimeouts {
 #[serde(deny_unknown_fields)]
 struct RawServersFile {
     #[serde(default)]
-    servers: BTreeMap<String, RawServer>,
+    servers: BTreeMap<String, ServerTable>,
 }
 
 /// Parse the user's `servers.toml` text; `path` only names the file in errors.
@@ -131,7 +131,7 @@ pub fn load_user_servers(path: &Path) -> Result<BTreeMap<String, ServerConfig>> 
 /// Validate every table of one file. `text` is the file again, read as plain TOML to hash each
 /// table as written; it parsed once already, so it parses again.
 pub(super) fn validate(
-    raw: BTreeMap<String, RawServer>,
+    raw: BTreeMap<String, ServerTable>,
     text: &str,
     path: &Path,
 ) -> Result<BTreeMap<String, ServerConfig>> {
@@ -656,7 +656,7 @@ max_restarts = 0
                   |
                 2 | command = "x"
                   |           ^^^
-                invalid type: string "x", expected struct [servers.<name>] table
+                invalid type: string "x", expected struct ServerTable
 
             "###]],
         );
