@@ -193,3 +193,21 @@ fn nothing_to_trust_and_refusals() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("chmod 600"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn the_mixed_example_checks_clean_and_its_servers_can_be_trusted() {
+    let home = Home::new(true);
+    util::copy_store(&util::repo().join("examples/mixed"), &home.store());
+    let stdout = ok(&home.run(&["check", "work/proj"]));
+    assert_eq!(stdout, "ok in 7 documents (4 entities): 0 errors, 0 warnings\n");
+    let stdout = ok(&home.run(&["trust", "work/proj"]));
+    let listed: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(
+        listed,
+        [
+            "  clangd: clangd --log=error",
+            "  pyright: pyright-langserver --stdio",
+            "  typescript: typescript-language-server --stdio",
+        ]
+    );
+}

@@ -329,3 +329,45 @@ fn the_real_probe() {
     let found = find_program("server", Some(tmp.path().as_os_str()), &probe).unwrap();
     assert_eq!(found, exe);
 }
+
+/// The sample mixed store: every file of it, and who answers for it, with no user servers.
+#[test]
+fn the_mixed_example_routes_every_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/mixed");
+    let config = Config::load(&root).unwrap();
+    let servers = Servers::new(BTreeMap::new(), config.servers.clone());
+    let mut report = String::new();
+    for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
+        let entry = entry.unwrap();
+        let rel = scan::relative(&root, entry.path()).unwrap();
+        if !entry.file_type().is_file() || rel.starts_with(".stardust/") {
+            continue;
+        }
+        let owner = match route(&config, &servers, &rel) {
+            Ok(Owner::Document) => "document".to_owned(),
+            Ok(Owner::Server { server, language_id }) => format!("{server} ({language_id})"),
+            Err(err) => format!("{}", err.code()),
+        };
+        writeln!(report, "{rel}: {owner}").unwrap();
+    }
+    expect![[r#"
+        native/checksum.c: clangd (c)
+        native/checksum.h: clangd (c)
+        native/compile_flags.txt: unsupported
+        products/desk-lamp.dust: document
+        products/standing-desk.dust: document
+        py/pyproject.toml: unsupported
+        py/shop/__init__.py: pyright (python)
+        py/shop/catalog.py: pyright (python)
+        py/shop/pricing.py: pyright (python)
+        schemas/product.schema.json: document
+        schemas/supplier.schema.json: document
+        stardust.toml: unsupported
+        suppliers/lumen-works.json: document
+        suppliers/oak-and-iron.json: document
+        web/src/main.ts: typescript (typescript)
+        web/src/price.ts: typescript (typescript)
+        web/tsconfig.json: document
+    "#]]
+    .assert_eq(&report);
+}
