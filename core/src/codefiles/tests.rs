@@ -303,7 +303,8 @@ fn the_users_configuration_folder() {
             vars.iter().find(|(k, _)| *k == name).map(|(_, v)| std::ffi::OsString::from(v))
         }
     };
-    let cases: [(&[(&str, &str)], Option<&str>); 5] = [
+    type Vars = &'static [(&'static str, &'static str)];
+    let cases: [(Vars, Option<&str>); 5] = [
         (&[("XDG_CONFIG_HOME", "/x/cfg"), ("HOME", "/home/u")], Some("/x/cfg/stardust")),
         (&[("HOME", "/home/u")], Some("/home/u/.config/stardust")),
         (&[("XDG_CONFIG_HOME", ""), ("HOME", "/home/u")], Some("/home/u/.config/stardust")),
