@@ -352,6 +352,7 @@ fn the_mixed_example_routes_every_file() {
         writeln!(report, "{rel}: {owner}").unwrap();
     }
     expect![[r#"
+        README.md: unsupported
         native/checksum.c: clangd (c)
         native/checksum.h: clangd (c)
         native/compile_flags.txt: unsupported
