@@ -130,6 +130,12 @@ fn trust_records_each_table_and_a_changed_table_needs_trusting_again() {
     assert_eq!(mode(&home.trusted()), 0o600);
     let stdout = ok(&home.run(&["trust", "--revoke", "work/proj"]));
     assert_eq!(stdout, format!("{} was not trusted; nothing to revoke\n", store.display()));
+
+    // A deleted store's trust can still be revoked, by the path it had.
+    ok(&home.run(&["trust", "work/proj"]));
+    std::fs::remove_dir_all(home.store()).unwrap();
+    let stdout = ok(&home.run(&["trust", "--revoke", store.to_str().unwrap()]));
+    assert!(stdout.starts_with("revoked trust in 2 language servers of "), "{stdout}");
 }
 
 #[test]

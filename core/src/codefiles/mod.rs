@@ -199,10 +199,16 @@ pub fn trust_store(store: &Path, config_dir: &Path) -> Result<TrustReport> {
 }
 
 /// `stardust trust --revoke STORE`: forget the store in `config_dir`'s `trusted.toml`. The
-/// store's canonical path and the names that were trusted (none: it was not trusted, and the
-/// file is left as it was). The store need not be readable any more, only still resolvable.
+/// store's path and the names that were trusted (none: it was not trusted, and the file is
+/// left as it was). A store that no longer exists is forgotten by its absolute path, so trust
+/// in a deleted clone can still be revoked.
 pub fn revoke_store(store: &Path, config_dir: &Path) -> Result<(PathBuf, Vec<String>)> {
-    let store = canonical_store(store)?;
+    let store = match std::fs::canonicalize(store) {
+        Ok(canonical) => canonical,
+        Err(_) => std::path::absolute(store).map_err(|err| {
+            Error::InvalidArguments(format!("cannot resolve the path {}: {err}", store.display()))
+        })?,
+    };
     let file = config_dir.join(TRUSTED_FILE);
     let mut trusted = Trusted::load(&file)?;
     let revoked = trusted.revoke(&store);

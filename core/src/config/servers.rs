@@ -116,8 +116,22 @@ pub fn parse_user_servers(text: &str, path: &Path) -> Result<BTreeMap<String, Se
     validate(raw.servers, text, path)
 }
 
-/// Read the user's `servers.toml` at `path`; a missing file holds no servers.
+/// Read the user's `servers.toml` at `path`; a missing file holds no servers. Its commands
+/// run without trust, so a file that group or others may write is refused.
 pub fn load_user_servers(path: &Path) -> Result<BTreeMap<String, ServerConfig>> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o022 != 0
+    {
+        return Err(Error::ConfigInvalid {
+            path: path.to_owned(),
+            message: format!(
+                "other users may write it, and its commands run without trust; run `chmod 600 \
+                 {}`",
+                path.display()
+            ),
+        });
+    }
     match std::fs::read_to_string(path) {
         Ok(text) => parse_user_servers(&text, path),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
@@ -727,5 +741,17 @@ max_restarts = 0
             unknown field `store`, expected `servers`"#]].assert_eq(&err.to_string());
         let missing = load_user_servers(Path::new("/nonexistent/servers.toml")).unwrap();
         assert!(missing.is_empty());
+
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join(USER_SERVERS_FILE);
+        std::fs::write(&file, "[servers.c]\ncommand = \"clangd\"\nlanguages = { c = \"c\" }\n")
+            .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(load_user_servers(&file).unwrap().len(), 1);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
+        let err = load_user_servers(&file).unwrap_err();
+        assert_eq!(err.code(), "config-invalid");
+        assert!(err.to_string().contains("chmod 600"), "{err}");
     }
 }
