@@ -37,9 +37,10 @@ pub enum LaunchError {
     /// A store table with no trust recorded, or changed since it was trusted.
     #[error(
         "the language server '{server}' is configured in {store}/stardust.toml and {}; nothing \
-         was started. Review its [servers.{server}] table, then run `stardust trust {}`",
+         was started. Review its [servers.{server}] table, then run `{}`",
         if *.changed { "its table changed since it was trusted" } else { "is not trusted" },
-        shell_word(&store.to_string_lossy())
+        trust_command(store),
+        store = store.display()
     )]
     Untrusted { server: String, store: PathBuf, changed: bool },
     /// The command is not on PATH, not a file, or not executable.
@@ -57,6 +58,27 @@ impl LaunchError {
             LaunchError::Unavailable { .. } => Code::ServerUnavailable,
         }
     }
+
+    /// The details of the error object (`error::error_object`): the server, and for
+    /// `untrusted` the exact command that trusts it.
+    pub fn details(&self) -> Value {
+        match self {
+            LaunchError::Untrusted { server, store, changed } => serde_json::json!({
+                "server": server,
+                "store": store,
+                "changed": changed,
+                "run": trust_command(store),
+            }),
+            LaunchError::Unavailable { server, command, .. } => {
+                serde_json::json!({ "server": server, "command": command })
+            }
+        }
+    }
+}
+
+/// The command that trusts the store at `store`, ready to paste.
+pub fn trust_command(store: &Path) -> String {
+    format!("stardust trust {}", shell_word(&store.to_string_lossy()))
 }
 
 /// What the file system says about a candidate program.

@@ -208,6 +208,30 @@ fn may_a_server_start() {
 }
 
 #[test]
+fn launch_errors_carry_their_details() {
+    let store = Path::new("/home/u/my store");
+    let config = store_config(STORE_TOML);
+    let servers = Servers::new(BTreeMap::new(), config.servers.clone());
+    let pyright = servers.get("pyright").unwrap();
+    let err = may_start(pyright, store, &Trusted::default(), None, &fake_probe).unwrap_err();
+    let object = crate::error::error_object(err.code(), &err.to_string(), err.details());
+    expect![[r#"
+        {
+          "server": "pyright",
+          "store": "/home/u/my store",
+          "changed": false,
+          "run": "stardust trust '/home/u/my store'",
+          "code": "untrusted",
+          "message": "the language server 'pyright' is configured in /home/u/my store/stardust.toml and is not trusted; nothing was started. Review its [servers.pyright] table, then run `stardust trust '/home/u/my store'`"
+        }"#]].assert_eq(&serde_json::to_string_pretty(&object).unwrap());
+    let mut trusted = Trusted::default();
+    trusted.trust(store, &config.servers).unwrap();
+    let err = may_start(pyright, store, &trusted, None, &fake_probe).unwrap_err();
+    expect![[r#"{"server":"pyright","command":"pyright-langserver"}"#]]
+        .assert_eq(&err.details().to_string());
+}
+
+#[test]
 fn trusted_toml_round_trips_and_is_strict() {
     let config = store_config(STORE_TOML);
     let store = Path::new("/home/u/proj");
