@@ -139,6 +139,21 @@ fn trust_records_each_table_and_a_changed_table_needs_trusting_again() {
 }
 
 #[test]
+fn a_mount_of_a_store_is_trusted_as_the_store() {
+    let home = Home::new(true);
+    home.write_config(SERVERS);
+    // What a mount shows in its private folder: the store it is a view of.
+    let mount = home.dir.path().join("mnt");
+    std::fs::create_dir_all(mount.join(".stardust")).unwrap();
+    let record = serde_json::json!({ "store": home.store() });
+    std::fs::write(mount.join(".stardust/store.json"), record.to_string()).unwrap();
+    ok(&home.run(&["trust", "mnt"]));
+    assert_eq!(home.recorded().len(), 2, "recorded under the store's own path");
+    let stdout = ok(&home.run(&["trust", "--revoke", "mnt"]));
+    assert!(stdout.starts_with("revoked trust in 2 language servers of "), "{stdout}");
+}
+
+#[test]
 fn without_xdg_config_home_trust_lives_under_home() {
     let home = Home::new(false);
     home.write_config(SERVERS);

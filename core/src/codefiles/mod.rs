@@ -204,7 +204,7 @@ pub fn trust_store(store: &Path, config_dir: &Path) -> Result<TrustReport> {
 /// in a deleted clone can still be revoked.
 pub fn revoke_store(store: &Path, config_dir: &Path) -> Result<(PathBuf, Vec<String>)> {
     let store = match std::fs::canonicalize(store) {
-        Ok(canonical) => canonical,
+        Ok(canonical) => scan::mount_store(&canonical).unwrap_or(canonical),
         Err(_) => std::path::absolute(store).map_err(|err| {
             Error::InvalidArguments(format!("cannot resolve the path {}: {err}", store.display()))
         })?,
@@ -219,11 +219,13 @@ pub fn revoke_store(store: &Path, config_dir: &Path) -> Result<(PathBuf, Vec<Str
 }
 
 /// A store's folder, canonical: trust is keyed by it, so a link or `..` cannot name a store
-/// twice.
+/// twice. A mount of a store (its `.stardust/store.json`) stands for the store it shows, as it
+/// does for every command.
 fn canonical_store(store: &Path) -> Result<PathBuf> {
     let canonical = std::fs::canonicalize(store).map_err(|err| {
         Error::NotFound(format!("cannot find the store {}: {err}", store.display()))
     })?;
+    let canonical = scan::mount_store(&canonical).unwrap_or(canonical);
     if !canonical.is_dir() {
         return Err(Error::InvalidArguments(format!(
             "{} is not a folder; give the store's folder",
