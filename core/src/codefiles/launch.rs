@@ -13,13 +13,16 @@ use super::{Origin, Server, Trusted};
 use crate::config::Timeouts;
 use crate::error::Code;
 
-/// Everything the supervisor needs to start one server: nothing left to look up.
+/// Everything the supervisor needs to start one server: nothing left to look up. Field for
+/// field what the `stardust-servers` crate's `ServerSpec` takes (`origin` and `root_markers`
+/// beside), so converting is a move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LaunchSpec {
-    pub server: String,
+    /// The table's name.
+    pub name: String,
     pub origin: Origin,
     /// The program, absolute (PATH already searched).
-    pub program: PathBuf,
+    pub command: PathBuf,
     pub args: Vec<String>,
     /// The store's root (canonical): the default workspace root.
     pub root: PathBuf,
@@ -166,9 +169,9 @@ pub fn may_start(
             why,
         })?;
     Ok(LaunchSpec {
-        server: config.name.clone(),
+        name: config.name.clone(),
         origin: server.origin,
-        program,
+        command: program,
         args: config.args.clone(),
         root: store.to_owned(),
         languages: config.languages.clone(),

@@ -182,7 +182,7 @@ fn may_a_server_start() {
         let answer = match may_start(server, store, trusted, path_var, &fake_probe) {
             Ok(spec) => format!(
                 "start {} {:?} (root {}, {:?}, request timeout {}s)",
-                spec.program.display(),
+                spec.command.display(),
                 spec.args,
                 spec.root.display(),
                 spec.origin,
