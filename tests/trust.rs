@@ -232,3 +232,25 @@ fn the_mixed_example_checks_clean_and_its_servers_can_be_trusted() {
         ]
     );
 }
+
+/// The README's "Code files" configuration is valid as written, and is what trust lists.
+#[test]
+fn the_readmes_server_tables_are_valid() {
+    let readme = std::fs::read_to_string(util::repo().join("README.md")).unwrap();
+    let section = readme.split("\n## Code files\n").nth(1).expect("README has 'Code files'");
+    let block = section.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let home = Home::new(true);
+    home.write_config(block);
+    let stdout = ok(&home.run(&["check", "work/proj"]));
+    assert!(stdout.starts_with("ok in 0 documents"), "{stdout}");
+    let stdout = ok(&home.run(&["trust", "work/proj"]));
+    let listed: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(
+        listed,
+        [
+            "  clangd: clangd",
+            "  pyright: pyright-langserver --stdio",
+            "  typescript: typescript-language-server --stdio",
+        ]
+    );
+}
