@@ -183,6 +183,24 @@ pub fn may_start(
     })
 }
 
+/// The workspace root for a server's file at the store-relative path `rel`: the nearest
+/// folder at or above the file's, inside the store, that holds one of `markers` (`exists`
+/// says whether a store-relative path exists); the store root (`""`) when none does or there
+/// are no markers. Never above the store: a marker outside it would root the server in
+/// files nobody chose to serve.
+pub fn root_for(rel: &str, markers: &[String], exists: &dyn Fn(&str) -> bool) -> String {
+    let mut dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+    loop {
+        let found = markers.iter().any(|marker| {
+            exists(&if dir.is_empty() { marker.clone() } else { format!("{dir}/{marker}") })
+        });
+        if found || dir.is_empty() {
+            return if found { dir.to_owned() } else { String::new() };
+        }
+        dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+    }
+}
+
 /// `word` as one shell word: as is when it holds only safe characters, else single-quoted, so
 /// the command in a message can be pasted.
 fn shell_word(word: &str) -> String {

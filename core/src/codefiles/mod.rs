@@ -13,7 +13,9 @@ mod trust;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use launch::{LaunchError, LaunchSpec, Probe, find_program, may_start, probe, trust_command};
+pub use launch::{
+    LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, trust_command,
+};
 pub use trust::{TRUSTED_FILE, Trusted, user_config_dir};
 
 use crate::config::servers::USER_SERVERS_FILE;

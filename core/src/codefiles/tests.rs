@@ -397,3 +397,32 @@ fn the_mixed_example_routes_every_file() {
     "#]]
     .assert_eq(&report);
 }
+
+#[test]
+fn the_workspace_root_is_the_nearest_marked_folder_inside_the_store() {
+    let files = ["py/pyproject.toml", "web/tsconfig.json", "web/app/tsconfig.json", ".git"];
+    let exists = |p: &str| files.contains(&p);
+    let markers = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut report = String::new();
+    for (rel, m) in [
+        ("py/shop/catalog.py", markers(&["pyproject.toml"])),
+        ("py/pyproject.toml", markers(&["pyproject.toml"])),
+        ("web/app/src/main.ts", markers(&["tsconfig.json"])),
+        ("web/src/main.ts", markers(&["tsconfig.json"])),
+        ("scripts/x.py", markers(&["pyproject.toml"])),
+        ("native/lib.c", markers(&["compile_flags.txt", ".git"])),
+        ("top.py", markers(&[])),
+    ] {
+        writeln!(report, "{rel} {m:?}: '{}'", root_for(rel, &m, &exists)).unwrap();
+    }
+    expect![[r#"
+        py/shop/catalog.py ["pyproject.toml"]: 'py'
+        py/pyproject.toml ["pyproject.toml"]: 'py'
+        web/app/src/main.ts ["tsconfig.json"]: 'web/app'
+        web/src/main.ts ["tsconfig.json"]: 'web'
+        scripts/x.py ["pyproject.toml"]: ''
+        native/lib.c ["compile_flags.txt", ".git"]: ''
+        top.py []: ''
+    "#]]
+    .assert_eq(&report);
+}
