@@ -151,6 +151,16 @@ enum Command {
         #[arg(long, default_value_t = 4)]
         threads: usize,
     },
+    /// Allow the language servers of a store's stardust.toml to run: record the SHA-256 of
+    /// each of its [servers.<name>] tables in $XDG_CONFIG_HOME/stardust/trusted.toml. A table
+    /// changed later must be trusted again. Servers in your own servers.toml need no trust.
+    Trust {
+        /// The store directory.
+        store: PathBuf,
+        /// Forget the store's trust instead: its servers no longer start.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -227,6 +237,7 @@ fn main() -> ExitCode {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
         }
         Command::Backup { command } => cmd::backup::run(command),
+        Command::Trust { store, revoke } => cmd::trust::run(&store, revoke),
         Command::Mount { store, dir, max_file_size, threads } => {
             let options = stardust_fuse::MountOptions { max_file_size, threads };
             cmd::mount::run(&store, &dir, options)

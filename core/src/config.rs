@@ -14,6 +14,10 @@ use crate::error::{Error, Result};
 use crate::schema::Formats;
 use crate::syntax::Lang;
 
+pub mod servers;
+
+pub use servers::{ServerConfig, Timeouts};
+
 pub const CONFIG_FILE: &str = "stardust.toml";
 
 /// The validated configuration of one store.
@@ -35,6 +39,8 @@ pub struct Config {
     pub max_pending: usize,
     /// Whether `format` keywords are checked (`[validation] formats`).
     pub formats: Formats,
+    /// `[servers.<name>]`: language servers for code files (SPEC §17), by name.
+    pub servers: BTreeMap<String, ServerConfig>,
 }
 
 #[derive(Clone, Debug)]
@@ -80,11 +86,14 @@ impl Config {
 
     /// Parse configuration text; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        let raw: RawConfig = toml::from_str(text).map_err(|err| Error::ConfigInvalid {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|err| Error::ConfigInvalid {
             path: path.to_owned(),
             message: err.to_string().trim_end().to_owned(),
         })?;
-        Config::from_raw(raw, path)
+        let raw_servers = std::mem::take(&mut raw.servers);
+        let mut config = Config::from_raw(raw, path)?;
+        config.servers = servers::validate(raw_servers, text, path)?;
+        Ok(config)
     }
 
     fn from_raw(raw: RawConfig, path: &Path) -> Result<Config> {
@@ -218,6 +227,7 @@ impl Config {
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
             formats,
+            servers: BTreeMap::new(),
         })
     }
 
@@ -268,6 +278,8 @@ struct RawConfig {
     notifications: RawNotifications,
     #[serde(default)]
     validation: RawValidation,
+    #[serde(default)]
+    servers: BTreeMap<String, servers::ServerTable>,
 }
 
 #[derive(Deserialize, Default)]

@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod answers;
 pub mod backup;
 pub mod builtin;
+pub mod codefiles;
 pub mod config;
 pub mod diagnostics;
 pub mod edit;

@@ -11,6 +11,7 @@ pub(crate) mod mcp;
 pub(crate) mod mount;
 pub(crate) mod query;
 pub(crate) mod serve;
+pub(crate) mod trust;
 
 use std::process::ExitCode;
 
