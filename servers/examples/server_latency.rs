@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build -p stardust-servers --bins --examples
-//! target/debug/examples/latency target/debug/stardust-supervisor \
+//! target/debug/examples/server_latency target/debug/stardust-supervisor \
 //!     "$(which pyright-langserver)" 500
 //! ```
 
