@@ -124,8 +124,10 @@ fn bad_line(text: &str) -> usize {
 /// The (code, start line) of each diagnostic.
 fn found(diagnostics: &Value) -> Vec<(String, u64)> {
     let list = diagnostics.as_array().unwrap().iter();
-    list.map(|d| (d["code"].as_str().unwrap().to_owned(), d["range"]["start"]["line"].as_u64().unwrap()))
-        .collect()
+    list.map(|d| {
+        (d["code"].as_str().unwrap().to_owned(), d["range"]["start"]["line"].as_u64().unwrap())
+    })
+    .collect()
 }
 
 /// 100 whole texts, each with another book's year wrong (and every other one with none),
@@ -145,8 +147,7 @@ fn burst(client: &mut Client, uri: &str) -> String {
 #[test]
 fn a_burst_of_whole_texts_is_pulled_as_its_last() {
     let tmp = util::library();
-    let mut client =
-        Client::initialized(tmp.path(), json!({"textDocument": {"diagnostic": {}}}));
+    let mut client = Client::initialized(tmp.path(), json!({"textDocument": {"diagnostic": {}}}));
     let uri = format!("file://{}", tmp.path().join("books/list.json").display());
     let text = books(40, None);
     client.notify(

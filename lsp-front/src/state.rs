@@ -137,7 +137,10 @@ impl Shared {
     }
 
     /// The analysis of `generation`, `None` when the core's buffers have a newer one.
-    pub(crate) fn snapshot_latest(&self, generation: u64) -> Result<Option<Snapshot>, ResponseError> {
+    pub(crate) fn snapshot_latest(
+        &self,
+        generation: u64,
+    ) -> Result<Option<Snapshot>, ResponseError> {
         self.snapshot_with(|buffers| buffers.snapshot_latest(generation))
     }
 

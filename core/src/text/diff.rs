@@ -50,7 +50,8 @@ pub fn minimal_edit(old: &str, new: &str) -> TextEdit {
 /// always are, so the loops above stop.
 fn cut_ok(text: &str, at: usize) -> bool {
     let bytes = text.as_bytes();
-    text.is_char_boundary(at) && !(at > 0 && bytes[at - 1] == b'\r' && bytes.get(at) == Some(&b'\n'))
+    text.is_char_boundary(at)
+        && !(at > 0 && bytes[at - 1] == b'\r' && bytes.get(at) == Some(&b'\n'))
 }
 
 /// The length of the common prefix of `a` and `b`, in bytes.
@@ -84,8 +85,10 @@ mod tests {
     }
 
     fn check(cases: &[(&str, &str)], expected: Expect) {
-        let out: Vec<String> =
-            cases.iter().map(|(old, new)| format!("{old:?} => {new:?}: {}", show(old, new))).collect();
+        let out: Vec<String> = cases
+            .iter()
+            .map(|(old, new)| format!("{old:?} => {new:?}: {}", show(old, new)))
+            .collect();
         expected.assert_eq(&out.join("\n"));
     }
 
