@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub mod diff;
+
 /// A half-open byte range `start..end` into a document's text.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Span {

@@ -63,22 +63,26 @@ pub(crate) fn register(router: &mut Router<State>) {
         });
 }
 
-/// Analyse the buffers of `generation` off the main loop and publish their diagnostics. In a
-/// burst of edits only the newest generation is analysed: the publications queued for older
-/// ones find a newer generation and leave the work to its own publication.
+/// Publish the diagnostics of `generation` off the main loop, unless the core's buffers have
+/// a newer one by then (`Buffers::snapshot_latest`: a burst is analysed once, at its latest).
 pub(crate) fn publish(client: ClientSocket, shared: Arc<Shared>, generation: u64) {
-    tokio::task::spawn_blocking(move || {
-        if shared.connection().is_some_and(|c| c.buffers.generation() == generation) {
-            publish_now(client, &shared);
-        }
-    });
+    tokio::task::spawn_blocking(move || publish_of(client, &shared, Some(generation)));
 }
 
 /// Publish the diagnostics of every open document, unless a newer generation has been
 /// published meanwhile (the core's buffers decide, and skip the buffers closed since).
-pub(crate) fn publish_now(mut client: ClientSocket, shared: &Shared) {
-    let snap = match shared.snapshot() {
-        Ok(snap) => snap,
+pub(crate) fn publish_now(client: ClientSocket, shared: &Shared) {
+    publish_of(client, shared, None);
+}
+
+fn publish_of(mut client: ClientSocket, shared: &Shared, generation: Option<u64>) {
+    let snap = match generation {
+        Some(generation) => shared.snapshot_latest(generation),
+        None => shared.snapshot().map(Some),
+    };
+    let snap = match snap {
+        Ok(Some(snap)) => snap,
+        Ok(None) => return,
         Err(err) => {
             tracing::warn!("cannot publish diagnostics: {}", err.message);
             return;

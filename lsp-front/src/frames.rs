@@ -105,31 +105,72 @@ fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
     }
 }
 
+/// The members of a JSON-RPC message that decide what it is. `params` and `result` are
+/// skipped, not built: a whole-text `didChange` of a 2 MB document is checked without
+/// allocating its text.
+#[derive(serde::Deserialize)]
+struct Shape {
+    #[serde(default)]
+    jsonrpc: Present<Value>,
+    #[serde(default)]
+    method: Present<Value>,
+    #[serde(default)]
+    id: Present<Value>,
+    #[serde(default)]
+    result: Present<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Present<Value>,
+}
+
+/// A member that is there, `null` included (an `Option` would take `null` for absent).
+struct Present<T>(Option<T>);
+
+impl<T> Default for Present<T> {
+    fn default() -> Self {
+        Present(None)
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Present<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|t| Present(Some(t)))
+    }
+}
+
 /// Whether `body` is a message the main loop can decode: a request or notification (a string
 /// `method`), or a response (a number or string `id` with a `result` or an `error`).
 /// Whether `body` is a usable JSON-RPC message, and a request (one the server answers).
 fn check_message(body: &[u8]) -> Result<bool, String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
-    let Some(object) = value.as_object() else { return Err("not a JSON object".to_owned()) };
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    // A struct also deserializes from an array: only an object is a message.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("not a JSON object".to_owned());
+    }
+    let shape: Shape = match serde_json::from_slice(body) {
+        Ok(shape) => shape,
+        Err(e) if e.is_data() => return Err(format!("not a JSON-RPC object: {e}")),
+        Err(e) => return Err(format!("not JSON: {e}")),
+    };
+    if shape.jsonrpc.0.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err("'jsonrpc' is not \"2.0\"".to_owned());
     }
-    if let Some(method) = object.get("method") {
+    let id = shape.id.0;
+    if let Some(method) = shape.method.0 {
         if !method.is_string() {
             return Err("'method' is not a string".to_owned());
         }
-        if let Some(id) = object.get("id")
+        if let Some(id) = &id
             && !(id.is_string() || id.is_i64())
         {
             return Err("a request's 'id' must be an integer or a string".to_owned());
         }
-        return Ok(object.contains_key("id"));
+        return Ok(id.is_some());
     }
-    let id_ok = object.get("id").is_some_and(|id| id.is_string() || id.is_i64());
-    let error_ok = object.get("error").is_none_or(|e| {
+    let id_ok = id.is_some_and(|id| id.is_string() || id.is_i64());
+    let error = shape.error.0;
+    let error_ok = error.as_ref().is_none_or(|e| {
         e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
     });
-    if id_ok && error_ok && (object.contains_key("result") || object.contains_key("error")) {
+    if id_ok && error_ok && (shape.result.0.is_some() || error.is_some()) {
         Ok(false)
     } else {
         Err("neither a request, a notification nor a response".to_owned())
@@ -258,5 +299,11 @@ mod tests {
         assert!(check_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).is_err());
         assert!(check_message(br#"{"jsonrpc":"2.0","id":1}"#).is_err());
         assert!(check_message(br#"[1]"#).is_err());
+        assert!(check_message(br#"["2.0", "x"]"#).is_err(), "an array is no message");
+        assert!(check_message(br#"{"jsonrpc":"2.0","method":null,"id":1,"result":1}"#).is_err());
+        assert_eq!(
+            check_message(br#" {"params":{"text":"a\"b"},"jsonrpc":"2.0","method":"x"}"#),
+            Ok(false)
+        );
     }
 }

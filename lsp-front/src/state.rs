@@ -133,6 +133,21 @@ impl Shared {
 
     /// The analysis of the store with every open buffer.
     pub(crate) fn snapshot(&self) -> Result<Snapshot, ResponseError> {
+        self.snapshot_with(|buffers| Some(buffers.snapshot())).map(|s| s.expect("always taken"))
+    }
+
+    /// The analysis of `generation`, `None` when the core's buffers have a newer one.
+    pub(crate) fn snapshot_latest(
+        &self,
+        generation: u64,
+    ) -> Result<Option<Snapshot>, ResponseError> {
+        self.snapshot_with(|buffers| buffers.snapshot_latest(generation))
+    }
+
+    fn snapshot_with(
+        &self,
+        take: impl FnOnce(&Buffers<Url>) -> Option<Overlay<Url>>,
+    ) -> Result<Option<Snapshot>, ResponseError> {
         let Some(conn) = self.connection() else {
             return Err(error(
                 ErrorCode::SERVER_NOT_INITIALIZED,
@@ -140,14 +155,14 @@ impl Shared {
                 "no store is loaded; start the server in a store, give --store, or open a store's folder",
             ));
         };
-        let overlay = conn.buffers.snapshot();
-        Ok(Snapshot {
+        let Some(overlay) = take(&conn.buffers) else { return Ok(None) };
+        Ok(Some(Snapshot {
             paths: conn.paths.clone(),
             analysis: overlay.analysis.clone(),
             encoding: conn.encoding,
             renames_files: conn.renames_files,
             overlay,
-        })
+        }))
     }
 
     /// The service and this connection's session; in read-only mode, the error that kept the

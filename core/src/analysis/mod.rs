@@ -82,7 +82,7 @@ pub fn version_of(bytes: &[u8]) -> String {
 }
 
 /// One document, parsed, with what can be known from its text alone.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Document {
     /// Store-relative, `/`-separated.
     pub path: String,
@@ -396,20 +396,33 @@ impl Analysis {
         self
     }
 
-    /// Edit in place each changed document that no other snapshot shares, when the edit stays
-    /// inside one item of a top-level entity array; the other changes are returned to be
-    /// parsed whole. Schemas and documents validated whole are always parsed whole.
+    /// Edit in place each changed document, when the edit stays inside one item of a top-level
+    /// entity array; the other changes are returned to be parsed whole. Schemas and documents
+    /// validated whole are always parsed whole. A document another snapshot shares (the first
+    /// edit after an editor opens it, which the store's snapshot holds too) is copied first: a
+    /// copy costs a fraction of a parse and a whole validation.
     fn splice_in_place(&mut self, changes: Changes) -> (Vec<(String, Splice)>, Changes) {
-        let Some(docs) = Arc::get_mut(&mut self.docs) else { return (Vec::new(), changes) };
+        let eligible = |this: &Analysis, path: &str| {
+            !this.schemas.contains_key(path)
+                && !is_schema_path(&this.ctx.config, path)
+                && this.docs.get(path).is_some_and(|doc| {
+                    doc.lang == Lang::Json
+                        && doc.parse.is_clean()
+                        && !has_associated_schema(&this.ctx.config, doc)
+                })
+        };
+        let eligible: Vec<bool> =
+            changes.iter().map(|(path, bytes)| bytes.is_some() && eligible(self, path)).collect();
+        if !eligible.contains(&true) {
+            return (Vec::new(), changes);
+        }
+        let docs = Arc::make_mut(&mut self.docs);
         let mut splices = Vec::new();
         let mut rest = Vec::new();
-        for (path, bytes) in changes {
-            let eligible = !self.schemas.contains_key(&path)
-                && !is_schema_path(&self.ctx.config, &path)
-                && docs.get(&path).is_some_and(|doc| !has_associated_schema(&self.ctx.config, doc));
+        for ((path, bytes), eligible) in changes.into_iter().zip(eligible) {
             let spliced = match &bytes {
                 Some(bytes) if eligible => {
-                    docs.get_mut(&path).and_then(Arc::get_mut).and_then(|doc| doc.splice(bytes))
+                    docs.get_mut(&path).and_then(|doc| Arc::make_mut(doc).splice(bytes))
                 }
                 _ => None,
             };

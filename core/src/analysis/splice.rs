@@ -11,6 +11,7 @@
 use crate::model::{self, Entity, Reference};
 use crate::syntax::{self, Lang, MAX_DEPTH, Node, NodeKind};
 use crate::text::Span;
+use crate::text::diff::{common_prefix, common_suffix};
 
 use super::{Document, entity_problems, version_of};
 
@@ -141,26 +142,6 @@ pub(super) fn splice_by_span<T>(
         *s = moved_span(*s, delta);
     }
     list.splice(from..to, new).collect()
-}
-
-/// The length of the common prefix of `a` and `b`, compared a block at a time (the text is
-/// megabytes long and the edit usually a few bytes).
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let blocks =
-        a.chunks_exact(BLOCK).zip(b.chunks_exact(BLOCK)).take_while(|(x, y)| x == y).count();
-    let at = blocks * BLOCK;
-    at + a[at..].iter().zip(&b[at..]).take_while(|(x, y)| x == y).count()
-}
-
-/// The length of the common suffix of `a` and `b`.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let blocks =
-        a.rchunks_exact(BLOCK).zip(b.rchunks_exact(BLOCK)).take_while(|(x, y)| x == y).count();
-    let at = blocks * BLOCK;
-    let (a, b) = (&a[..a.len() - at], &b[..b.len() - at]);
-    at + a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count()
 }
 
 /// The deepest nesting of containers in `node`, itself included.

@@ -16,6 +16,9 @@
 //!   same open paths and takes only the buffers whose text changed
 //!   ([`Analysis::into_with_changes`]): when nothing else holds it, an edit inside one item of
 //!   a large entity array re-parses only that item.
+//! - A whole-text change costs what the equivalent range edit costs: it is kept until needed
+//!   (a burst keeps its last), then reduced to the range edit it amounts to
+//!   ([`crate::text::diff::minimal_edit`]), which the analysis splices like any other.
 //! - Publication is in generation order, and never names a buffer closed since its analysis
 //!   was taken ([`Buffers::publish`], [`Buffers::close`]).
 //! - Read-only mode (the store could not be opened for writing, e.g. another process owns it):
@@ -31,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use crate::analysis::Analysis;
 use crate::store::{OpenOptions, Store, StoreError};
 use crate::syntax::Lang;
-use crate::text::LineIndex;
+use crate::text::{LineIndex, diff};
 
 /// One open editor buffer. Overlays share its text and line index; an edit copies them only
 /// while an overlay still holds the old ones.
@@ -44,13 +47,18 @@ pub struct Buffer<M> {
     /// The generation that opened it: a buffer closed and opened again is another buffer.
     opened: u64,
     meta: M,
+    /// The latest whole text received and not yet taken in ([`Buffers::edit`]): a burst of
+    /// whole-text changes keeps only its last one, and the edit from the text to it is found
+    /// once, when something needs the text. Only the buffers' own copy ever holds one: every
+    /// buffer handed out (an overlay's, a closed one) is settled first.
+    pending: Option<String>,
 }
 
 impl<M> Buffer<M> {
     /// A buffer on its own (a test of a front's resolver); [`Buffers::open_buffer`] opens one.
     pub fn new(path: String, text: String, version: i32, meta: M) -> Buffer<M> {
         let index = Arc::new(LineIndex::new(&text));
-        Buffer { path, text: Arc::new(text), index, version, opened: 0, meta }
+        Buffer { path, text: Arc::new(text), index, version, opened: 0, meta, pending: None }
     }
 
     /// The store-relative path.
@@ -87,8 +95,8 @@ impl<M> Buffer<M> {
     ) -> bool {
         let (range, new) = match edit {
             Edit::Replace(text) => {
-                self.index = Arc::new(LineIndex::new(&text));
-                self.text = Arc::new(text);
+                self.pending = None;
+                self.replace(text);
                 return true;
             }
             Edit::Splice { range, text } => (range, text),
@@ -104,6 +112,31 @@ impl<M> Buffer<M> {
         let delta = new.len() as i64 - (end - start) as i64;
         Arc::make_mut(&mut self.index).splice(text, start, end, delta);
         true
+    }
+}
+
+impl<M> Buffer<M> {
+    /// Take a whole new text as the range edit it amounts to ([`diff::minimal_edit`]): the
+    /// line index is updated around the edit instead of being built again, and an unchanged
+    /// text keeps its `Arc` (and so whatever an analysis shares with it).
+    fn replace(&mut self, new: String) {
+        let edit = diff::minimal_edit(&self.text, &new);
+        if edit.is_empty() {
+            return;
+        }
+        Arc::make_mut(&mut self.index).splice(&new, edit.start, edit.old_end, edit.delta());
+        self.text = Arc::new(new);
+    }
+
+    /// Take in the pending whole text, if any. Answers whether there was one.
+    fn settle(&mut self) -> bool {
+        match self.pending.take() {
+            Some(text) => {
+                self.replace(text);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -193,6 +226,25 @@ struct Inner<M> {
     /// the client's file watcher), read again before the next analysis. With a store, its
     /// watcher takes such edits in as commits.
     stale: BTreeSet<String>,
+    /// How many pending whole texts were taken in: what a test of coalescing counts.
+    #[cfg(test)]
+    settled: u64,
+}
+
+impl<M> Inner<M> {
+    /// Take in every buffer's pending whole text (before the buffers are handed out).
+    fn settle(&mut self) {
+        let settled = self.buffers.values_mut().map(|b| u64::from(b.settle())).sum();
+        self.note_settled(settled);
+    }
+
+    fn note_settled(&mut self, n: u64) {
+        #[cfg(test)]
+        {
+            self.settled += n;
+        }
+        let _ = n;
+    }
 }
 
 /// The editor buffers of one client over one store.
@@ -234,6 +286,8 @@ impl<M: Clone> Buffers<M> {
                 cache: None,
                 disk,
                 stale: BTreeSet::new(),
+                #[cfg(test)]
+                settled: 0,
             }),
             published: Mutex::new(0),
         }
@@ -290,6 +344,11 @@ impl<M: Clone> Buffers<M> {
 
     /// Apply `edits` to the buffer at `path` strictly in order, each resolved by `resolve`
     /// against the text left by the ones before it, and take `version` as the buffer's.
+    ///
+    /// A whole text ([`Edit::Replace`]) is only kept: the next whole text replaces it unseen,
+    /// and the next range edit or analysis takes it in as the range edit it amounts to. So a
+    /// burst of whole-text changes costs one comparison of texts, and its analysis is that of
+    /// the equivalent range edit, chained from the previous generation's.
     pub fn edit<R>(
         &self,
         path: &str,
@@ -300,14 +359,24 @@ impl<M: Clone> Buffers<M> {
         let mut inner = self.lock();
         let Some(buffer) = inner.buffers.get_mut(path) else { return Edited::NotOpen };
         let mut outcome = Edited::Applied;
+        let mut settled = 0;
         for (i, edit) in edits.into_iter().enumerate() {
-            if !buffer.apply(edit, &mut resolve) {
-                outcome = Edited::Refused(i);
-                break;
+            match edit {
+                // Kept for later: a newer whole text makes it moot, and only a range edit or
+                // an analysis needs it taken in.
+                Edit::Replace(text) => buffer.pending = Some(text),
+                edit => {
+                    settled += u64::from(buffer.settle());
+                    if !buffer.apply(edit, &mut resolve) {
+                        outcome = Edited::Refused(i);
+                        break;
+                    }
+                }
             }
         }
         buffer.version = version;
         inner.generation += 1;
+        inner.note_settled(settled);
         outcome
     }
 
@@ -318,7 +387,8 @@ impl<M: Clone> Buffers<M> {
         let _publishing = lock(&self.published);
         let buffer = {
             let mut inner = self.lock();
-            let Some(buffer) = inner.buffers.remove(path) else { return false };
+            let Some(mut buffer) = inner.buffers.remove(path) else { return false };
+            buffer.settle();
             // The file may have been saved with the buffer's text or left as it was.
             if matches!(self.source, Source::ReadOnly { .. }) {
                 inner.stale.insert(buffer.path.clone());
@@ -356,6 +426,7 @@ impl<M: Clone> Buffers<M> {
     pub fn snapshot(&self) -> Overlay<M> {
         let (base, generation, buffers, cell) = {
             let mut inner = self.lock();
+            inner.settle();
             self.refresh_from_disk(&mut inner);
             let (base, seq) = match (&self.source, &inner.disk) {
                 (Source::Store(store), _) => {
@@ -373,6 +444,17 @@ impl<M: Clone> Buffers<M> {
         let analysis =
             cell.analysis.get_or_init(|| compute(&cell, base, generation, &buffers)).0.clone();
         Overlay { analysis, generation, buffers }
+    }
+
+    /// The analysis of `generation` if it is still the current one; `None` when a newer one
+    /// exists, whose own publication follows. A burst of changes, each followed by a
+    /// publication, is so analysed once, at its latest.
+    pub fn snapshot_latest(&self, generation: u64) -> Option<Overlay<M>> {
+        if self.generation() != generation {
+            tracing::debug!("generation {generation} is superseded; not analysed");
+            return None;
+        }
+        Some(self.snapshot())
     }
 
     /// Publish `overlay` unless a newer generation has been published: `send` runs for each

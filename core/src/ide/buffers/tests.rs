@@ -274,3 +274,80 @@ fn no_publication_follows_a_close_when_they_race() {
         }
     }
 }
+
+/// A whole-text change of one value takes the range edit's path: the line index is updated
+/// around the edit, and the document is spliced in place from the previous generation's
+/// analysis, with the diagnostics of a fresh analysis.
+#[test]
+fn a_whole_text_change_is_taken_as_its_range_edit() {
+    let dir = store();
+    let buffers = open(dir.path());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ());
+    // The first change after the open: the store's snapshot shares the document, which is
+    // copied and then spliced.
+    let cold = NOTES.replace("\"A\"", "\"A1\"");
+    let opened = buffers.snapshot();
+    buffers.edit("notes.json", 2, [Edit::Replace(cold.clone())], bytes);
+    let first = buffers.snapshot();
+    assert_eq!(text_of(&first, "notes.json"), cold);
+    assert_eq!(text_of(&opened, "notes.json"), NOTES, "the open's analysis is untouched");
+    let before = document_ptr(&first, "notes.json") as usize;
+    drop((opened, first));
+    let changed = cold.replace("\"B\"", "2");
+    let edited = buffers.edit("notes.json", 2, [Edit::Replace(changed.clone())], bytes);
+    assert_eq!(edited, Edited::Applied);
+    let overlay = buffers.snapshot();
+    assert_eq!(document_ptr(&overlay, "notes.json") as usize, before, "edited in place");
+    let buffer = overlay.buffer("notes.json").unwrap();
+    assert_eq!((buffer.text(), buffer.version()), (changed.as_str(), 2));
+    assert_eq!(*buffer.index(), LineIndex::new(buffer.text()), "the line index follows the text");
+    let fresh = Analysis::load(buffers.root())
+        .unwrap()
+        .with_changes(vec![("notes.json".to_owned(), Some(changed.clone().into_bytes()))]);
+    assert_eq!(overlay.analysis.all_diagnostics(), fresh.all_diagnostics(), "as a fresh analysis");
+    assert!(!overlay.analysis.diagnostics_of("notes.json").is_empty(), "a number is no title");
+
+    // The same text again changes nothing: the buffer keeps its text, shared with the overlay.
+    buffers.edit("notes.json", 3, [Edit::Replace(changed)], bytes);
+    let again = buffers.snapshot();
+    assert!(std::ptr::eq(
+        overlay.buffer("notes.json").unwrap().text(),
+        again.buffer("notes.json").unwrap().text()
+    ));
+}
+
+/// A burst of whole texts, each its own notification, keeps only the last: none is compared
+/// with the text until an analysis asks, and then only the last, once. A range edit after a
+/// whole text is resolved against that whole text.
+#[test]
+fn a_burst_of_whole_texts_is_coalesced_to_the_latest() {
+    let dir = store();
+    let buffers = open(dir.path());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ());
+    let first = buffers.snapshot().generation();
+    let text = |n: i32| NOTES.replace("\"B\"", &format!("\"B{n}\""));
+    for n in 2..=101 {
+        assert_eq!(buffers.edit("notes.json", n, [Edit::Replace(text(n))], bytes), Edited::Applied);
+    }
+    assert_eq!(buffers.lock().settled, 0, "nothing compared before an analysis");
+    let last = buffers.generation();
+    assert!(buffers.snapshot_latest(first).is_none(), "an older generation is not analysed");
+    let overlay = buffers.snapshot_latest(last).expect("the latest generation is analysed");
+    assert_eq!(buffers.lock().settled, 1, "one comparison for the burst");
+    assert_eq!(text_of(&overlay, "notes.json"), text(101));
+    assert_eq!(overlay.buffer("notes.json").unwrap().version(), 101);
+
+    // Whole texts and range edits mixed in one change, in order.
+    let at = u32::try_from(text(102).find("B102").unwrap()).unwrap() + 4;
+    let edits = [Edit::Replace(text(7)), Edit::Replace(text(102)), splice(at..at, "!")];
+    assert_eq!(buffers.edit("notes.json", 102, edits, bytes), Edited::Applied);
+    assert_eq!(buffers.lock().settled, 2, "the range edit needed the last whole text");
+    let overlay = buffers.snapshot();
+    assert_eq!(text_of(&overlay, "notes.json"), text(102).replace("B102", "B102!"));
+    let buffer = overlay.buffer("notes.json").unwrap();
+    assert_eq!(*buffer.index(), LineIndex::new(buffer.text()), "the line index follows the text");
+
+    // A buffer closed with a whole text pending is closed with that text.
+    buffers.edit("notes.json", 103, [Edit::Replace(text(103))], bytes);
+    assert!(buffers.close("notes.json", |b| assert_eq!(b.text(), text(103))));
+}
