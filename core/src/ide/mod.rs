@@ -15,12 +15,16 @@ mod describe;
 mod lenses;
 mod links;
 mod structure;
+mod format_range;
 mod symbols;
+mod tokens;
 
 #[cfg(test)]
 mod structure_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tokens;
 
 use serde_json::Value;
 
@@ -43,7 +47,12 @@ pub use lenses::{
 };
 pub use links::{InlayHint, Link, LinkTarget, document_links, inlay_hint_details, inlay_hints};
 pub use structure::{Fold, FoldKind, HighlightKind, folding_ranges, highlights, selection_ranges};
+pub use format_range::{align_values, format_range};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
+pub use tokens::{
+    DANGLING, DECLARATION, MODIFIERS, SemanticToken, TokenKind, TokenSpan, TokensEdit, apply_delta,
+    delta, encode, semantic_tokens, token_spans,
+};
 
 /// A range in one document of the store.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
