@@ -42,11 +42,7 @@ pub fn format_range(text: &str, lang: Lang, range: Span) -> Result<Vec<TextEdit>
     }
     let before = syntax::parse(text, lang);
     let after = syntax::parse(&apply(text, &edits), lang);
-    if after.is_clean() && after.value == before.value {
-        Ok(edits)
-    } else {
-        Ok(Vec::new())
-    }
+    if after.is_clean() && after.value == before.value { Ok(edits) } else { Ok(Vec::new()) }
 }
 
 /// Edits turning `old` into `new`, small and in order: changed runs of lines, each cut down to

@@ -57,8 +57,10 @@ fn parse_range(doc: &crate::analysis::Document, s: &str) -> Span {
 
 fn show_tokens(doc: &crate::analysis::Document, tokens: &[SemanticToken], out: &mut String) {
     for t in tokens {
-        let mods: Vec<&str> =
-            (0..MODIFIERS.len()).filter(|i| t.modifiers & (1 << i) != 0).map(|i| MODIFIERS[i]).collect();
+        let mods: Vec<&str> = (0..MODIFIERS.len())
+            .filter(|i| t.modifiers & (1 << i) != 0)
+            .map(|i| MODIFIERS[i])
+            .collect();
         let text = piece_text(doc, t, Encoding::Utf16);
         out.push_str(&format!(
             "{}:{}+{} {}{} {text:?}\n",
@@ -155,7 +157,10 @@ fn a_multi_line_token_is_cut_per_line_unless_the_client_draws_it() {
     let cut = semantic_tokens(&analysis, "a.json", None, Encoding::Utf16, false);
     let whole = semantic_tokens(&analysis, "a.json", None, Encoding::Utf16, true);
     let comments = |ts: &[SemanticToken]| {
-        ts.iter().filter(|t| t.kind == TokenKind::Comment).map(|t| (t.line, t.start, t.length)).collect::<Vec<_>>()
+        ts.iter()
+            .filter(|t| t.kind == TokenKind::Comment)
+            .map(|t| (t.line, t.start, t.length))
+            .collect::<Vec<_>>()
     };
     assert_eq!(comments(&cut), [(0, 6, 6), (1, 0, 8)]);
     // One token from `/*` to `*/`: its length counts the line break as one unit.
@@ -263,12 +268,21 @@ fn format_range_fixtures() {
                 out.push_str(&format!("{} edits:\n", edits.len()));
                 for e in &edits {
                     assert!(range.start <= e.span.start && e.span.end <= range.end);
-                    out.push_str(&format!("  {:?} {:?} -> {:?}\n", e.span, &text[e.span.range()], e.text));
+                    out.push_str(&format!(
+                        "  {:?} {:?} -> {:?}\n",
+                        e.span,
+                        &text[e.span.range()],
+                        e.text
+                    ));
                 }
                 let after = apply(&text, &edits);
                 out.push_str(&format!("after:\n{after}"));
                 let aligned = align_values(&after, lang, &syntax::parse(&after, lang));
-                out.push_str(&format!("on type, {} edits:\n{}", aligned.len(), apply(&after, &aligned)));
+                out.push_str(&format!(
+                    "on type, {} edits:\n{}",
+                    aligned.len(),
+                    apply(&after, &aligned)
+                ));
             }
         }
         expect_file![path.with_extension("expect")].assert_eq(&out);
@@ -283,6 +297,9 @@ fn on_type_aligns_a_half_typed_document_without_touching_the_rest() {
     let after = apply(text, &align_values(text, Lang::Dust, &parse));
     assert_eq!(after, "id       a/1\ntype     t\nlongkey  'x'\nbroken   [1 2\n");
     // JSON and explicit top-level containers have no value column to align.
-    assert!(align_values("{\"a\":  1}", Lang::Json, &syntax::parse("{\"a\":  1}", Lang::Json)).is_empty());
+    assert!(
+        align_values("{\"a\":  1}", Lang::Json, &syntax::parse("{\"a\":  1}", Lang::Json))
+            .is_empty()
+    );
     assert!(align_values("[1  2]", Lang::Dust, &syntax::parse("[1  2]", Lang::Dust)).is_empty());
 }

@@ -109,13 +109,7 @@ pub fn token_spans(analysis: &Analysis, path: &str, within: Option<Span>) -> Vec
             ids.insert(e.id_span.start);
         }
     }
-    let mut walk = Walk {
-        within,
-        references,
-        ids,
-        dust: doc.lang == Lang::Dust,
-        out: Vec::new(),
-    };
+    let mut walk = Walk { within, references, ids, dust: doc.lang == Lang::Dust, out: Vec::new() };
     if let Some(root) = &doc.parse.root {
         walk.node(root, 0);
     }
@@ -185,17 +179,16 @@ impl Walk {
             NodeKind::Null | NodeKind::Bool => self.push(node.span, TokenKind::Literal, 0),
             NodeKind::Number => self.push(node.span, TokenKind::Number, 0),
             NodeKind::String { quoted } => {
-                let (kind, modifiers) = if let Some(&dangling) =
-                    self.references.get(&node.span.start)
-                {
-                    (TokenKind::Reference, if dangling { DANGLING } else { 0 })
-                } else if self.ids.contains(&node.span.start) {
-                    (TokenKind::Reference, DECLARATION)
-                } else if self.dust && !quoted {
-                    (TokenKind::Bareword, 0)
-                } else {
-                    (TokenKind::String, 0)
-                };
+                let (kind, modifiers) =
+                    if let Some(&dangling) = self.references.get(&node.span.start) {
+                        (TokenKind::Reference, if dangling { DANGLING } else { 0 })
+                    } else if self.ids.contains(&node.span.start) {
+                        (TokenKind::Reference, DECLARATION)
+                    } else if self.dust && !quoted {
+                        (TokenKind::Bareword, 0)
+                    } else {
+                        (TokenKind::String, 0)
+                    };
                 self.push(node.span, kind, modifiers);
             }
             NodeKind::Array(items) => {
@@ -306,9 +299,8 @@ pub fn delta(old: &[u32], new: &[u32]) -> Vec<TokensEdit> {
     let tokens = |n: usize| n / 5 * 5;
     let prefix = tokens(old.iter().zip(new).take_while(|(a, b)| a == b).count());
     let room = old.len().min(new.len()) - prefix;
-    let suffix =
-        tokens(old.iter().rev().zip(new.iter().rev()).take_while(|(a, b)| a == b).count())
-            .min(tokens(room));
+    let suffix = tokens(old.iter().rev().zip(new.iter().rev()).take_while(|(a, b)| a == b).count())
+        .min(tokens(room));
     if prefix == old.len() && prefix == new.len() {
         return Vec::new();
     }
