@@ -92,10 +92,10 @@ pub struct SemanticToken {
     pub modifiers: u32,
 }
 
-/// The tokens of document `path` touching `within` (all of them for `None`), in source order.
+/// The tokens of document `path` overlapping `within` (all of them for `None`), in source order.
 pub fn token_spans(analysis: &Analysis, path: &str, within: Option<Span>) -> Vec<TokenSpan> {
     let Some(doc) = analysis.document(path) else { return Vec::new() };
-    let touches = |span: Span| within.is_none_or(|w| span.start <= w.end && w.start <= span.end);
+    let touches = |span: Span| within.is_none_or(|w| overlaps(span, w));
     // Each reference's string start, with whether it leads nowhere; each entity's id value.
     let mut references: HashMap<u32, bool> = HashMap::with_capacity(doc.references.len());
     for r in &doc.references {
@@ -115,6 +115,12 @@ pub fn token_spans(analysis: &Analysis, path: &str, within: Option<Span>) -> Vec
     }
     let comments = comments(doc);
     merge(walk.out, comments.into_iter().filter(|c| touches(*c)))
+}
+
+/// Whether `span` shares a byte with range `w`: a token that only touches a range's edge is
+/// not in it (an empty range holds no token).
+fn overlaps(span: Span, w: Span) -> bool {
+    span.start < w.end && w.start < span.end
 }
 
 /// The comments of a document. JSON has none in its grammar; the parser reports each as an
@@ -160,7 +166,7 @@ struct Walk {
 
 impl Walk {
     fn touches(&self, span: Span) -> bool {
-        self.within.is_none_or(|w| span.start <= w.end && w.start <= span.end)
+        self.within.is_none_or(|w| overlaps(span, w))
     }
 
     fn push(&mut self, span: Span, kind: TokenKind, modifiers: u32) {
@@ -207,7 +213,7 @@ impl Walk {
     }
 }
 
-/// The tokens of document `path` touching `within`, placed in `encoding`. A token that spans
+/// The tokens of document `path` overlapping `within`, placed in `encoding`. A token that spans
 /// lines (a JSON block comment) is cut into one token a line unless `multiline`, since a
 /// client that did not say it supports multi-line tokens may not draw them.
 pub fn semantic_tokens(
