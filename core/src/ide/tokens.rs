@@ -243,7 +243,6 @@ fn place(
 ) {
     let (text, index) = (&*doc.text, &doc.line_index);
     let start = index.position(text, token.span.start, encoding);
-    let end = index.position(text, token.span.end, encoding);
     let piece = |line, start, length| SemanticToken {
         line,
         start,
@@ -251,12 +250,16 @@ fn place(
         kind: token.kind,
         modifiers: token.modifiers,
     };
-    if start.line == end.line {
-        out.push(piece(start.line, start.column, end.column - start.column));
+    let body = &text[token.span.range()];
+    // Nearly every token lies on one line: its length is counted from its own text, without
+    // a second search of the line index.
+    if !body.bytes().any(|b| b == b'\n' || b == b'\r') {
+        out.push(piece(start.line, start.column, crate::text::count_units(body, encoding)));
         return;
     }
+    let end = index.position(text, token.span.end, encoding);
     if multiline {
-        let length = crate::text::count_units(&text[token.span.range()], encoding);
+        let length = crate::text::count_units(body, encoding);
         out.push(piece(start.line, start.column, length));
         return;
     }
