@@ -25,6 +25,7 @@ use stardust_core::Code;
 use stardust_core::analysis::Document;
 use stardust_core::edit;
 use stardust_core::ide::{self, TokenKind};
+use stardust_core::sync::lock;
 use stardust_core::text::Span;
 
 use crate::convert;
@@ -273,8 +274,4 @@ fn on_type_formatting(
 ) -> Result<Option<Vec<TextEdit>>, ResponseError> {
     let doc = document(snap, &params.text_document_position.text_document.uri)?;
     Ok(Some(edits(snap, doc, ide::align_values(&doc.text, doc.lang, &doc.parse))))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

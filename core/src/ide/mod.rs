@@ -12,10 +12,10 @@ mod buffers;
 mod completion;
 mod cursor;
 mod describe;
+mod format_range;
 mod lenses;
 mod links;
 mod structure;
-mod format_range;
 mod symbols;
 mod tokens;
 
@@ -41,13 +41,13 @@ pub use buffers::{Buffer, Buffers, Edit, Edited, Opened, Overlay};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use describe::describe_type;
+pub use format_range::{align_values, format_range};
 pub use lenses::{
     Lens, LensKind, RUN_QUERY, ReferencesLens, code_lenses, is_query_document, references_lens,
     run_query_command,
 };
 pub use links::{InlayHint, Link, LinkTarget, document_links, inlay_hint_details, inlay_hints};
 pub use structure::{Fold, FoldKind, HighlightKind, folding_ranges, highlights, selection_ranges};
-pub use format_range::{align_values, format_range};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
 pub use tokens::{
     DANGLING, DECLARATION, MODIFIERS, SemanticToken, TokenKind, TokenSpan, TokensEdit, apply_delta,
