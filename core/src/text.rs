@@ -213,7 +213,7 @@ fn unit_len(ch: char, encoding: Encoding) -> u32 {
     }
 }
 
-fn count_units(s: &str, encoding: Encoding) -> u32 {
+pub(crate) fn count_units(s: &str, encoding: Encoding) -> u32 {
     match encoding {
         Encoding::Utf8 => to_u32(s.len()),
         Encoding::Utf16 => to_u32(s.encode_utf16().count()),

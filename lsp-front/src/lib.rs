@@ -19,5 +19,6 @@ mod server;
 mod state;
 mod structure;
 mod sync;
+mod tokens;
 
 pub use server::{run_attached, run_stdio};

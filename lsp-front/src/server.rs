@@ -122,6 +122,7 @@ fn router(state: State) -> Router<State> {
     crate::commands::register(&mut router);
     crate::actions::register(&mut router);
     crate::structure::register(&mut router);
+    crate::tokens::register(&mut router);
     router
 }
 
@@ -231,6 +232,7 @@ fn finish_initialize(
     crate::commands::extend_capabilities(&mut capabilities, read_only);
     crate::actions::extend_capabilities(&mut capabilities);
     crate::structure::extend_capabilities(&mut capabilities, &params.capabilities, shared);
+    crate::tokens::extend_capabilities(&mut capabilities, &params.capabilities, shared);
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),

@@ -51,6 +51,8 @@ pub(crate) struct Shared {
     connection: OnceLock<Connection>,
     /// The client's folding choices, set at `initialize` (`structure::extend_capabilities`).
     pub(crate) structure: crate::structure::ChoicesCell,
+    /// Whether the client draws semantic tokens that span lines (set at `initialize`).
+    pub(crate) multiline_tokens: OnceLock<bool>,
 }
 
 /// One initialized connection. Only the buffers (behind their own lock) and the session change.

@@ -259,8 +259,8 @@ fn write_elements(container: &Container, indent: usize, out: &mut String) {
                 let mut column = indent;
                 if let (Some(key), Some(key_width)) = (&entry.key, key_width) {
                     out.push_str(&key.text);
-                    push_indent(key_width + 2 - key.width, out);
-                    column += key_width + 2;
+                    push_indent(value_column(key_width) - key.width, out);
+                    column += value_column(key_width);
                 }
                 write_value(&entry.value, indent, column, out);
                 if let Some(comment) = &entry.trailing {
@@ -271,6 +271,12 @@ fn write_elements(container: &Container, indent: usize, out: &mut String) {
         }
         out.push('\n');
     }
+}
+
+/// The column (from the members' indent) where the values of an object's members start: two
+/// past its widest key.
+pub fn value_column(widest_key: usize) -> usize {
+    widest_key + 2
 }
 
 fn push_indent(n: usize, out: &mut String) {

@@ -15,6 +15,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
+pub use layout::value_column;
 use serde_json::Value;
 
 use crate::syntax::{self, Lang, SyntaxError};

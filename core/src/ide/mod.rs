@@ -12,15 +12,19 @@ mod buffers;
 mod completion;
 mod cursor;
 mod describe;
+mod format_range;
 mod lenses;
 mod links;
 mod structure;
 mod symbols;
+mod tokens;
 
 #[cfg(test)]
 mod structure_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tokens;
 
 use serde_json::Value;
 
@@ -37,6 +41,7 @@ pub use buffers::{Buffer, Buffers, Edit, Edited, Opened, Overlay};
 pub use completion::{CompletionItem, CompletionKind, completion};
 pub use cursor::{Cursor, locate};
 pub use describe::describe_type;
+pub use format_range::{align_values, format_range};
 pub use lenses::{
     Lens, LensKind, RUN_QUERY, ReferencesLens, code_lenses, is_query_document, references_lens,
     run_query_command,
@@ -44,6 +49,10 @@ pub use lenses::{
 pub use links::{InlayHint, Link, LinkTarget, document_links, inlay_hint_details, inlay_hints};
 pub use structure::{Fold, FoldKind, HighlightKind, folding_ranges, highlights, selection_ranges};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
+pub use tokens::{
+    DANGLING, DECLARATION, MODIFIERS, SemanticToken, TokenKind, TokenSpan, TokensEdit, apply_delta,
+    delta, encode, semantic_tokens, token_spans,
+};
 
 /// A range in one document of the store.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
