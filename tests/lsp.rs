@@ -1,231 +1,55 @@
 //! End-to-end tests of `stardust lsp`: the real binary over stdio, spoken to with
 //! Content-Length framed JSON-RPC, on a copy of the sample library.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 mod util;
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+use util::TIMEOUT;
+use util::lsp::Lsp as Client;
 
-/// A client speaking to one server process.
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    /// Notifications received while waiting for something else.
-    pending: Vec<Value>,
-    next_id: i64,
-    store: PathBuf,
+fn start(store: &Path) -> Client {
+    Client::start(store, store, Some(store))
 }
 
-impl Client {
-    fn start(store: &Path) -> Client {
-        Client::start_in(store, Some(store), store)
-    }
-
-    /// Start in `cwd`, with `--store` when `flag` is given; `store` is where URIs point.
-    fn start_in(store: &Path, flag: Option<&Path>, cwd: &Path) -> Client {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
-        // A core started for a test's store goes soon after its last client.
-        command.arg("lsp").current_dir(cwd).env("STARDUST_IDLE_EXIT", "2");
-        if let Some(flag) = flag {
-            command.arg("--store").arg(flag);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the stardust binary starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut length = None;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(n) = line.strip_prefix("Content-Length: ") {
-                        length = Some(n.parse::<usize>().unwrap());
-                    }
-                }
-                let mut body = vec![0; length.expect("a Content-Length header")];
-                reader.read_exact(&mut body).unwrap();
-                if tx.send(serde_json::from_slice(&body).expect("the server sends JSON")).is_err() {
-                    return;
-                }
-            }
-        });
-        Client {
-            child,
-            stdin,
-            incoming: rx,
-            pending: Vec::new(),
-            next_id: 1,
-            store: store.to_owned(),
-        }
-    }
-
-    /// Start and initialize with the given position encodings offered.
-    fn initialized(store: &Path, encodings: &[&str]) -> (Client, Value) {
-        Client::initialized_with(
-            store,
-            json!({"processId": null, "rootUri": null, "capabilities": {"general": {"positionEncodings": encodings}}}),
-        )
-    }
-
-    /// Start and initialize with the given `initialize` parameters.
-    fn initialized_with(store: &Path, params: Value) -> (Client, Value) {
-        let mut client = Client::start(store);
-        let result = client.request("initialize", params);
-        client.notify("initialized", json!({}));
-        (client, result)
-    }
-
-    /// Start as the editor `name` that asks for every change notification.
-    fn subscribed(store: &Path, name: &str) -> (Client, Value) {
-        Client::initialized_with(
-            store,
-            json!({
-                "processId": null,
-                "rootUri": null,
-                "clientInfo": {"name": name},
-                "capabilities": {
-                    "experimental": {"stardust": {"notifications": ["documentsChanged", "entitiesChanged"]}},
-                    "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}}
-                }
-            }),
-        )
-    }
-
-    /// The whole response to `workspace/executeCommand` with one argument object.
-    fn command(&mut self, name: &str, args: Value) -> Value {
-        self.call("workspace/executeCommand", json!({"command": name, "arguments": [args]}))
-    }
-
-    /// The result of a command that must succeed.
-    fn run(&mut self, name: &str, args: Value) -> Value {
-        let response = self.command(name, args);
-        assert!(response.get("error").is_none(), "{name} failed: {response}");
-        response["result"].clone()
-    }
-
-    /// The next notification `method`.
-    fn notification(&mut self, method: &str) -> Value {
-        self.wait(|m| m["method"] == method)["params"].clone()
-    }
-
-    fn send_raw(&mut self, body: &[u8]) {
-        self.stdin.write_all(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes()).unwrap();
-        self.stdin.write_all(body).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, message: Value) {
-        self.send_raw(message.to_string().as_bytes());
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The whole response (`result` or `error`) to a request.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.wait(|m| m["id"] == json!(id) && m.get("method").is_none())
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let response = self.call(method, params);
-        assert!(response.get("error").is_none(), "{method} failed: {response}");
-        response["result"].clone()
-    }
-
-    fn wait(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Value {
-        if let Some(i) = self.pending.iter().position(&mut pred) {
-            return self.pending.remove(i);
-        }
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.incoming.recv_timeout(left) {
-                Ok(message) if pred(&message) => return message,
-                Ok(message) => self.pending.push(message),
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("timed out; received meanwhile: {:?}", self.pending)
-                }
-                Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
-            }
-        }
-    }
-
-    /// The diagnostics published for `uri` at document `version`.
-    fn published(&mut self, uri: &str, version: i64) -> Vec<Value> {
-        let message = self.wait(|m| {
-            m["method"] == "textDocument/publishDiagnostics"
-                && m["params"]["uri"] == uri
-                && m["params"]["version"] == json!(version)
-        });
-        message["params"]["diagnostics"].as_array().unwrap().clone()
-    }
-
-    fn uri(&self, rel: &str) -> String {
-        format!("file://{}", self.store.join(rel).display())
-    }
-
-    fn open(&mut self, rel: &str, text: &str) -> String {
-        let uri = self.uri(rel);
-        let lang = if rel.ends_with(".dust") { "dust" } else { "json" };
-        self.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}),
-        );
-        uri
-    }
-
-    fn change(&mut self, uri: &str, version: i64, changes: Value) {
-        self.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}),
-        );
-    }
-
-    fn shutdown(mut self) {
-        self.request("shutdown", Value::Null);
-        self.notify("exit", Value::Null);
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "the server exited with {status}");
-                return;
-            }
-            assert!(Instant::now() < deadline, "the server did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// Start in `cwd`, with `--store` when `flag` is given; `store` is where URIs point.
+fn start_in(store: &Path, flag: Option<&Path>, cwd: &Path) -> Client {
+    Client::start(store, cwd, flag)
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Start and initialize with the given position encodings offered.
+fn initialized(store: &Path, encodings: &[&str]) -> (Client, Value) {
+    initialized_with(
+        store,
+        json!({"processId": null, "rootUri": null, "capabilities": {"general": {"positionEncodings": encodings}}}),
+    )
+}
+
+/// Start and initialize with the given `initialize` parameters.
+fn initialized_with(store: &Path, params: Value) -> (Client, Value) {
+    let mut client = start(store);
+    let result = client.initialize(params);
+    (client, result)
+}
+
+/// Start as the editor `name` that asks for every change notification.
+fn subscribed(store: &Path, name: &str) -> (Client, Value) {
+    initialized_with(
+        store,
+        json!({
+            "processId": null,
+            "rootUri": null,
+            "clientInfo": {"name": name},
+            "capabilities": {
+                "experimental": {"stardust": {"notifications": ["documentsChanged", "entitiesChanged"]}},
+                "workspace": {"workspaceEdit": {"documentChanges": true, "resourceOperations": ["create", "rename", "delete"]}}
+            }
+        }),
+    )
 }
 
 fn dune(tmp: &Path) -> String {
@@ -245,7 +69,7 @@ fn every_position_encoding_is_negotiated() {
         (vec![], "utf-16"),
         (vec!["utf-7", "utf-16"], "utf-16"),
     ] {
-        let (client, result) = Client::initialized(tmp.path(), &offered);
+        let (client, result) = initialized(tmp.path(), &offered);
         assert_eq!(result["capabilities"]["positionEncoding"], chosen, "offered {offered:?}");
         assert_eq!(result["capabilities"]["textDocumentSync"]["change"], 2);
         client.shutdown();
@@ -255,7 +79,7 @@ fn every_position_encoding_is_negotiated() {
 #[test]
 fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &["utf-16"]);
+    let (mut client, _) = initialized(tmp.path(), &["utf-16"]);
     let text = dune(tmp.path()).replace("@person/frank-herbert", "@person/frank-herbrt");
     let uri = client.open("books/dune.dust", &text);
     let diagnostics = client.published(&uri, 1);
@@ -300,7 +124,7 @@ fn a_dangling_reference_is_pushed_then_cleared_and_pulled() {
 #[test]
 fn unsaved_buffers_are_diagnosed_across_documents() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     // A new, unsaved entity that duplicates an id: both documents get the diagnostic.
     let dup = client.open("books/copy.dust", "id book/dune\ntype book\n");
     let diagnostics = client.published(&dup, 1);
@@ -320,7 +144,7 @@ fn multi_byte_characters_count_in_the_negotiated_encoding() {
     for (encoding, column) in
         [("utf-16", byte_col - 2), ("utf-32", byte_col - 3), ("utf-8", byte_col)]
     {
-        let (mut client, _) = Client::initialized(tmp.path(), &[encoding]);
+        let (mut client, _) = initialized(tmp.path(), &[encoding]);
         let uri = client.open("books/x.dust", text);
         let diagnostics = client.published(&uri, 1);
         let d = diagnostics.iter().find(|d| d["code"] == "dangling-ref").expect("dangling-ref");
@@ -360,7 +184,7 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
         .replace("@person/frank-herbert", "@person/frank-h")
         .replace("1965\n", "1965\nyear 1966\n")
         .replace("title      Dune", "title      'Dûne 😀'");
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let uri = client.open("books/dune.dust", "");
     let mut typed = String::new();
     let mut version = 1;
@@ -394,7 +218,7 @@ fn a_burst_of_edits_ends_like_a_fresh_open() {
         client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
     client.shutdown();
 
-    let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
+    let (mut fresh, _) = initialized(tmp.path(), &[]);
     let uri = fresh.open("books/dune.dust", &target);
     let direct = fresh.published(&uri, 1);
     assert_eq!(after_burst, direct);
@@ -425,7 +249,7 @@ fn edits_inside_an_entity_array_pull_like_a_fresh_open() {
         )
     };
     let mut text = format!("[\n{}\n]\n", (0..6).map(item).collect::<Vec<_>>().join(",\n"));
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let uri = client.open("books/list.json", &text);
     assert_eq!(client.published(&uri, 1), Vec::<Value>::new());
     let mut version = 1;
@@ -501,7 +325,7 @@ fn edits_inside_an_entity_array_pull_like_a_fresh_open() {
     let last = answers(&mut client, &uri, &text);
     client.shutdown();
 
-    let (mut fresh, _) = Client::initialized(tmp.path(), &[]);
+    let (mut fresh, _) = initialized(tmp.path(), &[]);
     let uri = fresh.open("books/list.json", &text);
     let direct = answers(&mut fresh, &uri, &text);
     assert_eq!(last, direct);
@@ -512,7 +336,7 @@ fn edits_inside_an_entity_array_pull_like_a_fresh_open() {
 #[test]
 fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let uri = client.open("books/x.dust", "id book/x\ntype book\n");
     let before = client.published(&uri, 1);
     let far = json!({"line": 40, "character": 0});
@@ -527,7 +351,7 @@ fn an_out_of_range_edit_is_refused_and_the_buffer_kept() {
 #[test]
 fn malformed_frames_and_unknown_methods_do_not_stop_the_server() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     client.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ");
     client.send_raw(b"[1, 2, 3]");
     client.stdin.write_all(b"Content-Length: nine\r\n\r\n").unwrap();
@@ -554,7 +378,7 @@ fn find(text: &str, needle: &str, delta: usize) -> Value {
 #[test]
 fn hover_definition_and_references_follow_ids() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let text = dune(tmp.path());
     let uri = client.open("books/dune.dust", &text);
     client.published(&uri, 1);
@@ -628,7 +452,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn symbols_of_a_document_and_of_the_workspace() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let uri = client.uri("books/dune.dust");
     let symbols =
         client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
@@ -656,7 +480,7 @@ fn symbols_of_a_document_and_of_the_workspace() {
 #[test]
 fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &["utf-32"]);
+    let (mut client, _) = initialized(tmp.path(), &["utf-32"]);
     let uri = client.open("books/x.dust", "id   book/x\ntype 'book'\ntitle  'Ü'\n");
     client.published(&uri, 1);
     let params =
@@ -680,7 +504,7 @@ fn formatting_is_one_whole_document_edit_and_refuses_syntax_errors() {
 #[test]
 fn completion_offers_properties_values_and_references() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let text = "id book/x\ntype book\nauthor @person/fr\nstatus \n";
     let uri = client.open("books/x.dust", text);
     client.published(&uri, 1);
@@ -718,7 +542,7 @@ fn completion_offers_properties_values_and_references() {
 #[test]
 fn documents_changed_on_disk_are_read_again() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let uri = client.open(
         "books/x.dust",
         "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\nauthor @person/new-one\n",
@@ -753,7 +577,7 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
     for (cwd, root) in
         [(tmp.path().join("books"), Value::Null), (elsewhere.path().to_owned(), json!(root_uri))]
     {
-        let mut client = Client::start_in(tmp.path(), None, &cwd);
+        let mut client = start_in(tmp.path(), None, &cwd);
         let init = json!({"processId": null, "rootUri": root, "capabilities": {}});
         client.request("initialize", init);
         client.notify("initialized", json!({}));
@@ -763,7 +587,7 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
         assert_eq!(pulled["items"], json!([]), "from {}", cwd.display());
         client.shutdown();
     }
-    let mut lost = Client::start_in(tmp.path(), None, elsewhere.path());
+    let mut lost = start_in(tmp.path(), None, elsewhere.path());
     let response =
         lost.call("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
     assert_eq!(response["error"]["data"]["code"], "not-found", "{response}");
@@ -772,7 +596,7 @@ fn the_store_is_found_from_the_working_directory_or_the_client_root() {
 #[test]
 fn commands_are_advertised_with_their_contracts() {
     let tmp = util::library();
-    let (client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (client, result) = subscribed(tmp.path(), "e2e-editor");
     let caps = &result["capabilities"];
     let commands: Vec<&str> = caps["executeCommandProvider"]["commands"]
         .as_array()
@@ -797,7 +621,7 @@ fn commands_are_advertised_with_their_contracts() {
 #[test]
 fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
     let tmp = util::library();
-    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (mut client, _) = subscribed(tmp.path(), "e2e-editor");
     let uri = client.open(
         "books/x.dust",
         "id book/x\ntype book\ntitle X\nyear 2000\nstatus draft\nauthor @person/new-one\n",
@@ -856,7 +680,7 @@ fn a_pulling_client_is_asked_to_refresh_instead_of_being_pushed() {
         "textDocument": {"diagnostic": {"dynamicRegistration": false}},
         "workspace": {"diagnostics": {"refreshSupport": true}},
     });
-    let (mut client, _) = Client::initialized_with(
+    let (mut client, _) = initialized_with(
         tmp.path(),
         json!({"processId": null, "rootUri": null, "capabilities": capabilities}),
     );
@@ -908,7 +732,7 @@ fn a_pulling_client_is_asked_to_refresh_instead_of_being_pushed() {
 #[test]
 fn a_refused_confirm_answers_with_the_problems() {
     let tmp = util::library();
-    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (mut client, _) = subscribed(tmp.path(), "e2e-editor");
     let preview = client.run(
         "stardust.entity.create",
         json!({"entities": [{"id": "book/orphan", "type": "book", "title": "Orphan", "year": 2001, "status": "draft", "author": "@person/nobody"}]}),
@@ -940,7 +764,7 @@ fn a_refused_confirm_answers_with_the_problems() {
 #[test]
 fn notifications_are_sent_only_when_asked_for() {
     let tmp = util::library();
-    let (mut quiet, _) = Client::initialized(tmp.path(), &[]);
+    let (mut quiet, _) = initialized(tmp.path(), &[]);
     let preview = quiet.run(
         "stardust.entity.create",
         json!({"entities": [{"id": "person/quiet-one", "type": "person", "name": "Quiet One", "roles": ["author"]}]}),
@@ -959,8 +783,8 @@ fn notifications_are_sent_only_when_asked_for() {
 #[test]
 fn two_editors_share_one_core_and_hear_each_other() {
     let tmp = util::library();
-    let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
-    let (mut second, result) = Client::subscribed(tmp.path(), "second");
+    let (mut owner, _) = subscribed(tmp.path(), "owner");
+    let (mut second, result) = subscribed(tmp.path(), "second");
     // Both attached to the store's one core (started by the first): both may run commands.
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], false);
     let status = second.run("stardust.status", json!({}));
@@ -997,7 +821,7 @@ fn a_store_owned_by_another_process_is_served_read_only() {
         stardust_core::store::OpenOptions { watch: false, ..Default::default() },
     )
     .unwrap();
-    let (mut second, result) = Client::subscribed(tmp.path(), "second");
+    let (mut second, result) = subscribed(tmp.path(), "second");
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["notifications"], json!([]));
     let busy = second.command("stardust.status", json!({}));
@@ -1027,7 +851,7 @@ fn a_store_owned_by_another_process_is_served_read_only() {
 #[test]
 fn an_empty_argument_array_means_no_arguments() {
     let tmp = util::library();
-    let (mut owner, _) = Client::subscribed(tmp.path(), "owner");
+    let (mut owner, _) = subscribed(tmp.path(), "owner");
     // An empty array (an empty Lua table) means no arguments, as does no argument at all.
     let status = owner.run("stardust.status", json!([]));
     let bare = owner.request("workspace/executeCommand", json!({"command": "stardust.status"}));
@@ -1039,7 +863,7 @@ fn an_empty_argument_array_means_no_arguments() {
 #[test]
 fn code_actions_repair_diagnostics_and_convert_on_resolve() {
     let tmp = util::library();
-    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (mut client, _) = subscribed(tmp.path(), "e2e-editor");
     let text =
         "id book/x\ntype book\ntitle X\nyear 2000\nstatus publised\nauthor @person/frank-herbrt\n";
     let uri = client.open("books/x.dust", text);
@@ -1093,7 +917,7 @@ fn code_actions_repair_diagnostics_and_convert_on_resolve() {
 #[test]
 fn renaming_an_entity_edits_every_reference_and_commits_nothing() {
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let text = dune(tmp.path());
     let uri = client.open("books/dune.dust", &text);
     client.published(&uri, 1);
@@ -1141,7 +965,7 @@ fn long_work_reports_progress_and_can_be_cancelled() {
     let numbers: Vec<Value> =
         (0..1500).map(|i| json!({"id": format!("n/{i}"), "type": "n", "v": i})).collect();
     std::fs::write(tmp.path().join("numbers.json"), Value::Array(numbers).to_string()).unwrap();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
 
     // Progress: begin before the answer, then end.
     let response = client.call(
@@ -1183,7 +1007,7 @@ fn a_store_that_cannot_be_opened_for_writing_is_served_read_only_with_its_error(
     let tmp = util::library();
     // `.stardust` is a file: the store cannot keep its log, but its documents can be read.
     std::fs::write(tmp.path().join(".stardust"), "not a folder").unwrap();
-    let (mut client, result) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (mut client, result) = subscribed(tmp.path(), "e2e-editor");
     assert_eq!(result["capabilities"]["experimental"]["stardust"]["readOnly"], true);
     let refused = client.command("stardust.status", json!({}));
     assert_eq!(refused["error"]["data"]["code"], "internal", "{refused}");
@@ -1222,7 +1046,7 @@ fn a_client_that_never_reads_costs_bounded_memory() {
 fn a_burst_of_more_requests_than_the_concurrency_limit_is_answered_in_full() {
     const N: i64 = 1500;
     let tmp = util::library();
-    let (mut client, _) = Client::initialized(tmp.path(), &[]);
+    let (mut client, _) = initialized(tmp.path(), &[]);
     let mut burst = Vec::new();
     for id in 0..N {
         let body = json!({"jsonrpc": "2.0", "id": 10_000 + id, "method": "workspace/diagnostic", "params": {"previousResultIds": []}}).to_string();
@@ -1260,7 +1084,7 @@ fn a_burst_of_more_requests_than_the_concurrency_limit_is_answered_in_full() {
 #[test]
 fn requests_before_initialize_and_edits_of_unopened_documents_are_refused_harmlessly() {
     let tmp = util::library();
-    let mut client = Client::start(tmp.path());
+    let mut client = start(tmp.path());
     let early = client.call("textDocument/hover", json!({"textDocument": {"uri": client.uri("books/dune.dust")}, "position": {"line": 0, "character": 0}}));
     assert_eq!(early["error"]["code"], -32002, "{early}");
     client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
@@ -1282,7 +1106,7 @@ fn past_max_pending_the_client_hears_overflow() {
     let mut toml = std::fs::read_to_string(&config).unwrap();
     toml.push_str("\n[notifications]\nmax_pending = 1\n");
     std::fs::write(&config, toml).unwrap();
-    let (mut client, _) = Client::subscribed(tmp.path(), "e2e-editor");
+    let (mut client, _) = subscribed(tmp.path(), "e2e-editor");
     // One document and one entity: two entries, one more than the subscriber may hold.
     let preview = client.run(
         "stardust.entity.create",

@@ -3,169 +3,48 @@
 //! real binary over stdio on a copy of the sample library; and Neovim's headless self-test of
 //! examples/editors/neovim when `nvim` is installed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
 mod util;
 
-const TIMEOUT: Duration = Duration::from_secs(30);
+use util::lsp::Lsp as Client;
 
-/// A client speaking to one `stardust lsp` process.
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    next_id: i64,
-    store: PathBuf,
+/// Start on `store` and initialize with `capabilities`.
+fn start(store: &Path, capabilities: Value) -> Client {
+    let init = json!({"processId": null, "rootUri": null, "capabilities": capabilities});
+    start_in(store, Some(store), init)
 }
 
-impl Client {
-    /// Start on `store` and initialize with `capabilities`.
-    fn start(store: &Path, capabilities: Value) -> Client {
-        let init = json!({"processId": null, "rootUri": null, "capabilities": capabilities});
-        Client::start_in(store, Some(store), init)
+/// Start in folder `cwd` (with `--store` when `flag` is given) and initialize with `init`;
+/// `cwd` is also where the test's URIs point.
+fn start_in(cwd: &Path, flag: Option<&Path>, init: Value) -> Client {
+    let mut client = Client::start(cwd, cwd, flag);
+    let result = client.initialize(init);
+    for provider in [
+        "foldingRangeProvider",
+        "selectionRangeProvider",
+        "documentLinkProvider",
+        "documentHighlightProvider",
+        "inlayHintProvider",
+        "codeLensProvider",
+    ] {
+        assert!(!result["capabilities"][provider].is_null(), "{provider} in {result}");
     }
-
-    /// Start in folder `cwd` (with `--store` when `flag` is given) and initialize with `init`;
-    /// `cwd` is also where the test's URIs point.
-    fn start_in(cwd: &Path, flag: Option<&Path>, init: Value) -> Client {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
-        command.arg("lsp");
-        if let Some(flag) = flag {
-            command.arg("--store").arg(flag);
-        }
-        let mut child = command
-            .current_dir(cwd)
-            .env("STARDUST_IDLE_EXIT", "2")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the stardust binary starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut length = None;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(n) = line.strip_prefix("Content-Length: ") {
-                        length = Some(n.parse::<usize>().unwrap());
-                    }
-                }
-                let mut body = vec![0; length.expect("a Content-Length header")];
-                reader.read_exact(&mut body).unwrap();
-                if tx.send(serde_json::from_slice(&body).expect("the server sends JSON")).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut client = Client { child, stdin, incoming: rx, next_id: 1, store: cwd.to_owned() };
-        let result = client.request("initialize", init);
-        for provider in [
-            "foldingRangeProvider",
-            "selectionRangeProvider",
-            "documentLinkProvider",
-            "documentHighlightProvider",
-            "inlayHintProvider",
-            "codeLensProvider",
-        ] {
-            assert!(!result["capabilities"][provider].is_null(), "{provider} in {result}");
-        }
-        client.notify("initialized", json!({}));
-        client
-    }
-
-    /// A client that offers `encoding` and folds as `line_folding_only` says.
-    fn with(store: &Path, encoding: &str, line_folding_only: bool) -> Client {
-        Client::start(
-            store,
-            json!({
-                "general": {"positionEncodings": [encoding]},
-                "textDocument": {"foldingRange": {"lineFoldingOnly": line_folding_only}}
-            }),
-        )
-    }
-
-    fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The result of a request that must succeed (notifications meanwhile are dropped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.incoming.recv_timeout(left) {
-                Ok(m) if m["id"] == json!(id) && m.get("method").is_none() => {
-                    assert!(m.get("error").is_none(), "{method} failed: {m}");
-                    return m["result"].clone();
-                }
-                Ok(_) => {}
-                Err(RecvTimeoutError::Timeout) => panic!("{method} timed out"),
-                Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
-            }
-        }
-    }
-
-    fn uri(&self, rel: &str) -> String {
-        format!("file://{}", self.store.join(rel).display())
-    }
-
-    fn open(&mut self, rel: &str, text: &str) -> String {
-        let uri = self.uri(rel);
-        let lang = if rel.ends_with(".dust") { "dust" } else { "json" };
-        self.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}),
-        );
-        uri
-    }
-
-    fn doc(&self, rel: &str) -> Value {
-        json!({"uri": self.uri(rel)})
-    }
-
-    fn shutdown(mut self) {
-        self.request("shutdown", Value::Null);
-        self.notify("exit", Value::Null);
-        let deadline = Instant::now() + TIMEOUT;
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "the server did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    client
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A client that offers `encoding` and folds as `line_folding_only` says.
+fn with(store: &Path, encoding: &str, line_folding_only: bool) -> Client {
+    start(
+        store,
+        json!({
+            "general": {"positionEncodings": [encoding]},
+            "textDocument": {"foldingRange": {"lineFoldingOnly": line_folding_only}}
+        }),
+    )
 }
 
 /// The 0-based line of the first line of `text` that starts with `prefix`.
@@ -184,7 +63,7 @@ fn folding_follows_the_clients_line_folding_only() {
     let editions = line_of(&dune, "editions");
     let close = line_of(&dune, "]");
     for line_only in [true, false] {
-        let mut client = Client::with(tmp.path(), "utf-16", line_only);
+        let mut client = with(tmp.path(), "utf-16", line_only);
         let folds = client.request(
             "textDocument/foldingRange",
             json!({"textDocument": client.doc("books/dune.dust")}),
@@ -221,7 +100,7 @@ fn a_selection_grows_from_a_reference_to_the_document() {
     let tmp = util::library();
     let dune = read(tmp.path(), "books/dune.dust");
     let line = line_of(&dune, "author");
-    let mut client = Client::with(tmp.path(), "utf-16", false);
+    let mut client = with(tmp.path(), "utf-16", false);
     let ranges = client.request(
         "textDocument/selectionRange",
         json!({"textDocument": client.doc("books/dune.dust"), "positions": [{"line": line, "character": 14}]}),
@@ -254,7 +133,7 @@ fn references_and_schemas_link_to_their_targets_and_dangling_ones_do_not() {
     let tmp = util::library();
     let dune = read(tmp.path(), "books/dune.dust");
     let herbert = read(tmp.path(), "people/frank-herbert.dust");
-    let mut client = Client::with(tmp.path(), "utf-16", false);
+    let mut client = with(tmp.path(), "utf-16", false);
     let text = dune.replace("@series/dune-chronicles", "@series/nowhere");
     client.open("books/dune.dust", &text);
     let links = client.request(
@@ -315,7 +194,7 @@ fn references_and_schemas_link_to_their_targets_and_dangling_ones_do_not() {
 #[test]
 fn every_occurrence_of_an_id_is_highlighted() {
     let tmp = util::library();
-    let mut client = Client::with(tmp.path(), "utf-16", false);
+    let mut client = with(tmp.path(), "utf-16", false);
     let text = r#"[
   {"id": "person/a", "type": "person", "name": "A", "friend": "@person/b"},
   {"id": "person/b", "type": "person", "name": "B", "friend": "@person/a", "rival": "@person/a"}
@@ -352,7 +231,7 @@ fn a_reference_is_followed_by_its_targets_title_in_the_clients_encoding() {
     // A non-ASCII name before the reference: the hint's column differs by encoding.
     let text = "id      review/x\ntype    review\nnotes   ['Üé😀' \"@person/frank-herbert\"]\n";
     for (encoding, column) in [("utf-8", 43), ("utf-16", 39), ("utf-32", 38)] {
-        let mut client = Client::with(tmp.path(), encoding, false);
+        let mut client = with(tmp.path(), encoding, false);
         let uri = client.open("reviews/x.dust", text);
         let hints = client.request(
             "textDocument/inlayHint",
@@ -377,7 +256,7 @@ fn a_reference_is_followed_by_its_targets_title_in_the_clients_encoding() {
 #[test]
 fn lenses_count_referrers_and_run_a_query_document() {
     let tmp = util::library();
-    let mut client = Client::with(tmp.path(), "utf-16", false);
+    let mut client = with(tmp.path(), "utf-16", false);
     let herbert = client.doc("people/frank-herbert.dust");
     let lenses = client.request("textDocument/codeLens", json!({"textDocument": herbert}));
     let lenses = lenses.as_array().unwrap();
@@ -426,7 +305,7 @@ fn a_client_in_a_mount_is_linked_to_mount_paths() {
     let mnt = mnt.canonicalize().unwrap();
     let root = format!("file://{}", mnt.display());
     let init = json!({"processId": null, "rootUri": root, "capabilities": {}});
-    let mut client = Client::start_in(&mnt, None, init);
+    let mut client = start_in(&mnt, None, init);
     let dune = client.doc("books/dune.dust");
     let links = client.request("textDocument/documentLink", json!({"textDocument": dune}));
     let links = links.as_array().unwrap();

@@ -3,125 +3,17 @@
 //! decoded here with a naive column count of their own, so the server's encoding is checked
 //! against an independent reading of the text.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
 
 use serde_json::{Value, json};
 
 mod util;
 
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    next_id: i64,
-    store: std::path::PathBuf,
-}
+use util::lsp::Lsp as Client;
 
-impl Client {
-    /// `stardust lsp` on `store`, initialized with `capabilities`.
-    fn start(store: &Path, capabilities: Value) -> (Client, Value) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("lsp")
-            .arg("--store")
-            .arg(store)
-            .current_dir(store)
-            .env("STARDUST_IDLE_EXIT", "2")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the stardust binary starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let line = line.trim_end();
-                    if line.is_empty() {
-                        break;
-                    }
-                    if let Some(n) = line.strip_prefix("Content-Length: ") {
-                        length = n.parse().unwrap();
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                if tx.send(serde_json::from_slice(&body).unwrap()).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut client = Client { child, stdin, incoming: rx, next_id: 1, store: store.to_owned() };
-        let result = client.request(
-            "initialize",
-            json!({"processId": null, "rootUri": null, "capabilities": capabilities}),
-        );
-        client.notify("initialized", json!({}));
-        (client, result)
-    }
-
-    fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// The whole response to a request (`result` or `error`).
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let message = self.incoming.recv_timeout(util::TIMEOUT).expect("an answer in time");
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let response = self.call(method, params);
-        assert!(response.get("error").is_none(), "{method} failed: {response}");
-        response["result"].clone()
-    }
-
-    fn open(&mut self, rel: &str, text: &str) -> String {
-        let uri = format!("file://{}", self.store.join(rel).display());
-        let lang = if rel.ends_with(".dust") { "dust" } else { "json" };
-        self.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}),
-        );
-        uri
-    }
-
-    fn shutdown(mut self) {
-        self.request("shutdown", Value::Null);
-        self.notify("exit", Value::Null);
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "the server exited with {status}");
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `stardust lsp` on `store`, initialized with `capabilities`.
+fn start(store: &Path, capabilities: Value) -> (Client, Value) {
+    Client::initialized(store, capabilities)
 }
 
 fn encodings(offered: &str) -> Value {
@@ -197,7 +89,7 @@ fn find<'a>(
 fn full_tokens_are_right_in_every_position_encoding() {
     let tmp = util::library();
     for encoding in ["utf-16", "utf-8", "utf-32"] {
-        let (mut client, init) = Client::start(tmp.path(), encodings(encoding));
+        let (mut client, init) = start(tmp.path(), encodings(encoding));
         assert_eq!(init["capabilities"]["positionEncoding"], encoding);
         let provider = &init["capabilities"]["semanticTokensProvider"];
         assert_eq!(provider["full"]["delta"], true);
@@ -242,7 +134,7 @@ fn apply(data: &[Value], edits: &[Value]) -> Vec<Value> {
 #[test]
 fn a_delta_from_the_previous_result_rebuilds_the_new_tokens() {
     let tmp = util::library();
-    let (mut client, _) = Client::start(tmp.path(), encodings("utf-16"));
+    let (mut client, _) = start(tmp.path(), encodings("utf-16"));
     let uri = client.open("books/dune.dust", BOOK);
     let doc = json!({"uri": uri});
     let first = client.request("textDocument/semanticTokens/full", json!({"textDocument": doc}));
@@ -276,7 +168,7 @@ fn a_delta_from_the_previous_result_rebuilds_the_new_tokens() {
 #[test]
 fn range_tokens_cover_the_range_and_multi_line_tokens_follow_the_client() {
     let tmp = util::library();
-    let (mut client, init) = Client::start(tmp.path(), encodings("utf-16"));
+    let (mut client, init) = start(tmp.path(), encodings("utf-16"));
     let legend = init["capabilities"]["semanticTokensProvider"]["legend"].clone();
     let uri = client.open("books/dune.dust", BOOK);
     let range = client.request(
@@ -307,7 +199,7 @@ fn range_tokens_cover_the_range_and_multi_line_tokens_follow_the_client() {
         "tokenTypes": [], "tokenModifiers": [], "formats": ["relative"],
         "multilineTokenSupport": true
     }}});
-    let (mut client, _) = Client::start(tmp.path(), capabilities);
+    let (mut client, _) = start(tmp.path(), capabilities);
     let json_uri = client.open("notes.json", json_text);
     let whole = client
         .request("textDocument/semanticTokens/full", json!({"textDocument": {"uri": json_uri}}));
@@ -355,7 +247,7 @@ fn apply_text(text: &str, edits: &[Value]) -> String {
 #[test]
 fn range_formatting_edits_only_inside_the_range_and_on_type_aligns() {
     let tmp = util::library();
-    let (mut client, init) = Client::start(tmp.path(), encodings("utf-16"));
+    let (mut client, init) = start(tmp.path(), encodings("utf-16"));
     assert_eq!(init["capabilities"]["documentRangeFormattingProvider"], true);
     assert_eq!(
         init["capabilities"]["documentOnTypeFormattingProvider"]["firstTriggerCharacter"],

@@ -58,6 +58,8 @@ pub fn library() -> tempfile::TempDir {
 /// How long a test waits for a process to reach a state before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
+pub mod lsp;
+
 /// Wait until `done`, failing the test after [`TIMEOUT`] with `what` was awaited.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + TIMEOUT;
