@@ -5,14 +5,12 @@ mod util;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{
-    Serve, TIMEOUT, flood, front, lsp_frame, peak_rss_mb, record, stardust, text, wait_until,
-};
+use util::lsp::Lsp;
+use util::{Serve, TIMEOUT, flood, lsp_frame, peak_rss_mb, record, stardust, text, wait_until};
 
 fn exe() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
@@ -29,84 +27,16 @@ fn store() -> tempfile::TempDir {
     dir
 }
 
-/// A bare LSP client over `stardust lsp`'s standard input and output.
-struct Editor {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    next_id: i64,
-}
-
-impl Editor {
-    fn attach(store: &Path, name: &str) -> Editor {
-        let mut child = front("lsp", store, &[]);
-        let stdin = child.stdin.take().unwrap();
-        let mut reader = BufReader::new(child.stdout.take().unwrap());
-        let (tx, incoming) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            loop {
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    match line.trim_end().strip_prefix("Content-Length: ") {
-                        Some(n) => length = n.parse().unwrap(),
-                        None if line.trim_end().is_empty() => break,
-                        None => {}
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                if tx.send(serde_json::from_slice::<Value>(&body).unwrap()).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut editor = Editor { child, stdin, incoming, next_id: 1 };
-        let notifications = json!(["documentsChanged", "entitiesChanged"]);
-        editor.request(
-            "initialize",
-            json!({"capabilities": {"experimental": {"stardust": {"notifications": notifications}}},
-                   "clientInfo": {"name": name}}),
-        );
-        editor.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
-        editor
-    }
-
-    fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = self.wait(|m| m["id"] == id);
-        assert!(answer.get("error").is_none(), "{method}: {answer}");
-        answer["result"].clone()
-    }
-
-    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self.incoming.recv_timeout(left).expect("a message before the timeout");
-            if pred(&message) {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for Editor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An editor attached to the store's core through `stardust lsp --store STORE`, asking for
+/// every change notification.
+fn attach(store: &Path, name: &str) -> Lsp {
+    let mut editor = Lsp::start(store, store, Some(store));
+    let notifications = json!(["documentsChanged", "entitiesChanged"]);
+    editor.initialize(json!({
+        "capabilities": {"experimental": {"stardust": {"notifications": notifications}}},
+        "clientInfo": {"name": name}
+    }));
+    editor
 }
 
 fn apply(store: &Path, patch: &str) -> Value {
@@ -147,7 +77,7 @@ fn editor_mount_and_command_line_share_one_core() {
     assert_eq!(shown["pid"], core_pid);
     assert_eq!(shown["socket"], record(&store).unwrap()["socket"], "{shown}");
     assert!(shown["socket"].is_string(), "{shown}");
-    let mut editor = Editor::attach(&store, "e2e-editor");
+    let mut editor = attach(&store, "e2e-editor");
 
     // The command line goes through the core: the editor hears it, the mount shows it.
     let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
@@ -201,8 +131,8 @@ fn attachers_start_one_core_which_stops_when_idle() {
     let store = dir.path().canonicalize().unwrap();
     // Two editors at the same moment, no core yet: both end up on one.
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| Editor::attach(&store, "a"));
-        let b = s.spawn(|| Editor::attach(&store, "b"));
+        let a = s.spawn(|| attach(&store, "a"));
+        let b = s.spawn(|| attach(&store, "b"));
         (a.join().unwrap(), b.join().unwrap())
     });
     let mut a = a;
@@ -252,7 +182,7 @@ fn a_core_killed_with_9_is_replaced_and_nothing_is_lost() {
     let dir = store();
     let store = dir.path().canonicalize().unwrap();
     let serve = Serve::start(&store);
-    let mut editor = Editor::attach(&store, "e2e-editor");
+    let mut editor = attach(&store, "e2e-editor");
     let done = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
     editor.wait(|m| m["method"] == "stardust/entitiesChanged");
     let pid = serve.child.id().to_string();
@@ -265,7 +195,7 @@ fn a_core_killed_with_9_is_replaced_and_nothing_is_lost() {
     }
     drop(serve);
     // The record is stale now; the next attacher starts a fresh core, which has the commit.
-    let mut again = Editor::attach(&store, "e2e-editor");
+    let mut again = attach(&store, "e2e-editor");
     let got = again.request(
         "workspace/executeCommand",
         json!({"command": "stardust.entity.get", "arguments": [{"id": "person/bo"}]}),
@@ -421,7 +351,7 @@ fn a_store_moved_while_served_stops_its_core_and_loses_nothing() {
         .unwrap();
     let mut serve = Serve::start(&old);
     let pid = record(&old).unwrap()["pid"].clone();
-    let mut editor = Editor::attach(&old, "e2e-editor");
+    let mut editor = attach(&old, "e2e-editor");
     let done = apply(&old, "ops [{create {id ?bo type person name Bo}}]\n");
     editor.wait(|m| m["method"] == "stardust/entitiesChanged");
 
@@ -440,7 +370,7 @@ fn a_store_moved_while_served_stops_its_core_and_loses_nothing() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap())
         .collect();
     assert_eq!(seqs, [1, done["seq"].as_u64().unwrap()], "{}", text(&log.stderr));
-    let mut again = Editor::attach(&new, "e2e-editor");
+    let mut again = attach(&new, "e2e-editor");
     let got = again.request(
         "workspace/executeCommand",
         json!({"command": "stardust.entity.get", "arguments": [{"id": "person/bo"}]}),
@@ -542,7 +472,7 @@ fn a_record_naming_a_live_process_that_is_no_core_is_replaced() {
     // This test's own process: alive, but not a core, and the socket answers nothing.
     let squatter = json!({"pid": std::process::id(), "socket": "/tmp/stardust-nowhere.sock"});
     std::fs::write(store.join(".stardust/run/daemon.json"), squatter.to_string()).unwrap();
-    let mut editor = Editor::attach(&store, "e2e-editor");
+    let mut editor = attach(&store, "e2e-editor");
     let status = editor.request(
         "workspace/executeCommand",
         json!({"command": "stardust.status", "arguments": [{}]}),
@@ -573,7 +503,7 @@ fn a_store_copied_with_its_record_gets_its_own_core() {
     assert!(copy.join("person/cy.dust").exists());
     assert!(!original.join("person/cy.dust").exists(), "the original was not touched");
     // An editor of the copy gets a core of its own.
-    let mut editor = Editor::attach(&copy, "e2e-editor");
+    let mut editor = attach(&copy, "e2e-editor");
     let status = editor.request(
         "workspace/executeCommand",
         json!({"command": "stardust.status", "arguments": [{}]}),

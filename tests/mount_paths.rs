@@ -5,113 +5,19 @@
 
 mod util;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use util::lsp::Lsp;
 use util::{Serve, TIMEOUT, wait_until};
 
-fn exe() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
-    command.env("STARDUST_IDLE_EXIT", "2").env_remove("RUST_LOG");
-    command
-}
-
-/// A bare LSP client over `stardust lsp`, started with no `--store` in `cwd`.
-struct Editor {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    next_id: i64,
-}
-
-impl Editor {
-    fn start(cwd: &Path) -> Editor {
-        let mut child = exe()
-            .arg("lsp")
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let mut reader = BufReader::new(child.stdout.take().unwrap());
-        let (tx, incoming) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            loop {
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    match line.trim_end().strip_prefix("Content-Length: ") {
-                        Some(n) => length = n.parse().unwrap(),
-                        None if line.trim_end().is_empty() => break,
-                        None => {}
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                if tx.send(serde_json::from_slice::<Value>(&body).unwrap()).is_err() {
-                    return;
-                }
-            }
-        });
-        Editor { child, stdin, incoming, next_id: 1 }
-    }
-
-    fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let answer = self.wait(&format!("the answer to {method}"), |m| m["id"] == id);
-        assert!(answer.get("error").is_none(), "{method}: {answer}");
-        answer["result"].clone()
-    }
-
-    fn wait(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self
-                .incoming
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
-            if pred(&message) {
-                return message;
-            }
-        }
-    }
-
-    /// The next diagnostics published for `uri`.
-    fn published(&mut self, uri: &str) -> Vec<Value> {
-        let message = self.wait(&format!("diagnostics for {uri}"), |m| {
-            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
-        });
-        message["params"]["diagnostics"].as_array().unwrap().clone()
-    }
-}
-
-impl Drop for Editor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An editor: `stardust lsp` started with no `--store` in `cwd`.
+fn editor(cwd: &Path) -> Lsp {
+    Lsp::start(cwd, cwd, None)
 }
 
 /// An agent over `stardust mcp --store STORE FLAGS`, newline-delimited JSON-RPC.
@@ -214,7 +120,7 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
 
     // The editor is started inside the mount, as an editor opening MNT would start it: it
     // finds the store through the mount's .stardust/store.json and attaches to the core.
-    let mut editor = Editor::start(&mnt.join("books"));
+    let mut editor = editor(&mnt.join("books"));
     let notifications = json!(["documentsChanged", "entitiesChanged"]);
     editor.request(
         "initialize",
@@ -235,7 +141,7 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": dune_uri, "languageId": "dust", "version": 1, "text": dune}}),
     );
-    assert_eq!(editor.published(&dune_uri), Vec::<Value>::new(), "the library is clean");
+    assert_eq!(editor.published(&dune_uri, 1), Vec::<Value>::new(), "the library is clean");
     let definition = editor.request(
         "textDocument/definition",
         json!({"textDocument": {"uri": dune_uri},
@@ -262,7 +168,7 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": new_uri, "languageId": "dust", "version": 1, "text": NEW_ONE}}),
     );
-    let diagnostics = editor.published(&new_uri);
+    let diagnostics = editor.published(&new_uri, 1);
     let codes: Vec<&str> = diagnostics.iter().filter_map(|d| d["code"].as_str()).collect();
     assert_eq!(codes, ["dangling-ref"], "{diagnostics:?}");
     assert!(!mnt.join("books/new-one.dust").exists(), "an open buffer is not saved");
@@ -279,15 +185,15 @@ fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
 
     // The editor hears of it, in mount URIs, and its unsaved buffer is re-diagnosed clean.
     // (The core sends documentsChanged, then entitiesChanged, then the new diagnostics.)
-    let heard = editor.wait("documentsChanged", |m| m["method"] == "stardust/documentsChanged");
+    let heard = editor.wait(|m| m["method"] == "stardust/documentsChanged");
     let document = &heard["params"]["documents"][0];
     assert_eq!(document["path"], "people/nobody-yet.dust", "{heard}");
     assert_eq!(document["uri"], uri(&mnt.join("people/nobody-yet.dust")), "{heard}");
-    let heard = editor.wait("entitiesChanged", |m| m["method"] == "stardust/entitiesChanged");
+    let heard = editor.wait(|m| m["method"] == "stardust/entitiesChanged");
     let created = json!([{"id": "person/nobody-yet", "change": "created"}]);
     assert_eq!(heard["params"]["entities"], created);
     assert_eq!(heard["params"]["seq"], seq);
-    editor.wait("the new document re-diagnosed clean", |m| {
+    editor.wait(|m| {
         m["method"] == "textDocument/publishDiagnostics"
             && m["params"]["uri"] == new_uri
             && m["params"]["diagnostics"] == json!([])
