@@ -180,13 +180,16 @@ pub fn trust_store(store: &Path, config_dir: &Path) -> Result<TrustReport> {
     let config = Config::load(&store)?;
     let servers = Servers::load(&config, Some(config_dir))?;
     let file = config_dir.join(TRUSTED_FILE);
-    let before = Trusted::load(&file)?;
-    let mut trusted = before.clone();
-    trusted.trust(&store, &config.servers)?;
-    // Unchanged (the same tables again, or none and none recorded): no file is written.
-    if trusted != before {
-        trusted.save(&file)?;
-    }
+    trust::locked(&file, || {
+        let before = Trusted::load(&file)?;
+        let mut trusted = before.clone();
+        trusted.trust(&store, &config.servers)?;
+        // Unchanged (the same tables again, or none and none recorded): no file is written.
+        if trusted != before {
+            trusted.save(&file)?;
+        }
+        Ok(())
+    })?;
     let servers = config
         .servers
         .values()
@@ -212,11 +215,14 @@ pub fn revoke_store(store: &Path, config_dir: &Path) -> Result<(PathBuf, Vec<Str
         })?,
     };
     let file = config_dir.join(TRUSTED_FILE);
-    let mut trusted = Trusted::load(&file)?;
-    let revoked = trusted.revoke(&store);
-    if !revoked.is_empty() {
-        trusted.save(&file)?;
-    }
+    let revoked = trust::locked(&file, || {
+        let mut trusted = Trusted::load(&file)?;
+        let revoked = trusted.revoke(&store);
+        if !revoked.is_empty() {
+            trusted.save(&file)?;
+        }
+        Ok(revoked)
+    })?;
     Ok((store, revoked))
 }
 

@@ -426,3 +426,39 @@ fn the_workspace_root_is_the_nearest_marked_folder_inside_the_store() {
     "#]]
     .assert_eq(&report);
 }
+
+#[test]
+fn trusting_many_stores_at_once_records_every_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config_dir = tmp.path().join("config/stardust");
+    let stores: Vec<_> = (0..8)
+        .map(|i| {
+            let store = tmp.path().join(format!("store-{i}"));
+            std::fs::create_dir_all(&store).unwrap();
+            std::fs::write(store.join("stardust.toml"), STORE_TOML).unwrap();
+            store
+        })
+        .collect();
+    // Each `stardust trust` reads trusted.toml, adds its store and writes it back: without
+    // the file's lock, one that read before another wrote would drop the other's store.
+    std::thread::scope(|scope| {
+        for store in &stores {
+            let config_dir = &config_dir;
+            scope.spawn(move || trust_store(store, config_dir).unwrap());
+        }
+    });
+    let trusted = Trusted::load(&config_dir.join(TRUSTED_FILE)).unwrap();
+    for store in &stores {
+        let canonical = std::fs::canonicalize(store).unwrap();
+        let name = store_config(STORE_TOML).servers.keys().next().unwrap().clone();
+        assert!(trusted.hash(&canonical, &name).is_some(), "{} is trusted", store.display());
+    }
+    // Revoking them all at once leaves none.
+    std::thread::scope(|scope| {
+        for store in &stores {
+            let config_dir = &config_dir;
+            scope.spawn(move || revoke_store(store, config_dir).unwrap());
+        }
+    });
+    assert_eq!(Trusted::load(&config_dir.join(TRUSTED_FILE)).unwrap(), Trusted::default());
+}

@@ -93,12 +93,7 @@ impl Trusted {
     /// synced), mode 0600, making its folder (0700) when missing.
     pub fn save(&self, path: &Path) -> Result<()> {
         let io = |what: &str, err| Error::io(format!("cannot {what} {}", path.display()), err);
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|err| io("make the folder of", err))?;
+        let dir = make_folder(path)?;
         let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
@@ -146,6 +141,37 @@ impl Trusted {
         let Some(key) = store.to_str() else { return Vec::new() };
         self.stores.remove(key).map(|servers| servers.into_keys().collect()).unwrap_or_default()
     }
+}
+
+/// Run `update` (a read, a change, a save of the file at `path`) holding the exclusive lock
+/// of that file, so that two `stardust trust` at once both land: the second reads what the
+/// first wrote. The lock is an advisory lock on a sibling `.<name>.lock` (0600), released when
+/// `update` returns.
+pub fn locked<R>(path: &Path, update: impl FnOnce() -> Result<R>) -> Result<R> {
+    let dir = make_folder(path)?;
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let lock_path = dir.join(format!(".{name}.lock"));
+    let io = |what: &str, err| Error::io(format!("cannot {what} {}", lock_path.display()), err);
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(|err| io("open the lock file", err))?;
+    lock.lock().map_err(|err| io("lock", err))?;
+    update()
+}
+
+/// The folder of `path`, made (0700) when missing.
+fn make_folder(path: &Path) -> Result<&Path> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| Error::io(format!("cannot make the folder of {}", path.display()), err))?;
+    Ok(dir)
 }
 
 fn store_key(store: &Path) -> Result<String> {
