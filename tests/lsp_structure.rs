@@ -295,13 +295,7 @@ fn lenses_count_referrers_and_run_a_query_document() {
 #[test]
 fn a_client_in_a_mount_is_linked_to_mount_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    util::copy_store(&util::repo().join("examples/library"), &store);
-    let store = store.canonicalize().unwrap();
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let serve = util::Serve::mounted(&store, &mnt);
-    util::wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    let (_store, mnt, serve) = util::mounted_library(dir.path());
     let mnt = mnt.canonicalize().unwrap();
     let root = format!("file://{}", mnt.display());
     let init = json!({"processId": null, "rootUri": root, "capabilities": {}});

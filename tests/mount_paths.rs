@@ -12,8 +12,8 @@ use std::sync::mpsc::Receiver;
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use util::TIMEOUT;
 use util::lsp::Lsp;
-use util::{Serve, TIMEOUT, wait_until};
 
 /// An editor: `stardust lsp` started with no `--store` in `cwd`.
 fn editor(cwd: &Path) -> Lsp {
@@ -109,13 +109,7 @@ const NEW_ONE: &str = "id      book/new-one\ntype    book\ntitle   'New One'\n\
 #[test]
 fn an_editor_and_an_agent_in_the_mount_are_answered_in_mount_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    util::copy_store(&util::repo().join("examples/library"), &store);
-    let store = store.canonicalize().unwrap();
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let serve = Serve::mounted(&store, &mnt);
-    wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    let (store, mnt, serve) = util::mounted_library(dir.path());
     let mnt = mnt.canonicalize().unwrap();
 
     // The editor is started inside the mount, as an editor opening MNT would start it: it

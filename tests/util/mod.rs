@@ -55,6 +55,19 @@ pub fn library() -> tempfile::TempDir {
     tmp
 }
 
+/// A copy of `examples/library` at `dir/store` (canonical), served by `stardust serve
+/// --mount` at `dir/mnt`, once the mount shows its `store.json`: the store, the mount, the core.
+pub fn mounted_library(dir: &Path) -> (PathBuf, PathBuf, Serve) {
+    let store = dir.join("store");
+    copy_store(&repo().join("examples/library"), &store);
+    let store = store.canonicalize().unwrap();
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let serve = Serve::mounted(&store, &mnt);
+    wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    (store, mnt, serve)
+}
+
 /// How long a test waits for a process to reach a state before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
