@@ -7,12 +7,14 @@
 //! both define a name, the user's table is the one used and the store's is set aside: a
 //! cloned repository cannot replace a command the user chose (docs/DECISIONS.md).
 
+mod host;
 mod launch;
 mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use host::{CodeAnswer, CodeError, CodeEvent, CodeHost};
 pub use launch::{
     LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, trust_command,
 };

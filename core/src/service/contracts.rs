@@ -450,7 +450,7 @@ fn changes() -> Vec<Spec> {
 /// `path` + `position`, or `entity` + `pointer`.
 fn address() -> Value {
     json!({
-        "path": {"type": "string", "description": "a document path, relative to the store root or absolute inside it"},
+        "path": {"type": "string", "description": "a document or code file path, relative to the store root or absolute inside it (or a mount of it)"},
         "position": {
             "type": "object",
             "description": "1-based line and column, the column counted in characters (what grep -n and editors show)",
@@ -481,7 +481,10 @@ fn navigation() -> Vec<Spec> {
     let hover = json!({"type": "object", "required": ["hover"], "properties": {"hover": nullable("object")}});
     let workspace_args = with(
         tool_page(),
-        json!({"query": {"type": "string", "description": "characters of an id or title, in order; empty lists every entity"}}),
+        json!({
+            "query": {"type": "string", "description": "characters of an id or title, in order; empty lists every entity"},
+            "server": {"type": "string", "description": "only this language server's symbols (no entities); every server that may start when absent"},
+        }),
     );
     let read = |name, title, arguments, result, handler| {
         Spec::new(name, title, Effect::Read, arguments, result, handler)
@@ -515,6 +518,36 @@ fn navigation() -> Vec<Spec> {
             nav::describe_type,
         )
         .tool("A type's fields, required fields, types, allowed values, reference targets and descriptions, from its schema: what a valid new entity needs."),
+        read("declaration", "Go to the declaration", object(with(address(), tool_page()), &[]), paged("locations"), nav::declaration)
+            .tool("Where the symbol at a place of a code file is declared, from its language server (for a document: its definition)."),
+        read("type_definition", "Go to the type's definition", object(with(address(), tool_page()), &[]), paged("locations"), nav::type_definition)
+            .tool("Where the type of the symbol at a place of a code file is defined, from its language server (for a document: its definition)."),
+        read("implementation", "Find implementations", object(with(address(), tool_page()), &[]), paged("locations"), nav::implementation)
+            .tool("The implementations of the interface, class or method at a place of a code file, from its language server."),
+        read("signature_help", "Show the signature being called", object(address(), &[]), json!({"type": "object", "required": ["signatureHelp"], "properties": {"signatureHelp": nullable("object")}}), nav::signature_help)
+            .tool("The signatures of the call at a place of a code file and the active parameter, from its language server."),
+        read("incoming_calls", "List the callers", object(with(address(), tool_page()), &[]), paged("calls"), nav::incoming_calls)
+            .tool("The functions that call the function at a place of a code file, each with the ranges of its calls."),
+        read("outgoing_calls", "List the callees", object(with(address(), tool_page()), &[]), paged("calls"), nav::outgoing_calls)
+            .tool("The functions the function at a place of a code file calls, each with the ranges of the calls."),
+        read("prepare_rename", "Check a rename", object(address(), &[]), json!({"type": "object", "required": ["rename"], "properties": {"rename": nullable("object")}}), nav::prepare_rename)
+            .tool("Whether the symbol (or entity id) at a place can be renamed: its range and current name, or null."),
+        read(
+            "server_status",
+            "Show the language servers",
+            object(with(tool_page(), json!({"server": {"type": "string", "description": "only this server"}})), &[]),
+            paged("servers"),
+            nav::server_status,
+        )
+        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state, pids, restarts, capabilities and progress."),
+        read(
+            "server_restart",
+            "Restart a language server",
+            object(json!({"server": {"type": "string", "minLength": 1}}), &["server"]),
+            json!({"type": "object", "required": ["server"], "properties": {"server": {"type": "object"}}}),
+            nav::server_restart,
+        )
+        .tool("Stop a language server with its whole process tree and start it again, clearing its crash count (a server past max_restarts is only started again this way)."),
     ]
 }
 
@@ -610,7 +643,16 @@ mod tests {
                 "document_symbols",
                 "workspace_symbols",
                 "code_actions",
-                "describe_type"
+                "describe_type",
+                "declaration",
+                "type_definition",
+                "implementation",
+                "signature_help",
+                "incoming_calls",
+                "outgoing_calls",
+                "prepare_rename",
+                "server_status",
+                "server_restart",
             ]
         );
         assert_eq!(cli[..14], lsp[..]);

@@ -10,6 +10,7 @@
 //! other path, and only for a session whose capabilities allow it (the mutation gate).
 
 mod arguments;
+pub mod code;
 mod commands;
 mod contracts;
 mod gate;
@@ -68,6 +69,12 @@ pub enum CommandError {
         bytes.div_ceil(1024)
     )]
     TooLarge { bytes: usize },
+    /// A language server could not answer (SPEC §17).
+    #[error(transparent)]
+    Server(crate::codefiles::CodeError),
+    /// A language server may not start: untrusted, or its program is missing.
+    #[error(transparent)]
+    Launch(crate::codefiles::LaunchError),
 }
 
 impl CommandError {
@@ -82,6 +89,8 @@ impl CommandError {
             CommandError::PreviewStale { .. } => Code::PreviewStale,
             CommandError::MutationDisabled(_) => Code::MutationDisabled,
             CommandError::TooLarge { .. } => Code::Unsupported,
+            CommandError::Server(e) => e.code,
+            CommandError::Launch(e) => e.code(),
         }
     }
 
@@ -95,6 +104,8 @@ impl CommandError {
             CommandError::Store(StoreError::Conflict { path, .. })
             | CommandError::PreviewStale { path } => json!({"path": path}),
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
+            CommandError::Server(e) => json!({"server": e.server}),
+            CommandError::Launch(e) => e.details(),
             _ => json!({}),
         }
     }
@@ -202,6 +213,8 @@ pub struct Service {
     decisions: Mutex<VecDeque<Value>>,
     mount: Mutex<Option<String>>,
     preview_lifetime: Duration,
+    /// The language servers of code files and the code files editors hold open.
+    code: code::CodeFiles,
 }
 
 impl std::fmt::Debug for Service {
@@ -257,6 +270,7 @@ impl Service {
             decisions: Mutex::new(VecDeque::new()),
             mount: Mutex::new(None),
             preview_lifetime: PREVIEW_LIFETIME,
+            code: code::CodeFiles::default(),
         }
     }
 
@@ -318,6 +332,7 @@ impl Service {
     pub fn close_session(&self, session: &Session) {
         lock(&self.sessions).remove(&session.id);
         lock(&self.previews).drop_session(session.id);
+        self.close_code_session(session);
     }
 
     /// Record where the store is mounted, for `stardust.status`.

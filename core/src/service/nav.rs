@@ -11,13 +11,16 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{Call, CommandResult, page};
+use super::{Call, CommandResult, code, page};
 use crate::analysis::{Analysis, Document};
 use crate::answers;
 use crate::error::Error;
 use crate::ide::{self, Symbol, SymbolKind};
 
 pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::diagnostics(call, &target);
+    }
     let (analysis, root, args) = call.parts();
     let docs: Vec<&Document> = match text(args, "path") {
         Some(given) => vec![document(analysis, root, given)?],
@@ -40,6 +43,9 @@ pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
 }
 
 pub(super) fn hover(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::hover(call, &target);
+    }
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let hover = ide::hover(analysis, &doc.path, offset).map(|h| {
@@ -51,6 +57,9 @@ pub(super) fn hover(call: &mut Call<'_>) -> CommandResult {
 }
 
 pub(super) fn definition(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::locations(call, &target, "textDocument/definition");
+    }
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let found = ide::definition(analysis, &doc.path, offset);
@@ -59,6 +68,9 @@ pub(super) fn definition(call: &mut Call<'_>) -> CommandResult {
 }
 
 pub(super) fn references(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::references(call, &target);
+    }
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let declaration = args.get("includeDeclaration").and_then(Value::as_bool);
@@ -68,6 +80,9 @@ pub(super) fn references(call: &mut Call<'_>) -> CommandResult {
 }
 
 pub(super) fn document_symbols(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::document_symbols(call, &target);
+    }
     let (analysis, root, args) = call.parts();
     let doc = document(analysis, root, text(args, "path").unwrap_or_default())?;
     let items = ide::document_symbols(doc).iter().map(|s| symbol(doc, s)).collect();
@@ -88,10 +103,13 @@ pub(super) fn workspace_symbols(call: &mut Call<'_>) -> CommandResult {
             })
         })
         .collect();
-    Ok(page::page("symbols", items, args)?)
+    code::workspace_symbols(call, items)
 }
 
 pub(super) fn code_actions(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::code_actions(call, &target);
+    }
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;
     let span = crate::text::Span::empty(offset);
@@ -100,6 +118,80 @@ pub(super) fn code_actions(call: &mut Call<'_>) -> CommandResult {
         .map(|a| action(analysis, &doc.path, a))
         .collect();
     Ok(page::page("actions", items, args)?)
+}
+
+/// `declaration`: for a document, the definition (an entity is declared where it is
+/// defined); for a code file, the server's.
+pub(super) fn declaration(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::locations(call, &target, "textDocument/declaration");
+    }
+    definition(call)
+}
+
+/// `type_definition`: for a document, what `definition` answers (a `type` value's schema, a
+/// reference's entity); for a code file, the server's.
+pub(super) fn type_definition(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::locations(call, &target, "textDocument/typeDefinition");
+    }
+    definition(call)
+}
+
+/// The tools that only code files have an answer for (`implementation`, `signature_help`,
+/// the call hierarchy): a document answers `unsupported`, saying so.
+fn code_only(call: &Call<'_>, tool: &str) -> Result<code::CodeTarget, super::CommandError> {
+    match code::target_of(call)? {
+        Some(target) => Ok(target),
+        None => Err(Error::Unsupported(format!(
+            "{tool} answers for code files; give the `path` and `position` of a code file (documents have no {tool})"
+        ))
+        .into()),
+    }
+}
+
+pub(super) fn implementation(call: &mut Call<'_>) -> CommandResult {
+    let target = code_only(call, "implementation")?;
+    code::locations(call, &target, "textDocument/implementation")
+}
+
+pub(super) fn signature_help(call: &mut Call<'_>) -> CommandResult {
+    let target = code_only(call, "signature_help")?;
+    code::signature_help(call, &target)
+}
+
+pub(super) fn incoming_calls(call: &mut Call<'_>) -> CommandResult {
+    let target = code_only(call, "incoming_calls")?;
+    code::calls(call, &target, true)
+}
+
+pub(super) fn outgoing_calls(call: &mut Call<'_>) -> CommandResult {
+    let target = code_only(call, "outgoing_calls")?;
+    code::calls(call, &target, false)
+}
+
+/// `prepare_rename`: for a document, the entity id at the place that a rename would change;
+/// for a code file, the server's answer.
+pub(super) fn prepare_rename(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return code::prepare_rename(call, &target);
+    }
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let rename = ide::rename_target(analysis, &doc.path, offset).map(|(id, span)| {
+        let mut out = answers::location_json(analysis, &doc.path, span);
+        out["placeholder"] = json!(id);
+        out
+    });
+    Ok(json!({"rename": rename}))
+}
+
+pub(super) fn server_status(call: &mut Call<'_>) -> CommandResult {
+    code::server_status(call)
+}
+
+pub(super) fn server_restart(call: &mut Call<'_>) -> CommandResult {
+    code::server_restart(call)
 }
 
 pub(super) fn describe_type(call: &mut Call<'_>) -> CommandResult {

@@ -1,0 +1,943 @@
+//! Code files through the core (SPEC §17): which server answers for a file and whether it may
+//! start, the texts each server is given (an editor's unsaved buffer while one is open, else
+//! the file on disk), requests in the server's encoding, and the navigation tools' answers for
+//! code files in MCP's convention (1-based lines, columns in characters, every location
+//! naming its `server`).
+//!
+//! The servers themselves are behind [`CodeHost`]; without one installed (a core started by a
+//! test, a read-only checkout) every code request answers `server-unavailable`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{Call, CommandError, CommandResult, Service, Session, page};
+use crate::codefiles::{
+    self, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchError, LaunchSpec, Owner, Servers,
+    Trusted,
+};
+use crate::error::{Code, Error};
+use crate::ide::{Root, Roots};
+use crate::sync::lock;
+use crate::text::{Encoding, LineIndex, Position};
+
+/// How long `diagnostics` waits for a server to publish diagnostics for the text it was just
+/// given, when it publishes them (push) and has not yet.
+const PUBLISH_WAIT: Duration = Duration::from_secs(10);
+
+/// The code-file state of one core: the host, and the code files editors hold open.
+#[derive(Default)]
+pub(super) struct CodeFiles {
+    host: Option<Arc<dyn CodeHost>>,
+    /// Editors' open code files by store path: the latest text and the sessions holding it.
+    buffers: Mutex<BTreeMap<String, EditorBuffer>>,
+}
+
+struct EditorBuffer {
+    text: Arc<str>,
+    sessions: Vec<u64>,
+}
+
+/// A code file of the store and the server that answers for it.
+#[derive(Clone, Debug)]
+pub struct CodeTarget {
+    /// The store path (`/`-separated, relative to the store root).
+    pub path: String,
+    /// The root the client named it under (the store or a mount of it).
+    pub root: Root,
+    /// The file's absolute path in the store: what the server is told.
+    pub file: PathBuf,
+    pub language_id: String,
+    pub spec: LaunchSpec,
+}
+
+impl CodeTarget {
+    pub fn server(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+impl From<CodeError> for CommandError {
+    fn from(err: CodeError) -> CommandError {
+        CommandError::Server(err)
+    }
+}
+
+impl From<LaunchError> for CommandError {
+    fn from(err: LaunchError) -> CommandError {
+        CommandError::Launch(err)
+    }
+}
+
+impl Service {
+    /// Install the language servers' host (the binary's, from `stardust-servers`).
+    pub fn with_code_host(mut self, host: Arc<dyn CodeHost>) -> Service {
+        self.code.host = Some(host);
+        self
+    }
+
+    fn host(&self, server: &str) -> Result<&Arc<dyn CodeHost>, CommandError> {
+        self.code.host.as_ref().ok_or_else(|| {
+            CommandError::Server(CodeError {
+                code: Code::ServerUnavailable,
+                message: format!(
+                    "language server '{server}' cannot start: this core runs no language \
+                     servers; use `stardust serve`, `stardust lsp` or `stardust mcp`"
+                ),
+                server: server.to_owned(),
+            })
+        })
+    }
+
+    /// The store's servers, the user's first (SPEC §17), as the configuration is now.
+    pub fn code_servers(&self) -> Result<Servers, CommandError> {
+        let snapshot = self.store.snapshot();
+        let dir = codefiles::user_config_dir(|v| std::env::var_os(v));
+        Ok(Servers::load(snapshot.analysis.config(), dir.as_deref())?)
+    }
+
+    /// Whether `given` (a path or `file:` URI under the store or a mount of it) is a code file:
+    /// a path of the store that is not a document. Paths outside the store are
+    /// `outside-store`.
+    pub fn is_code_path(&self, given: &str) -> Result<bool, CommandError> {
+        let resolved = self.roots().to_store_path(given)?;
+        let config = self.store.snapshot().analysis.config().clone();
+        Ok(!crate::scan::is_document_path(&config, &resolved.path))
+    }
+
+    /// The code file `given` names and the server that answers for it, if that server may
+    /// start: `unsupported` when no server covers it, `untrusted` / `server-unavailable` when
+    /// its server may not start, `outside-store` for a path (or a link) leading out.
+    pub fn code_target(&self, given: &str) -> Result<CodeTarget, CommandError> {
+        let resolved = self.roots().to_store_path(given)?;
+        let snapshot = self.store.snapshot();
+        let config = snapshot.analysis.config();
+        let servers = self.code_servers()?;
+        let (server, language_id) = match codefiles::route(config, &servers, &resolved.path)? {
+            Owner::Document => {
+                return Err(Error::Unsupported(format!(
+                    "{} is a document of the store, served by Stardust itself",
+                    resolved.path
+                ))
+                .into());
+            }
+            Owner::Server { server, language_id } => (server, language_id),
+        };
+        let server = servers.get(server).expect("route names a server of the list");
+        let spec = self.launch(server)?;
+        let root = self.store.root();
+        let spec = with_root(spec, &resolved.path, root);
+        Ok(CodeTarget {
+            file: root.join(&resolved.path),
+            path: resolved.path,
+            root: resolved.root,
+            language_id,
+            spec,
+        })
+    }
+
+    /// The launch spec of `server`, if it may start now.
+    fn launch(&self, server: &codefiles::Server) -> Result<LaunchSpec, CommandError> {
+        let trusted = match codefiles::user_config_dir(|v| std::env::var_os(v)) {
+            Some(dir) => Trusted::load(&dir.join(codefiles::TRUSTED_FILE))?,
+            None => Trusted::default(),
+        };
+        let path = std::env::var_os("PATH");
+        Ok(codefiles::may_start(
+            server,
+            self.store.root(),
+            &trusted,
+            path.as_deref(),
+            &codefiles::probe,
+        )?)
+    }
+
+    /// The text the server is given for `target`: an editor's buffer while one is open, else
+    /// the file on disk.
+    pub fn code_text(&self, target: &CodeTarget) -> Result<Arc<str>, CommandError> {
+        if let Some(buffer) = lock(&self.code.buffers).get(&target.path) {
+            return Ok(buffer.text.clone());
+        }
+        read_text(&target.file, &target.path).map(Arc::from)
+    }
+
+    /// Send `method` for `target` to its server, after giving the server the file's current
+    /// text (so an agent sees what an editor has unsaved).
+    pub fn code_request(
+        &self,
+        target: &CodeTarget,
+        method: &str,
+        params: Value,
+    ) -> Result<CodeAnswer, CommandError> {
+        let host = self.host(target.server())?;
+        let text = self.code_text(target)?;
+        host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+        Ok(host.request(&target.spec, method, params)?)
+    }
+
+    /// The position encoding of `target`'s running server (UTF-16, the LSP default, when it
+    /// is not running yet).
+    pub fn code_encoding(&self, server: &str) -> Encoding {
+        self.code.host.as_ref().and_then(|h| h.encoding(server)).unwrap_or(Encoding::Utf16)
+    }
+
+    /// The running server's capabilities (`null` when none runs).
+    pub fn code_capabilities(&self, server: &str) -> Value {
+        self.code.host.as_ref().and_then(|h| h.capabilities(server)).unwrap_or(Value::Null)
+    }
+
+    /// What the running servers publish, for an editor's connection to relay (`None`: no
+    /// host).
+    pub fn code_events(&self) -> Option<std::sync::mpsc::Receiver<CodeEvent>> {
+        self.code.host.as_ref().map(|h| h.subscribe())
+    }
+
+    /// An editor opened (or replaced) the code file `target` with `text`: its server is given
+    /// that text, and every session sees it until the editor closes it.
+    pub fn code_open(
+        &self,
+        session: &Session,
+        target: &CodeTarget,
+        text: &str,
+    ) -> Result<(), CommandError> {
+        {
+            let mut buffers = lock(&self.code.buffers);
+            let buffer = buffers
+                .entry(target.path.clone())
+                .or_insert_with(|| EditorBuffer { text: Arc::from(""), sessions: Vec::new() });
+            buffer.text = Arc::from(text);
+            if !buffer.sessions.contains(&session.id) {
+                buffer.sessions.push(session.id);
+            }
+        }
+        let host = self.host(target.server())?;
+        Ok(host.sync(&target.spec, &target.file, &target.language_id, text)?)
+    }
+
+    /// An editor changed an open code file: its whole new text.
+    pub fn code_change(
+        &self,
+        session: &Session,
+        target: &CodeTarget,
+        text: &str,
+    ) -> Result<(), CommandError> {
+        self.code_open(session, target, text)
+    }
+
+    /// An editor closed a code file. When no other editor holds it, the server is given the
+    /// file on disk again (an agent may still ask about it) or, when it is gone, closes it.
+    pub fn code_close(&self, session: &Session, target: &CodeTarget) {
+        let last = {
+            let mut buffers = lock(&self.code.buffers);
+            match buffers.get_mut(&target.path) {
+                Some(buffer) => {
+                    buffer.sessions.retain(|s| *s != session.id);
+                    let last = buffer.sessions.is_empty();
+                    if last {
+                        buffers.remove(&target.path);
+                    }
+                    last
+                }
+                None => false,
+            }
+        };
+        if let (true, Some(host)) = (last, &self.code.host) {
+            host.close(target.server(), &target.file);
+        }
+    }
+
+    /// A session ended: the code files only it held go back to their text on disk.
+    pub(super) fn close_code_session(&self, session: &Session) {
+        let held: Vec<String> = lock(&self.code.buffers)
+            .iter()
+            .filter(|(_, b)| b.sessions.contains(&session.id))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in held {
+            if let Ok(target) = self.code_target(&path) {
+                self.code_close(session, &target);
+            } else {
+                let mut buffers = lock(&self.code.buffers);
+                if let Some(b) = buffers.get_mut(&path) {
+                    b.sessions.retain(|s| *s != session.id);
+                    if b.sessions.is_empty() {
+                        buffers.remove(&path);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop every language server (the core is stopping).
+    pub fn shutdown_code_servers(&self) {
+        if let Some(host) = &self.code.host {
+            host.shutdown();
+        }
+    }
+}
+
+/// `spec` rooted for the file at store path `rel`: the nearest folder holding one of its
+/// `root_markers`, else the store root.
+fn with_root(mut spec: LaunchSpec, rel: &str, store: &Path) -> LaunchSpec {
+    if !spec.root_markers.is_empty() {
+        let dir = codefiles::root_for(rel, &spec.root_markers, &|p| store.join(p).exists());
+        spec.root = store.join(dir);
+    }
+    spec
+}
+
+/// Files larger than this are not sent to a server (a generated bundle, a data dump).
+const MAX_CODE_FILE: u64 = 16 * 1024 * 1024;
+
+fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
+    let meta = std::fs::metadata(file).map_err(|err| {
+        Error::NotFound(format!("cannot read {rel}: {err}; give a file of the store"))
+    })?;
+    if !meta.is_file() {
+        return Err(Error::NotFound(format!("{rel} is not a file; give a file of the store")).into());
+    }
+    if meta.len() > MAX_CODE_FILE {
+        return Err(Error::Unsupported(format!(
+            "{rel} is {} MiB; code files over {} MiB are not sent to a language server",
+            meta.len() / (1024 * 1024),
+            MAX_CODE_FILE / (1024 * 1024)
+        ))
+        .into());
+    }
+    let bytes = std::fs::read(file).map_err(|err| Error::io(format!("cannot read {rel}"), err))?;
+    String::from_utf8(bytes).map_err(|_| {
+        Error::Unsupported(format!("{rel} is not UTF-8 text; language servers read text")).into()
+    })
+}
+
+// The navigation tools for code files.
+
+/// The texts of the files one answer's locations are in, each read once.
+struct Texts<'a> {
+    service: &'a Service,
+    roots: Roots,
+    files: HashMap<String, Option<(Arc<str>, LineIndex)>>,
+}
+
+/// A location of an answer, as MCP gives it: the store path (or an absolute path outside the
+/// store: a library's source, a stub), the range in 1-based characters, the server.
+impl<'a> Texts<'a> {
+    fn new(service: &'a Service) -> Texts<'a> {
+        Texts { service, roots: service.roots(), files: HashMap::new() }
+    }
+
+    /// The path an answer shows for `uri`, and the text positions in it count in.
+    fn file(&mut self, uri: &str) -> (String, Option<&(Arc<str>, LineIndex)>) {
+        let shown = match self.roots.uri_to_store_path(uri) {
+            Ok(resolved) => resolved.path,
+            Err(_) => crate::ide::uri_path(uri)
+                .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
+        };
+        let service = self.service;
+        let entry = self.files.entry(uri.to_owned()).or_insert_with(|| {
+            let text = match service.code_target(&shown) {
+                Ok(target) => service.code_text(&target).ok(),
+                Err(_) => crate::ide::uri_path(uri)
+                    .ok()
+                    .and_then(|p| std::fs::read_to_string(p).ok())
+                    .map(Arc::from),
+            };
+            text.map(|t| {
+                let index = LineIndex::new(&t);
+                (t, index)
+            })
+        });
+        (shown, entry.as_ref())
+    }
+
+    /// An LSP range as `{line, column, endLine, endColumn}` (1-based characters).
+    fn range(&mut self, uri: &str, range: &Value, encoding: Encoding) -> Value {
+        let (_, text) = self.file(uri);
+        let start = mcp_position(text, &range["start"], encoding);
+        let end = mcp_position(text, &range["end"], encoding);
+        json!({"line": start.0, "column": start.1, "endLine": end.0, "endColumn": end.1})
+    }
+
+    /// `{path, range, server}` for an LSP location (or location link: its target).
+    fn location(&mut self, location: &Value, server: &str, encoding: Encoding) -> Option<Value> {
+        let (uri, range) = match location.get("targetUri") {
+            Some(uri) => (
+                uri.as_str()?,
+                location.get("targetSelectionRange").or(location.get("targetRange"))?,
+            ),
+            None => (location.get("uri")?.as_str()?, location.get("range")?),
+        };
+        let range = self.range(uri, range, encoding);
+        let (path, _) = self.file(uri);
+        Some(json!({"path": path, "range": range, "server": server}))
+    }
+}
+
+/// An LSP position (0-based, in the server's encoding) as 1-based line and character column.
+/// Without the text (a file that cannot be read) the character count is taken as is.
+fn mcp_position(text: Option<&(Arc<str>, LineIndex)>, at: &Value, encoding: Encoding) -> (u64, u64) {
+    let line = at["line"].as_u64().unwrap_or(0);
+    let character = at["character"].as_u64().unwrap_or(0);
+    let Some((text, index)) = text else { return (line + 1, character + 1) };
+    let position = Position {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(character).unwrap_or(u32::MAX),
+    };
+    // A position past the end of its line (servers do send them) is clamped to the line's end.
+    let offset = index.offset(text, position, encoding).unwrap_or_else(|| {
+        index
+            .line_span(text, position.line)
+            .map_or(crate::text::to_u32(text.len()), |span| span.end)
+    });
+    let at = index.position(text, offset, Encoding::Utf32);
+    (u64::from(at.line) + 1, u64::from(at.column) + 1)
+}
+
+/// The code file a tool's `path` names, when it names one (`None`: a document, or no path).
+pub(super) fn target_of(call: &Call<'_>) -> Result<Option<CodeTarget>, CommandError> {
+    let Some(path) = call.args.get("path").and_then(Value::as_str) else { return Ok(None) };
+    if call.args.contains_key("entity") || !call.service.is_code_path(path)? {
+        return Ok(None);
+    }
+    call.service.code_target(path).map(Some)
+}
+
+/// The request parameters for the tool's `position` in `target`, in its server's encoding.
+fn text_position(
+    service: &Service,
+    target: &CodeTarget,
+    args: &Map<String, Value>,
+) -> Result<Value, CommandError> {
+    let Some(position) = args.get("position") else {
+        return Err(Error::InvalidArguments(
+            "give `position {line, column}` (1-based) with a code file's `path`".into(),
+        )
+        .into());
+    };
+    let line = position["line"].as_u64().unwrap_or(0);
+    let column = position["column"].as_u64().unwrap_or(0);
+    let text = service.code_text(target)?;
+    let index = LineIndex::new(&text);
+    let invalid = || {
+        CommandError::from(Error::InvalidArguments(format!(
+            "line {line} column {column} is not a position in {} ({} lines); lines and columns \
+             are 1-based, columns counted in characters",
+            target.path,
+            index.line_count()
+        )))
+    };
+    let at = Position {
+        line: u32::try_from(line.checked_sub(1).ok_or_else(invalid)?).map_err(|_| invalid())?,
+        column: u32::try_from(column.checked_sub(1).ok_or_else(invalid)?)
+            .map_err(|_| invalid())?,
+    };
+    let offset = index.offset(&text, at, Encoding::Utf32).ok_or_else(invalid)?;
+    // The server's encoding is known once it runs; start it first so the column is right.
+    if let Some(host) = &service.code.host {
+        host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+    }
+    let encoding = service.code_encoding(target.server());
+    let at = index.position(&text, offset, encoding);
+    Ok(json!({
+        "textDocument": {"uri": crate::ide::file_uri(&target.file)},
+        "position": {"line": at.line, "character": at.column},
+    }))
+}
+
+fn uri_of(target: &CodeTarget) -> String {
+    crate::ide::file_uri(&target.file)
+}
+
+/// The readiness word of an answer.
+fn readiness(answer: &CodeAnswer) -> &'static str {
+    if answer.indexing { "indexing" } else { "ready" }
+}
+
+/// `out` with the answer's `server` and `readiness`.
+fn tagged(mut out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
+    out["server"] = json!(target.server());
+    out["readiness"] = json!(readiness(answer));
+    out
+}
+
+/// Locations in canonical order: path, then line, then column.
+fn sort_locations(items: &mut [Value]) {
+    let key = |v: &Value| {
+        let r = &v["range"];
+        (v["path"].as_str().unwrap_or("").to_owned(), r["line"].as_u64(), r["column"].as_u64())
+    };
+    items.sort_by_key(key);
+}
+
+fn as_list(result: &Value) -> Vec<Value> {
+    match result {
+        Value::Array(items) => items.clone(),
+        Value::Null => Vec::new(),
+        one => vec![one.clone()],
+    }
+}
+
+pub(super) fn hover(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let params = text_position(call.service, target, &call.args)?;
+    let answer = call.service.code_request(target, "textDocument/hover", params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let hover = match &answer.result {
+        Value::Null => Value::Null,
+        result => {
+            let mut texts = Texts::new(call.service);
+            let mut out = json!({"path": target.path, "markdown": hover_markdown(&result["contents"])});
+            if let Some(range) = result.get("range") {
+                out["range"] = texts.range(&uri_of(target), range, encoding);
+            }
+            out["server"] = json!(target.server());
+            out
+        }
+    };
+    Ok(tagged(json!({"hover": hover}), target, &answer))
+}
+
+/// Hover contents (MarkupContent, MarkedString or a list of them) as markdown.
+fn hover_markdown(contents: &Value) -> String {
+    match contents {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(hover_markdown).collect::<Vec<_>>().join("\n\n"),
+        Value::Object(map) => match (map.get("language"), map.get("value")) {
+            (Some(lang), Some(Value::String(value))) => {
+                format!("```{}\n{value}\n```", lang.as_str().unwrap_or(""))
+            }
+            (_, Some(Value::String(value))) => value.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+/// `definition`, `declaration`, `type_definition`, `implementation`: a paged list of
+/// locations.
+pub(super) fn locations(call: &Call<'_>, target: &CodeTarget, method: &str) -> CommandResult {
+    let params = text_position(call.service, target, &call.args)?;
+    let answer = call.service.code_request(target, method, params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let mut texts = Texts::new(call.service);
+    let mut items: Vec<Value> = as_list(&answer.result)
+        .iter()
+        .filter_map(|l| texts.location(l, target.server(), encoding))
+        .collect();
+    sort_locations(&mut items);
+    Ok(tagged(page::page("locations", items, &call.args)?, target, &answer))
+}
+
+pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let mut params = text_position(call.service, target, &call.args)?;
+    let declaration = call.args.get("includeDeclaration").and_then(Value::as_bool);
+    params["context"] = json!({"includeDeclaration": declaration.unwrap_or(true)});
+    let answer = call.service.code_request(target, "textDocument/references", params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let mut texts = Texts::new(call.service);
+    let mut items: Vec<Value> = as_list(&answer.result)
+        .iter()
+        .filter_map(|l| texts.location(l, target.server(), encoding))
+        .collect();
+    sort_locations(&mut items);
+    items.dedup();
+    Ok(tagged(page::page("references", items, &call.args)?, target, &answer))
+}
+
+/// LSP `SymbolKind` numbers as words.
+const SYMBOL_KINDS: [&str; 26] = [
+    "file", "module", "namespace", "package", "class", "method", "property", "field",
+    "constructor", "enum", "interface", "function", "variable", "constant", "string", "number",
+    "boolean", "array", "object", "key", "null", "enumMember", "struct", "event", "operator",
+    "typeParameter",
+];
+
+fn symbol_kind(kind: &Value) -> &'static str {
+    kind.as_u64()
+        .and_then(|k| usize::try_from(k).ok())
+        .and_then(|k| SYMBOL_KINDS.get(k.wrapping_sub(1)))
+        .copied()
+        .unwrap_or("unknown")
+}
+
+pub(super) fn document_symbols(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let params = json!({"textDocument": {"uri": uri_of(target)}});
+    let answer = call.service.code_request(target, "textDocument/documentSymbol", params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let mut texts = Texts::new(call.service);
+    let uri = uri_of(target);
+    let items = as_list(&answer.result)
+        .iter()
+        .map(|s| code_symbol(&mut texts, &uri, s, target.server(), encoding))
+        .collect();
+    Ok(tagged(page::page("symbols", items, &call.args)?, target, &answer))
+}
+
+/// A `DocumentSymbol` (with children) or a flat `SymbolInformation`.
+fn code_symbol(
+    texts: &mut Texts<'_>,
+    uri: &str,
+    s: &Value,
+    server: &str,
+    encoding: Encoding,
+) -> Value {
+    let mut out = json!({
+        "name": s["name"],
+        "kind": symbol_kind(&s["kind"]),
+        "server": server,
+    });
+    if let Some(detail) = s.get("detail").filter(|d| !d.is_null()) {
+        out["detail"] = detail.clone();
+    }
+    if let Some(container) = s.get("containerName").filter(|d| !d.is_null()) {
+        out["container"] = container.clone();
+    }
+    if let Some(location) = s.get("location") {
+        let uri = location["uri"].as_str().unwrap_or(uri).to_owned();
+        out["range"] = texts.range(&uri, &location["range"], encoding);
+        out["path"] = json!(texts.file(&uri).0);
+    } else {
+        out["range"] = texts.range(uri, &s["range"], encoding);
+        out["selectionRange"] = texts.range(uri, &s["selectionRange"], encoding);
+        let children: Vec<Value> = s["children"]
+            .as_array()
+            .map(|c| c.iter().map(|c| code_symbol(texts, uri, c, server, encoding)).collect())
+            .unwrap_or_default();
+        out["children"] = json!(children);
+    }
+    out
+}
+
+/// Every server that may start, for `workspace_symbols` (the ones that may not are named in
+/// the answer's `skipped`).
+pub(super) fn workspace_symbols(call: &Call<'_>, entities: Vec<Value>) -> CommandResult {
+    let query = call.args.get("query").and_then(Value::as_str).unwrap_or_default();
+    let only = call.args.get("server").and_then(Value::as_str);
+    let mut items = entities;
+    let mut skipped = Vec::new();
+    let mut indexing = false;
+    if call.service.code.host.is_some() {
+        let servers = call.service.code_servers()?;
+        let mut texts = Texts::new(call.service);
+        for server in servers.iter().filter(|s| only.is_none_or(|o| o == s.name())) {
+            let spec = match call.service.launch(server) {
+                Ok(spec) => spec,
+                Err(err) => {
+                    skipped.push(json!({"server": server.name(), "error": err.to_json(&call.snapshot.analysis)}));
+                    continue;
+                }
+            };
+            let host = call.service.host(server.name())?;
+            match host.request(&spec, "workspace/symbol", json!({"query": query})) {
+                Ok(answer) => {
+                    indexing |= answer.indexing;
+                    let encoding = call.service.code_encoding(server.name());
+                    for s in as_list(&answer.result) {
+                        let uri = s["location"]["uri"].as_str().unwrap_or_default().to_owned();
+                        let mut item = code_symbol(&mut texts, &uri, &s, server.name(), encoding);
+                        if item.get("path").is_none() {
+                            item["path"] = json!(texts.file(&uri).0);
+                        }
+                        items.push(item);
+                    }
+                }
+                Err(err) => skipped.push(json!({"server": server.name(), "error": {"code": err.code.as_str(), "message": err.message}})),
+            }
+        }
+    }
+    let mut out = page::page("symbols", items, &call.args)?;
+    if !skipped.is_empty() {
+        out["skipped"] = json!(skipped);
+    }
+    if indexing {
+        out["readiness"] = json!("indexing");
+    }
+    Ok(out)
+}
+
+/// LSP diagnostic severities as words.
+fn severity(value: &Value) -> &'static str {
+    match value.as_u64() {
+        Some(1) | None => "error",
+        Some(2) => "warning",
+        Some(3) => "information",
+        _ => "hint",
+    }
+}
+
+pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let service = call.service;
+    let host = service.host(target.server())?;
+    let text = service.code_text(target)?;
+    host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+    let capabilities = host.capabilities(target.server()).unwrap_or(Value::Null);
+    let mut found: Vec<Value> = Vec::new();
+    let mut indexing = false;
+    // Pull where the server offers it; push (what it published for the text it was given)
+    // otherwise or besides, merged without duplicates.
+    if capabilities.get("diagnosticProvider").is_some_and(|p| !p.is_null()) {
+        let params = json!({"textDocument": {"uri": uri_of(target)}});
+        match host.request(&target.spec, "textDocument/diagnostic", params) {
+            Ok(answer) => {
+                indexing |= answer.indexing;
+                found.extend(as_list(&answer.result["items"]));
+            }
+            Err(err) if err.code == Code::Unsupported => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    // A server that answered the pull has said what it knows; one that only pushes is waited
+    // for until it publishes for the text it was given (bounded).
+    let pulled = !found.is_empty();
+    let version = host.version(target.server(), &target.file);
+    let deadline = Instant::now() + PUBLISH_WAIT;
+    let pushed = loop {
+        match host.published(target.server(), &target.file) {
+            Some((v, items)) if pulled || v.is_none() || v >= version => break items,
+            None if pulled => break Vec::new(),
+            _ if Instant::now() >= deadline => break Vec::new(),
+            _ => std::thread::sleep(Duration::from_millis(10)),
+        }
+    };
+    for d in pushed {
+        if !found.contains(&d) {
+            found.push(d);
+        }
+    }
+    let encoding = service.code_encoding(target.server());
+    let mut texts = Texts::new(service);
+    let uri = uri_of(target);
+    let wanted = call.args.get("severity").and_then(Value::as_str);
+    let mut items: Vec<Value> = found
+        .iter()
+        .map(|d| {
+            let mut item = json!({
+                "path": target.path,
+                "range": texts.range(&uri, &d["range"], encoding),
+                "severity": severity(&d["severity"]),
+                "message": d["message"],
+                "server": target.server(),
+            });
+            if let Some(code) = d.get("code").filter(|c| !c.is_null()) {
+                item["code"] = code.clone();
+            }
+            if let Some(source) = d.get("source").filter(|c| !c.is_null()) {
+                item["source"] = source.clone();
+            }
+            item
+        })
+        .filter(|item| wanted.is_none_or(|w| item["severity"] == w))
+        .collect();
+    sort_locations(&mut items);
+    let mut out = page::page("diagnostics", items, &call.args)?;
+    out["server"] = json!(target.server());
+    out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
+    Ok(out)
+}
+
+pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let at = text_position(call.service, target, &call.args)?;
+    let host = call.service.host(target.server())?;
+    let context_diagnostics: Vec<Value> = host
+        .published(target.server(), &target.file)
+        .map(|(_, ds)| {
+            ds.into_iter()
+                .filter(|d| {
+                    let line = at["position"]["line"].as_u64();
+                    d["range"]["start"]["line"].as_u64() <= line
+                        && d["range"]["end"]["line"].as_u64() >= line
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let params = json!({
+        "textDocument": at["textDocument"],
+        "range": {"start": at["position"], "end": at["position"]},
+        "context": {"diagnostics": context_diagnostics},
+    });
+    let answer = call.service.code_request(target, "textDocument/codeAction", params)?;
+    let items = as_list(&answer.result)
+        .iter()
+        .map(|a| {
+            json!({
+                "title": a["title"],
+                "kind": a.get("kind").cloned().unwrap_or(Value::Null),
+                "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false),
+                "server": target.server(),
+            })
+        })
+        .collect();
+    Ok(tagged(page::page("actions", items, &call.args)?, target, &answer))
+}
+
+pub(super) fn signature_help(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let params = text_position(call.service, target, &call.args)?;
+    let answer = call.service.code_request(target, "textDocument/signatureHelp", params)?;
+    let help = match &answer.result {
+        Value::Null => Value::Null,
+        result => {
+            let signatures: Vec<Value> = as_list(&result["signatures"])
+                .iter()
+                .map(|s| {
+                    json!({
+                        "label": s["label"],
+                        "documentation": hover_markdown(&s["documentation"]),
+                        "parameters": as_list(&s["parameters"]).iter().map(|p| json!({
+                            "label": p["label"],
+                            "documentation": hover_markdown(&p["documentation"]),
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            json!({
+                "signatures": signatures,
+                "activeSignature": result.get("activeSignature").cloned().unwrap_or(json!(0)),
+                "activeParameter": result.get("activeParameter").cloned().unwrap_or(Value::Null),
+                "server": target.server(),
+            })
+        }
+    };
+    Ok(tagged(json!({"signatureHelp": help}), target, &answer))
+}
+
+/// `incoming_calls` / `outgoing_calls`: the call hierarchy item at the position, then its
+/// callers or callees.
+pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> CommandResult {
+    let params = text_position(call.service, target, &call.args)?;
+    let prepared =
+        call.service.code_request(target, "textDocument/prepareCallHierarchy", params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let mut texts = Texts::new(call.service);
+    let mut items = Vec::new();
+    let mut indexing = prepared.indexing;
+    let (method, side) = if incoming {
+        ("callHierarchy/incomingCalls", "from")
+    } else {
+        ("callHierarchy/outgoingCalls", "to")
+    };
+    for item in as_list(&prepared.result) {
+        let host = call.service.host(target.server())?;
+        let answer = host.request(&target.spec, method, json!({"item": item}))?;
+        indexing |= answer.indexing;
+        for c in as_list(&answer.result) {
+            let other = &c[side];
+            let uri = other["uri"].as_str().unwrap_or_default().to_owned();
+            // `fromRanges` are in the caller's file for incoming calls, in this item's file
+            // for outgoing ones.
+            let ranges_uri =
+                if incoming { uri.clone() } else { item["uri"].as_str().unwrap_or("").to_owned() };
+            let ranges: Vec<Value> = as_list(&c["fromRanges"])
+                .iter()
+                .map(|r| texts.range(&ranges_uri, r, encoding))
+                .collect();
+            items.push(json!({
+                side: {
+                    "name": other["name"],
+                    "kind": symbol_kind(&other["kind"]),
+                    "detail": other.get("detail").cloned().unwrap_or(Value::Null),
+                    "path": texts.file(&uri).0,
+                    "range": texts.range(&uri, &other["selectionRange"], encoding),
+                    "server": target.server(),
+                },
+                "ranges": ranges,
+            }));
+        }
+    }
+    let key = |v: &Value| {
+        let at = &v[side];
+        (at["path"].as_str().unwrap_or("").to_owned(), at["range"]["line"].as_u64(), at["range"]["column"].as_u64())
+    };
+    items.sort_by_key(key);
+    let mut out = page::page("calls", items, &call.args)?;
+    out["server"] = json!(target.server());
+    out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
+    Ok(out)
+}
+
+pub(super) fn prepare_rename(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let params = text_position(call.service, target, &call.args)?;
+    let answer = call.service.code_request(target, "textDocument/prepareRename", params)?;
+    let encoding = call.service.code_encoding(target.server());
+    let mut texts = Texts::new(call.service);
+    let uri = uri_of(target);
+    let rename = match &answer.result {
+        Value::Null => Value::Null,
+        result => {
+            let (range, placeholder) = match result.get("range") {
+                Some(range) => (range.clone(), result.get("placeholder").cloned()),
+                None if result.get("start").is_some() => (result.clone(), None),
+                // `{defaultBehavior: true}`: the word at the position.
+                None => (Value::Null, None),
+            };
+            let range = if range.is_null() { Value::Null } else { texts.range(&uri, &range, encoding) };
+            json!({"path": target.path, "range": range, "placeholder": placeholder, "server": target.server()})
+        }
+    };
+    Ok(tagged(json!({"rename": rename}), target, &answer))
+}
+
+/// `server_status {server?}`: every configured server (or the one named), whether it may
+/// start, and what the host knows of it.
+pub(super) fn server_status(call: &mut Call<'_>) -> CommandResult {
+    let service = call.service;
+    let only = call.args.get("server").and_then(Value::as_str);
+    let servers = service.code_servers()?;
+    if let Some(name) = only
+        && servers.get(name).is_none()
+    {
+        return Err(unknown_server(name, &servers).into());
+    }
+    let running: Vec<Value> = service.code.host.as_ref().map(|h| h.status()).unwrap_or_default();
+    let items: Vec<Value> = servers
+        .iter()
+        .filter(|s| only.is_none_or(|o| o == s.name()))
+        .map(|s| {
+            let mut out = running
+                .iter()
+                .find(|r| r["name"] == s.name())
+                .cloned()
+                .unwrap_or_else(|| json!({"name": s.name(), "state": "idle"}));
+            out["origin"] = json!(match s.origin {
+                codefiles::Origin::User => "user",
+                codefiles::Origin::Store => "store",
+            });
+            out["command"] = json!(s.config.command);
+            out["languages"] = json!(s.config.languages);
+            match service.launch(s) {
+                Ok(spec) => out["program"] = json!(spec.command),
+                Err(err) => {
+                    if out["state"] == "idle" {
+                        out["state"] = json!(err.code().as_str());
+                    }
+                    out["error"] = err.to_json(&call.snapshot.analysis);
+                }
+            }
+            out
+        })
+        .collect();
+    let mut out = page::page("servers", items, &call.args)?;
+    out["shadowed"] = json!(servers.shadowed());
+    Ok(out)
+}
+
+pub(super) fn server_restart(call: &mut Call<'_>) -> CommandResult {
+    let service = call.service;
+    let name = call.text("server");
+    let servers = service.code_servers()?;
+    let server = servers.get(&name).ok_or_else(|| unknown_server(&name, &servers))?;
+    let spec = service.launch(server)?;
+    let host = service.host(&name)?;
+    let status = host.restart(&spec)?;
+    Ok(json!({"server": status}))
+}
+
+fn unknown_server(name: &str, servers: &Servers) -> Error {
+    let names: Vec<&str> = servers.iter().map(|s| s.name()).collect();
+    Error::NotFound(format!(
+        "no language server is named '{name}'; the configured servers are: {}",
+        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    ))
+}
+
