@@ -64,8 +64,13 @@ impl std::fmt::Debug for Daemon {
 }
 
 impl Daemon {
-    /// Open the store (a second core fails here with `busy`), listen, and record where.
-    pub fn start(store: &Path) -> anyhow::Result<Daemon> {
+    /// Open the store (a second core fails here with `busy`), listen, and record where. The
+    /// code files' language servers run in `code` (none: code requests answer
+    /// `server-unavailable`).
+    pub fn start(
+        store: &Path,
+        code: Option<Arc<dyn stardust_core::codefiles::CodeHost>>,
+    ) -> anyhow::Result<Daemon> {
         let store = Store::open(store, OpenOptions::default())?;
         let root = store.root().to_owned();
         let meta = std::fs::metadata(&root)?;
@@ -81,7 +86,10 @@ impl Daemon {
             .context("cannot write .stardust/run/daemon.json")?;
         tracing::info!("serving {} on {}", root.display(), socket.display());
         Ok(Daemon {
-            service: Arc::new(Service::new(store)),
+            service: Arc::new(match code {
+                Some(host) => Service::new(store).with_code_host(host),
+                None => Service::new(store),
+            }),
             root,
             folder,
             socket,
@@ -158,6 +166,7 @@ impl Daemon {
     pub fn shutdown(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.service.store().close();
+        self.service.shutdown_code_servers();
         let _ = std::fs::remove_file(&self.socket);
         record::remove_if(&self.root, std::process::id());
     }
@@ -327,7 +336,7 @@ mod tests {
         let definition =
             format!("id backup/b\ntype backup\ntarget '{}'\nkeep 1\n", target.display());
         std::fs::write(root.join("backup.dust"), definition).unwrap();
-        let daemon = Arc::new(Daemon::start(&root).unwrap());
+        let daemon = Arc::new(Daemon::start(&root, None).unwrap());
         let never: Handler = Arc::new(|_, _, _, _| anyhow::bail!("no LSP or MCP here"));
         let handlers = Handlers { lsp: never.clone(), mcp: never };
         let accepting = daemon.clone();

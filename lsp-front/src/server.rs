@@ -31,11 +31,16 @@ use crate::state::{Connection, Shared, State, StoreSource, error, internal};
 /// Requests are cheap to queue; the limit only guards against a runaway client.
 const MAX_CONCURRENT_REQUESTS: usize = 1024;
 
-/// Serve LSP on stdin/stdout until the client exits or closes the input.
-pub fn run_stdio(store: Option<PathBuf>) -> anyhow::Result<()> {
+/// Serve LSP on stdin/stdout until the client exits or closes the input; code files go to the
+/// language servers of `code` (none: they answer `server-unavailable`).
+pub fn run_stdio(
+    store: Option<PathBuf>,
+    code: Option<Arc<dyn stardust_core::codefiles::CodeHost>>,
+) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
     let store = stardust_core::scan::find_store(store.as_deref(), &cwd);
-    run(std::io::stdin(), std::io::stdout(), StoreSource::Open(store), std::future::pending())
+    let source = StoreSource::Open(store, code);
+    run(std::io::stdin(), std::io::stdout(), source, std::future::pending())
 }
 
 /// Serve LSP on one connection to a running core (the daemon's socket), until the client
@@ -141,7 +146,7 @@ fn initialize(
     let client_name =
         params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let flag = match store {
-        StoreSource::Open(flag) => flag,
+        StoreSource::Open(flag, code) => (flag, code),
         StoreSource::Attached(service, front) => {
             let session = service.open_session(front, &client_name);
             let buffers = Buffers::attached(service.store_arc());
@@ -149,6 +154,7 @@ fn initialize(
             return finish_initialize(shared, client, buffers, session, encoding, &params);
         }
     };
+    let (flag, code) = flag;
     let root = flag.or(from_client).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
@@ -170,7 +176,11 @@ fn initialize(
         .map_err(|err| error(ErrorCode::INVALID_PARAMS, err.code(), err.to_string()))?;
     let (buffers, session) = match opened {
         Opened::Store(store) => {
-            let service = Arc::new(Service::new(store));
+            let service = match code {
+                Some(host) => Service::new(store).with_code_host(host),
+                None => Service::new(store),
+            };
+            let service = Arc::new(service);
             tracing::info!(
                 "serving the store {} ({} documents) to {client_name}",
                 root.display(),

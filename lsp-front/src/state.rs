@@ -21,8 +21,9 @@ use crate::diagnostics::DiagnosticsMode;
 /// Where the server's store comes from.
 #[derive(Clone)]
 pub enum StoreSource {
-    /// Open the store itself: the flag's, else the client's root (`stardust lsp` alone).
-    Open(Option<PathBuf>),
+    /// Open the store itself: the flag's, else the client's root (`stardust lsp` alone), with
+    /// the language servers' host for its code files.
+    Open(Option<PathBuf>, Option<Arc<dyn stardust_core::codefiles::CodeHost>>),
     /// A core already serving the store (`stardust serve`, the daemon): this connection is one
     /// of its sessions.
     Attached(Arc<Service>, Front),

@@ -80,11 +80,20 @@ pub(crate) struct Connection {
     pub notifications: Arc<AtomicU64>,
 }
 
-/// What the reader needs to answer the server's requests.
+/// Where the notifications an editor relays go (method, params), called on the reader thread:
+/// it must not block.
+pub type EventSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+/// The notifications passed to an [`EventSink`]: what an editor shows (SPEC §17 "LSP").
+const RELAYED: [&str; 4] =
+    ["textDocument/publishDiagnostics", "$/progress", "window/showMessage", "window/logMessage"];
+
+/// What the reader needs to answer the server's requests, and where it relays notifications.
 pub(crate) struct Answering {
     pub settings: Value,
     pub root_uri: String,
     pub root_name: String,
+    pub events: Option<EventSink>,
 }
 
 impl Connection {
@@ -321,6 +330,15 @@ impl Reader {
     }
 
     fn notification(&self, method: &str, params: &Value) {
+        self.observe(method, params);
+        if let Some(events) = &self.answering.events
+            && RELAYED.contains(&method)
+        {
+            events(method, params);
+        }
+    }
+
+    fn observe(&self, method: &str, params: &Value) {
         match method {
             "$/progress" => {
                 let Some(token) = params.get("token") else { return };

@@ -35,12 +35,14 @@
 mod client;
 pub mod error;
 pub mod frame;
+mod host;
 mod process;
 mod server;
 pub mod spec;
 pub mod supervisor;
 
-pub use client::{PublishedDiagnostics, Readiness};
+pub use client::{EventSink, PublishedDiagnostics, Readiness};
 pub use error::ServerError;
+pub use host::{Host, status_json};
 pub use server::{Answer, LanguageServer, PositionEncoding, RETRIES, State, Status};
 pub use spec::{ServerSpec, SupervisorProgram, Timeouts};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use stardust_core::ide::file_uri;
 
-use crate::client::{Answering, Connection, PublishedDiagnostics, Readiness, Reply};
+use crate::client::{Answering, Connection, EventSink, PublishedDiagnostics, Readiness, Reply};
 use crate::error::{CONTENT_MODIFIED, METHOD_NOT_FOUND, SERVER_CANCELLED, ServerError};
 use crate::process::{Process, check_command};
 use crate::spec::{ServerSpec, SupervisorProgram};
@@ -151,6 +151,8 @@ pub struct LanguageServer {
     inner: Mutex<Inner>,
     /// Held while an instance starts, so concurrent callers share one start.
     starting: Mutex<()>,
+    /// Where relayed notifications go (none: kept only for status and diagnostics).
+    events: Option<EventSink>,
 }
 
 impl std::fmt::Debug for LanguageServer {
@@ -162,7 +164,20 @@ impl std::fmt::Debug for LanguageServer {
 impl LanguageServer {
     /// A server that starts on first use, supervised by `program`.
     pub fn new(spec: ServerSpec, program: SupervisorProgram) -> LanguageServer {
-        LanguageServer { spec, program, inner: Mutex::default(), starting: Mutex::new(()) }
+        LanguageServer {
+            spec,
+            program,
+            inner: Mutex::default(),
+            starting: Mutex::new(()),
+            events: None,
+        }
+    }
+
+    /// This server, passing what it publishes for editors (diagnostics, progress, messages)
+    /// to `events` as it arrives.
+    pub fn with_events(mut self, events: EventSink) -> LanguageServer {
+        self.events = Some(events);
+        self
     }
 
     pub fn spec(&self) -> &ServerSpec {
@@ -259,6 +274,7 @@ impl LanguageServer {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
+            events: self.events.clone(),
         };
         let closing = process.clone();
         let conn = Connection::start(
@@ -462,6 +478,31 @@ impl LanguageServer {
                 method: format!("files like {}", path.display()),
             });
         };
+        let language_id = language_id.to_owned();
+        self.open_as(path, &language_id, text)
+    }
+
+    /// Makes the server's text of `path` be `text`: opened as `language_id` when it is not
+    /// open, changed when it differs, nothing sent when the running server has it already.
+    pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> Result<(), ServerError> {
+        let uri = file_uri(path);
+        {
+            let inner = self.lock();
+            let live = inner.instance.as_ref().is_some_and(|i| i.alive());
+            match inner.documents.get(&uri) {
+                Some(doc) if live && doc.text == text => return Ok(()),
+                Some(_) => {
+                    drop(inner);
+                    return self.change(path, text);
+                }
+                None => {}
+            }
+        }
+        self.open_as(path, language_id, text)
+    }
+
+    /// Opens (or replaces) the document at `path` as `language_id`.
+    pub fn open_as(&self, path: &Path, language_id: &str, text: &str) -> Result<(), ServerError> {
         let uri = file_uri(path);
         let instance = self.running()?;
         let mut inner = self.lock();

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::Value;
+use stardust_core::codefiles::LaunchSpec;
 
 /// How to launch and drive one language server. Every field is already checked and resolved:
 /// `command` is absolute (looking a name up on PATH and trusting the table are the core's
@@ -33,23 +33,24 @@ pub struct ServerSpec {
     pub max_restarts: u32,
 }
 
-/// The three timeouts of SPEC §17 (`timeouts = { startup, request, shutdown }`, in seconds there).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Timeouts {
-    /// From spawning to the `initialize` answer.
-    pub startup: Duration,
-    /// A request's default deadline (a caller may give its own).
-    pub request: Duration,
-    /// The grace between `shutdown` and the signals that end what is left of the tree.
-    pub shutdown: Duration,
-}
+/// The three timeouts of SPEC §17 (`timeouts = { startup, request, shutdown }`): the core's
+/// own type, so a `[servers.<name>]` table converts without a copy of its fields.
+pub use stardust_core::config::Timeouts;
 
-impl Default for Timeouts {
-    fn default() -> Timeouts {
-        Timeouts {
-            startup: Duration::from_secs(30),
-            request: Duration::from_secs(30),
-            shutdown: Duration::from_secs(5),
+impl From<&LaunchSpec> for ServerSpec {
+    /// The core's launch spec (already trusted, its command found on PATH) as this crate
+    /// drives it.
+    fn from(launch: &LaunchSpec) -> ServerSpec {
+        ServerSpec {
+            name: launch.name.clone(),
+            command: launch.command.clone(),
+            args: launch.args.clone(),
+            root: launch.root.clone(),
+            languages: launch.languages.clone(),
+            initialization_options: launch.initialization_options.clone().unwrap_or(Value::Null),
+            settings: launch.settings.clone(),
+            timeouts: launch.timeouts,
+            max_restarts: launch.max_restarts,
         }
     }
 }

@@ -16,6 +16,6 @@ pub(crate) fn run(store: Option<&Path>) -> anyhow::Result<ExitCode> {
     {
         return Ok(ExitCode::SUCCESS);
     }
-    stardust_lsp::run_stdio(store.map(Path::to_owned))?;
+    stardust_lsp::run_stdio(store.map(Path::to_owned), Some(super::code_host()?))?;
     Ok(ExitCode::SUCCESS)
 }

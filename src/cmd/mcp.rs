@@ -40,12 +40,13 @@ pub(crate) fn run(
     }
     let store = Store::open(&root, OpenOptions::default())?;
     tracing::info!("serving the store {} over MCP", store.root().display());
-    let service = Arc::new(Service::new(store));
+    let service = Arc::new(Service::new(store).with_code_host(super::code_host()?));
     match http {
-        Some(addr) => stardust_mcp::run_http(service, options, addr, |bound| {
+        Some(addr) => stardust_mcp::run_http(service.clone(), options, addr, |bound| {
             tracing::info!("MCP over streamable HTTP at http://{bound}/mcp");
         })?,
-        None => stardust_mcp::run_stdio(service, options)?,
+        None => stardust_mcp::run_stdio(service.clone(), options)?,
     }
+    service.shutdown_code_servers();
     Ok(ExitCode::SUCCESS)
 }

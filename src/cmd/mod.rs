@@ -61,3 +61,12 @@ pub(crate) fn attach_stdio(
         }
     }
 }
+
+/// The language servers of this process's core (SPEC §17): supervised by this executable
+/// re-run as `stardust __supervise`.
+pub(crate) fn code_host() -> anyhow::Result<std::sync::Arc<dyn stardust_core::codefiles::CodeHost>>
+{
+    let program = stardust_servers::SupervisorProgram::stardust()
+        .map_err(|err| anyhow::anyhow!("cannot find the stardust executable: {err}"))?;
+    Ok(std::sync::Arc::new(stardust_servers::Host::new(program)))
+}

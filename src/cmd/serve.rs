@@ -34,7 +34,7 @@ pub(crate) fn run(
     signals.add(Signal::SIGTERM);
     signals.thread_block()?;
 
-    let daemon = Arc::new(Daemon::start(store)?);
+    let daemon = Arc::new(Daemon::start(store, Some(super::code_host()?))?);
     // The mount shares the core's store: its saves and every other path's commits are one
     // history, and each invalidates the other's caches.
     let mounted = match mount {

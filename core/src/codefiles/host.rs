@@ -51,8 +51,12 @@ pub trait CodeHost: Send + Sync {
     /// Send `method` with `params` to the server `spec` describes, starting it first if it is
     /// not running (or running with a different spec: the configuration changed). Waits up
     /// to the spec's request timeout (`busy` past it, with `$/cancelRequest` sent).
-    fn request(&self, spec: &LaunchSpec, method: &str, params: Value)
-    -> Result<CodeAnswer, CodeError>;
+    fn request(
+        &self,
+        spec: &LaunchSpec,
+        method: &str,
+        params: Value,
+    ) -> Result<CodeAnswer, CodeError>;
 
     /// Make the server's text of the file at absolute `path` be `text` (opened as
     /// `language_id` if it is not open, else changed). Nothing is sent when the server already

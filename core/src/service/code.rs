@@ -297,7 +297,9 @@ fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
         Error::NotFound(format!("cannot read {rel}: {err}; give a file of the store"))
     })?;
     if !meta.is_file() {
-        return Err(Error::NotFound(format!("{rel} is not a file; give a file of the store")).into());
+        return Err(
+            Error::NotFound(format!("{rel} is not a file; give a file of the store")).into()
+        );
     }
     if meta.len() > MAX_CODE_FILE {
         return Err(Error::Unsupported(format!(
@@ -378,7 +380,11 @@ impl<'a> Texts<'a> {
 
 /// An LSP position (0-based, in the server's encoding) as 1-based line and character column.
 /// Without the text (a file that cannot be read) the character count is taken as is.
-fn mcp_position(text: Option<&(Arc<str>, LineIndex)>, at: &Value, encoding: Encoding) -> (u64, u64) {
+fn mcp_position(
+    text: Option<&(Arc<str>, LineIndex)>,
+    at: &Value,
+    encoding: Encoding,
+) -> (u64, u64) {
     let line = at["line"].as_u64().unwrap_or(0);
     let character = at["character"].as_u64().unwrap_or(0);
     let Some((text, index)) = text else { return (line + 1, character + 1) };
@@ -431,8 +437,7 @@ fn text_position(
     };
     let at = Position {
         line: u32::try_from(line.checked_sub(1).ok_or_else(invalid)?).map_err(|_| invalid())?,
-        column: u32::try_from(column.checked_sub(1).ok_or_else(invalid)?)
-            .map_err(|_| invalid())?,
+        column: u32::try_from(column.checked_sub(1).ok_or_else(invalid)?).map_err(|_| invalid())?,
     };
     let offset = index.offset(&text, at, Encoding::Utf32).ok_or_else(invalid)?;
     // The server's encoding is known once it runs; start it first so the column is right.
@@ -488,7 +493,8 @@ pub(super) fn hover(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
         Value::Null => Value::Null,
         result => {
             let mut texts = Texts::new(call.service);
-            let mut out = json!({"path": target.path, "markdown": hover_markdown(&result["contents"])});
+            let mut out =
+                json!({"path": target.path, "markdown": hover_markdown(&result["contents"])});
             if let Some(range) = result.get("range") {
                 out["range"] = texts.range(&uri_of(target), range, encoding);
             }
@@ -548,9 +554,31 @@ pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult 
 
 /// LSP `SymbolKind` numbers as words.
 const SYMBOL_KINDS: [&str; 26] = [
-    "file", "module", "namespace", "package", "class", "method", "property", "field",
-    "constructor", "enum", "interface", "function", "variable", "constant", "string", "number",
-    "boolean", "array", "object", "key", "null", "enumMember", "struct", "event", "operator",
+    "file",
+    "module",
+    "namespace",
+    "package",
+    "class",
+    "method",
+    "property",
+    "field",
+    "constructor",
+    "enum",
+    "interface",
+    "function",
+    "variable",
+    "constant",
+    "string",
+    "number",
+    "boolean",
+    "array",
+    "object",
+    "key",
+    "null",
+    "enumMember",
+    "struct",
+    "event",
+    "operator",
     "typeParameter",
 ];
 
@@ -847,7 +875,11 @@ pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> Com
     }
     let key = |v: &Value| {
         let at = &v[side];
-        (at["path"].as_str().unwrap_or("").to_owned(), at["range"]["line"].as_u64(), at["range"]["column"].as_u64())
+        (
+            at["path"].as_str().unwrap_or("").to_owned(),
+            at["range"]["line"].as_u64(),
+            at["range"]["column"].as_u64(),
+        )
     };
     items.sort_by_key(key);
     let mut out = page::page("calls", items, &call.args)?;
@@ -871,7 +903,8 @@ pub(super) fn prepare_rename(call: &Call<'_>, target: &CodeTarget) -> CommandRes
                 // `{defaultBehavior: true}`: the word at the position.
                 None => (Value::Null, None),
             };
-            let range = if range.is_null() { Value::Null } else { texts.range(&uri, &range, encoding) };
+            let range =
+                if range.is_null() { Value::Null } else { texts.range(&uri, &range, encoding) };
             json!({"path": target.path, "range": range, "placeholder": placeholder, "server": target.server()})
         }
     };
@@ -940,4 +973,3 @@ fn unknown_server(name: &str, servers: &Servers) -> Error {
         if names.is_empty() { "none".to_owned() } else { names.join(", ") }
     ))
 }
-
