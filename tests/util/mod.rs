@@ -72,6 +72,7 @@ pub fn mounted_library(dir: &Path) -> (PathBuf, PathBuf, Serve) {
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub mod lsp;
+pub mod mcp;
 
 /// Wait until `done`, failing the test after [`TIMEOUT`] with `what` was awaited.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
@@ -103,8 +104,22 @@ impl Serve {
         Serve::spawn(store, &["--mount".as_ref(), mount.as_os_str()])
     }
 
+    /// With the user's configuration folder (`XDG_CONFIG_HOME`) at `config` instead of the
+    /// real one: its `stardust/servers.toml` and `trusted.toml`.
+    pub fn with_config(store: &Path, config: &Path) -> Serve {
+        Serve::spawn_with(store, &[], Some(config))
+    }
+
     fn spawn(store: &Path, flags: &[&std::ffi::OsStr]) -> Serve {
-        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        Serve::spawn_with(store, flags, None)
+    }
+
+    fn spawn_with(store: &Path, flags: &[&std::ffi::OsStr], config: Option<&Path>) -> Serve {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
+        if let Some(config) = config {
+            command.env("XDG_CONFIG_HOME", config);
+        }
+        let child = command
             .arg("serve")
             .arg(store)
             .args(flags)
@@ -280,4 +295,28 @@ pub fn http_post(
         rest.to_owned()
     };
     (status, headers, body)
+}
+
+/// The fake language server of the fault tests (`stardust-servers`' `stardust-fake-lsp`),
+/// built beside the `stardust` binary when a filtered test run has not built it.
+pub fn fake_lsp() -> PathBuf {
+    let exe = Path::new(env!("CARGO_BIN_EXE_stardust")).with_file_name("stardust-fake-lsp");
+    if !exe.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = Command::new(cargo)
+            .args(["build", "-p", "stardust-servers", "--bin", "stardust-fake-lsp"])
+            .current_dir(repo())
+            .status()
+            .expect("cargo runs");
+        assert!(built.success() && exe.exists(), "cannot build {}", exe.display());
+    }
+    exe
+}
+
+/// Whether process `pid` is alive (a zombie is not: it only waits to be reaped).
+pub fn alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_owned()))
+        .is_some_and(|rest| !rest.starts_with('Z'))
 }
