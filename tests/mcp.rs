@@ -35,7 +35,8 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
     let tools = listed["result"]["tools"].as_array().unwrap().clone();
     let described = mcp.ok("commands_describe", json!({}));
     let commands = described["commands"].as_array().unwrap();
-    // Every command but preview_confirm, with the contract's schemas, then the navigation tools.
+    // Every command but preview_confirm, with the contract's schemas, then the navigation tools
+    // of SPEC §13 and those §17 adds for code files.
     let mut expected: Vec<String> = commands
         .iter()
         .map(|c| c["name"].as_str().unwrap().trim_start_matches("stardust.").replace('.', "_"))
@@ -45,6 +46,9 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
         ["diagnostics", "hover", "definition", "references", "document_symbols"]
             .iter()
             .chain(&["workspace_symbols", "code_actions", "describe_type"])
+            .chain(&["declaration", "type_definition", "implementation", "signature_help"])
+            .chain(&["incoming_calls", "outgoing_calls", "prepare_rename"])
+            .chain(&["server_status", "server_restart"])
             .map(|s| s.to_string()),
     );
     let names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
