@@ -13,6 +13,9 @@ pub const MAX_LIMIT: u64 = 500;
 /// The most bytes of JSON one page may take.
 pub const MAX_PAGE_BYTES: usize = 64 * 1024;
 
+/// What `,"pageShrunk":true` adds to an answer's JSON.
+const PAGE_SHRUNK_BYTES: usize = 18;
+
 /// The `limit` and `offset` of a tool's arguments, with the defaults and bounds above.
 pub fn window(args: &Map<String, Value>) -> Result<(u64, u64), Error> {
     let number = |key: &str, default: u64| match args.get(key) {
@@ -67,9 +70,14 @@ pub fn page(key: &str, items: Vec<Value>, args: &Map<String, Value>) -> Result<V
 /// An answer that is not a page, made to fit in 64 KiB: when it is larger, its longest
 /// top-level lists keep only the items that fit, and `omitted` counts, per list, the items
 /// left out. Nothing is dropped without being counted there.
-pub fn fit(mut value: Value) -> Value {
+pub fn fit(value: Value) -> Value {
+    let total = serde_json::to_vec(&value).map_or(0, |b| b.len());
+    fit_measured(value, total)
+}
+
+/// [`fit`] of a value already measured at `total` bytes of JSON.
+fn fit_measured(mut value: Value, total: usize) -> Value {
     let size = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
-    let total = size(&value);
     let Some(map) = value.as_object_mut() else { return value };
     if total <= MAX_PAGE_BYTES {
         return value;
@@ -112,7 +120,8 @@ impl Service {
             args.insert("limit".into(), json!(limit));
         }
         let mut shrunk = false;
-        let value = loop {
+        // Each answer is measured once; only one over the cap is measured again after `fit`.
+        let (value, size) = loop {
             let mut value = self.execute(session, name, Value::Object(args.clone()))?;
             let size = serde_json::to_vec(&value).map_or(0, |b| b.len());
             let rows = value.get("rows").and_then(Value::as_array).map_or(0, Vec::len);
@@ -120,13 +129,17 @@ impl Service {
                 if shrunk {
                     value["pageShrunk"] = json!(true);
                 }
-                break fit(value);
+                break (value, size + if shrunk { PAGE_SHRUNK_BYTES } else { 0 });
             }
             // Rows are roughly alike: aim under the cap with a margin, and always shrink.
             let fit = rows * MAX_PAGE_BYTES * 9 / 10 / size;
             args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
             shrunk = true;
         };
+        if size <= MAX_PAGE_BYTES {
+            return Ok(value);
+        }
+        let value = fit_measured(value, size);
         let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
         if bytes > MAX_PAGE_BYTES {
             return Err(CommandError::TooLarge { bytes });
