@@ -375,6 +375,13 @@ impl Reader {
                         .cloned()
                         .unwrap_or_default(),
                 };
+                tracing::debug!(
+                    server = self.name,
+                    uri,
+                    version = published.version,
+                    count = published.diagnostics.len(),
+                    "published diagnostics"
+                );
                 lock(&self.observed).diagnostics.insert(uri.to_owned(), published);
             }
             "window/logMessage" | "window/showMessage" => {

@@ -32,6 +32,8 @@ const PUBLISH_WAIT: Duration = Duration::from_secs(10);
 #[derive(Default)]
 pub(super) struct CodeFiles {
     host: Option<Arc<dyn CodeHost>>,
+    /// The user's configuration folder, when not the environment's (`with_code_config_dir`).
+    config_dir: Option<Option<PathBuf>>,
     /// Editors' open code files by store path: the latest text and the sessions holding it.
     buffers: Mutex<BTreeMap<String, EditorBuffer>>,
 }
@@ -92,11 +94,31 @@ impl Service {
         })
     }
 
-    /// The store's servers, the user's first (SPEC §17), as the configuration is now.
+    /// The store's servers, the user's first (SPEC §17), as the configuration files are now:
+    /// `stardust.toml` is read again (the store's snapshot keeps the configuration it opened
+    /// with), so a table edited while the core runs is the one checked against the recorded
+    /// trust — a changed table needs trusting again — and the one started once trusted.
     pub fn code_servers(&self) -> Result<Servers, CommandError> {
-        let snapshot = self.store.snapshot();
-        let dir = codefiles::user_config_dir(|v| std::env::var_os(v));
-        Ok(Servers::load(snapshot.analysis.config(), dir.as_deref())?)
+        let config = crate::config::Config::load(self.store.root())?;
+        Ok(Servers::load(&config, self.code_config_dir().as_deref())?)
+    }
+
+    /// The user's configuration folder (`servers.toml`, `trusted.toml`): the one given to
+    /// [`Service::with_code_config_dir`], else `$XDG_CONFIG_HOME/stardust` (or
+    /// `~/.config/stardust`).
+    fn code_config_dir(&self) -> Option<PathBuf> {
+        match &self.code.config_dir {
+            Some(dir) => dir.clone(),
+            None => codefiles::user_config_dir(|v| std::env::var_os(v)),
+        }
+    }
+
+    /// Read the user's servers and trust from `dir` (`None`: no user configuration) instead of
+    /// the environment's: for a core embedded in a process whose environment is not the
+    /// user's, and for tests.
+    pub fn with_code_config_dir(mut self, dir: Option<PathBuf>) -> Service {
+        self.code.config_dir = Some(dir);
+        self
     }
 
     /// Whether `given` (a path or `file:` URI under the store or a mount of it) is a code file:
@@ -141,7 +163,7 @@ impl Service {
 
     /// The launch spec of `server`, if it may start now.
     fn launch(&self, server: &codefiles::Server) -> Result<LaunchSpec, CommandError> {
-        let trusted = match codefiles::user_config_dir(|v| std::env::var_os(v)) {
+        let trusted = match self.code_config_dir() {
             Some(dir) => Trusted::load(&dir.join(codefiles::TRUSTED_FILE))?,
             None => Trusted::default(),
         };
@@ -679,9 +701,7 @@ pub(super) fn workspace_symbols(call: &Call<'_>, entities: Vec<Value>) -> Comman
     if !skipped.is_empty() {
         out["skipped"] = json!(skipped);
     }
-    if indexing {
-        out["readiness"] = json!("indexing");
-    }
+    out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
     Ok(out)
 }
 
@@ -721,11 +741,17 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
     let pulled = !found.is_empty();
     let version = host.version(target.server(), &target.file);
     let deadline = Instant::now() + PUBLISH_WAIT;
+    // Past the wait, the server has not yet said anything about this text (a busy server
+    // can take longer): no diagnostics, and `readiness: indexing`, never a clean bill made
+    // up from an older text's.
     let pushed = loop {
         match host.published(target.server(), &target.file) {
             Some((v, items)) if pulled || v.is_none() || v >= version => break items,
             None if pulled => break Vec::new(),
-            _ if Instant::now() >= deadline => break Vec::new(),
+            _ if Instant::now() >= deadline => {
+                indexing = true;
+                break Vec::new();
+            }
             _ => std::thread::sleep(Duration::from_millis(10)),
         }
     };

@@ -12,7 +12,9 @@
 //! - `--encodings a,b`: the position encodings it supports (default `utf-16`).
 //!
 //! Requests besides the lifecycle: `textDocument/hover` (echoes the document's version and
-//! text length), `fake/state` (documents, cancelled ids, pid and process group),
+//! text length; never answers when the document's text contains `fake:hang-on-hover`, exits
+//! with code 3 when it contains `fake:crash-on-hover`: faults a client reaches through the
+//! ordinary tools, as the core's MCP tests do), `fake/state` (documents, cancelled ids, pid and process group),
 //! `fake/ask {method, params}` (asks the client and answers with the client's answer),
 //! `fake/slow {ms}`, `fake/never`, `fake/modified {key, times}` (ContentModified to the first `times`
 //! requests with that key), `fake/server-cancelled {key, times}`, `fake/crash` (exit 3 at once), `fake/close-stdout`
@@ -235,6 +237,14 @@ fn main() {
             }
             "textDocument/hover" => {
                 let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
+                let text = documents.get(uri).and_then(|d| d["text"].as_str()).unwrap_or("");
+                if text.contains("fake:hang-on-hover") {
+                    continue;
+                }
+                if text.contains("fake:crash-on-hover") {
+                    eprintln!("fake-lsp: crashing on hover as the document asks");
+                    std::process::exit(3);
+                }
                 let value = match documents.get(uri) {
                     Some(doc) => format!(
                         "v{} {} bytes",
