@@ -490,13 +490,16 @@ fn tagged(mut out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
     out
 }
 
-/// Locations in canonical order: path, then line, then column.
+/// Locations in canonical order: the store's files before those outside it (shown with
+/// absolute paths: a library's source, a system header), then path, line and column.
 fn sort_locations(items: &mut [Value]) {
-    let key = |v: &Value| {
-        let r = &v["range"];
-        (v["path"].as_str().unwrap_or("").to_owned(), r["line"].as_u64(), r["column"].as_u64())
-    };
-    items.sort_by_key(key);
+    items.sort_by_key(|v| location_key(v));
+}
+
+fn location_key(v: &Value) -> (bool, String, Option<u64>, Option<u64>) {
+    let path = v["path"].as_str().unwrap_or("");
+    let r = &v["range"];
+    (path.starts_with('/'), path.to_owned(), r["line"].as_u64(), r["column"].as_u64())
 }
 
 fn as_list(result: &Value) -> Vec<Value> {
@@ -899,15 +902,7 @@ pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> Com
             }));
         }
     }
-    let key = |v: &Value| {
-        let at = &v[side];
-        (
-            at["path"].as_str().unwrap_or("").to_owned(),
-            at["range"]["line"].as_u64(),
-            at["range"]["column"].as_u64(),
-        )
-    };
-    items.sort_by_key(key);
+    items.sort_by_key(|v| location_key(&v[side]));
     let mut out = page::page("calls", items, &call.args)?;
     out["server"] = json!(target.server());
     out["readiness"] = json!(if indexing { "indexing" } else { "ready" });

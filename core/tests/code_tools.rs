@@ -1,0 +1,576 @@
+//! The navigation tools for code files (SPEC §13, §17) in the core, without a transport or a
+//! process: a `CodeHost` written here answers canned LSP JSON (a double of the interface, for
+//! the core's conversion rules only), and snapshots pin what the tools make of it — positions
+//! between a server's encoding and MCP's 1-based characters, the canonical order and pages of
+//! locations, paths outside the store, push and pull diagnostics merged, an editor's buffer
+//! before the disk, and no host at all.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
+use common::{open, write};
+use expect_test::{Expect, expect};
+use serde_json::{Value, json};
+use stardust_core::codefiles::{CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec};
+use stardust_core::service::{Front, Service, Session};
+use stardust_core::text::Encoding;
+
+/// A language server's side of the interface, canned: answers by method (`hover` echoes the
+/// position it was asked at and the text it holds, when no answer is canned), the diagnostics it
+/// "published", and a record of every request.
+#[derive(Default)]
+struct Canned {
+    encoding: Option<Encoding>,
+    capabilities: Value,
+    answers: BTreeMap<String, Value>,
+    published: Mutex<BTreeMap<PathBuf, Vec<Value>>>,
+    texts: Mutex<BTreeMap<PathBuf, (String, i64)>>,
+    requests: Mutex<Vec<(String, Value)>>,
+}
+
+impl Canned {
+    fn with(mut self, method: &str, answer: Value) -> Canned {
+        self.answers.insert(method.to_owned(), answer);
+        self
+    }
+}
+
+fn uri_path(uri: &str) -> PathBuf {
+    PathBuf::from(uri.strip_prefix("file://").unwrap())
+}
+
+impl CodeHost for Canned {
+    fn request(
+        &self,
+        _spec: &LaunchSpec,
+        method: &str,
+        params: Value,
+    ) -> Result<CodeAnswer, CodeError> {
+        self.requests.lock().unwrap().push((method.to_owned(), params.clone()));
+        let result = match self.answers.get(method) {
+            Some(answer) => answer.clone(),
+            None if method == "textDocument/hover" => {
+                let file = uri_path(params["textDocument"]["uri"].as_str().unwrap());
+                let text = self.texts.lock().unwrap().get(&file).map(|t| t.0.clone());
+                let at = &params["position"];
+                let end =
+                    json!({"line": at["line"], "character": at["character"].as_u64().unwrap() + 1});
+                json!({"contents": {"kind": "plaintext", "value": text}, "range": {"start": at, "end": end}})
+            }
+            None => {
+                return Err(CodeError {
+                    code: stardust_core::Code::Unsupported,
+                    message: format!("canned server has no {method}"),
+                    server: "canned".into(),
+                });
+            }
+        };
+        Ok(CodeAnswer { result, indexing: false })
+    }
+
+    fn sync(&self, _: &LaunchSpec, path: &Path, _: &str, text: &str) -> Result<(), CodeError> {
+        let mut texts = self.texts.lock().unwrap();
+        let entry = texts.entry(path.to_owned()).or_insert_with(|| (String::new(), 0));
+        if entry.0 != text || entry.1 == 0 {
+            *entry = (text.to_owned(), entry.1 + 1);
+        }
+        Ok(())
+    }
+
+    fn close(&self, _: &str, path: &Path) {
+        self.texts.lock().unwrap().remove(path);
+    }
+
+    fn encoding(&self, _: &str) -> Option<Encoding> {
+        self.encoding
+    }
+
+    fn capabilities(&self, _: &str) -> Option<Value> {
+        Some(self.capabilities.clone())
+    }
+
+    fn published(&self, _: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {
+        let items = self.published.lock().unwrap().get(path).cloned()?;
+        Some((self.version("canned", path), items))
+    }
+
+    fn version(&self, _: &str, path: &Path) -> Option<i64> {
+        self.texts.lock().unwrap().get(path).map(|t| t.1)
+    }
+
+    fn status(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    fn restart(&self, _: &LaunchSpec) -> Result<Value, CodeError> {
+        Ok(json!({}))
+    }
+
+    fn subscribe(&self) -> Receiver<CodeEvent> {
+        std::sync::mpsc::channel().1
+    }
+
+    fn shutdown(&self) {}
+}
+
+/// A store (canonical path) whose `.py` and `.txt` files the user's `[servers.canned]` serves,
+/// and a folder outside it.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: PathBuf,
+    outside: PathBuf,
+    config: PathBuf,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let store = base.join("store");
+    write(&store, "stardust.toml", "[store]\n");
+    for (rel, text) in files {
+        write(&store, rel, text);
+    }
+    let config = base.join("config");
+    // The command is never run (the host is canned), but must be an executable file.
+    let command = std::env::current_exe().unwrap();
+    write(
+        &config,
+        "servers.toml",
+        &format!(
+            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\n",
+            command.to_str().unwrap()
+        ),
+    );
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    Fixture { _dir: dir, store, outside, config }
+}
+
+impl Fixture {
+    fn service(&self, host: Canned) -> (Service, Session, Arc<Canned>) {
+        let host = Arc::new(host);
+        let service = Service::new(open(&self.store))
+            .with_code_config_dir(Some(self.config.clone()))
+            .with_code_host(host.clone());
+        let session = service.open_session(Front::Mcp, "test-agent");
+        (service, session, host)
+    }
+
+    fn uri(&self, rel: &str) -> String {
+        format!("file://{}", self.store.join(rel).display())
+    }
+}
+
+fn run(service: &Service, session: &Session, tool: &str, args: Value) -> Value {
+    service.execute(session, tool, args.clone()).unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+}
+
+fn check(actual: &Value, expected: Expect) {
+    expected.assert_eq(&serde_json::to_string_pretty(actual).unwrap());
+}
+
+fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
+    json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+}
+
+/// One line with a character outside the BMP (two UTF-16 units, four UTF-8 bytes) and one of
+/// two UTF-8 bytes, CRLF line ends, and a short last line.
+const WIDE: &str = "s = \"😀é\" + y\r\nshort\r\nend";
+
+#[test]
+fn positions_convert_between_the_server_encoding_and_characters() {
+    let f = fixture(&[("wide.py", WIDE)]);
+    let mut out = BTreeMap::new();
+    for (name, encoding, y) in [
+        ("utf-16", Encoding::Utf16, 12),
+        ("utf-8", Encoding::Utf8, 15),
+        ("utf-32", Encoding::Utf32, 11),
+    ] {
+        let uri = f.uri("wide.py");
+        // `y` in the server's units; past the end of `short`; past the last line.
+        let definition = json!([
+            {"uri": uri, "range": range(0, y, 0, y + 1)},
+            {"uri": uri, "range": range(1, 99, 1, 120)},
+            {"uri": uri, "range": range(7, 0, 7, 3)},
+        ]);
+        let host = Canned { encoding: Some(encoding), ..Canned::default() }
+            .with("textDocument/definition", definition);
+        let (service, session, host) = f.service(host);
+        // MCP's column 12 is `y` (the 12th character).
+        let hover = run(
+            &service,
+            &session,
+            "hover",
+            json!({"path": "wide.py", "position": {"line": 1, "column": 12}}),
+        );
+        let asked = host.requests.lock().unwrap()[0].1["position"].clone();
+        let definition = run(
+            &service,
+            &session,
+            "definition",
+            json!({"path": "wide.py", "position": {"line": 1, "column": 1}}),
+        );
+        let ranges: Vec<Value> = definition["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["range"].clone())
+            .collect();
+        out.insert(
+            name,
+            json!({"asked": asked, "hover": hover["hover"]["range"], "definition": ranges}),
+        );
+    }
+    check(
+        &json!(out),
+        expect![[r#"
+            {
+              "utf-16": {
+                "asked": {
+                  "line": 0,
+                  "character": 12
+                },
+                "hover": {
+                  "line": 1,
+                  "column": 12,
+                  "endLine": 1,
+                  "endColumn": 13
+                },
+                "definition": [
+                  {
+                    "line": 1,
+                    "column": 12,
+                    "endLine": 1,
+                    "endColumn": 13
+                  },
+                  {
+                    "line": 2,
+                    "column": 6,
+                    "endLine": 2,
+                    "endColumn": 6
+                  },
+                  {
+                    "line": 3,
+                    "column": 4,
+                    "endLine": 3,
+                    "endColumn": 4
+                  }
+                ]
+              },
+              "utf-32": {
+                "asked": {
+                  "line": 0,
+                  "character": 11
+                },
+                "hover": {
+                  "line": 1,
+                  "column": 12,
+                  "endLine": 1,
+                  "endColumn": 13
+                },
+                "definition": [
+                  {
+                    "line": 1,
+                    "column": 12,
+                    "endLine": 1,
+                    "endColumn": 13
+                  },
+                  {
+                    "line": 2,
+                    "column": 6,
+                    "endLine": 2,
+                    "endColumn": 6
+                  },
+                  {
+                    "line": 3,
+                    "column": 4,
+                    "endLine": 3,
+                    "endColumn": 4
+                  }
+                ]
+              },
+              "utf-8": {
+                "asked": {
+                  "line": 0,
+                  "character": 15
+                },
+                "hover": {
+                  "line": 1,
+                  "column": 12,
+                  "endLine": 1,
+                  "endColumn": 13
+                },
+                "definition": [
+                  {
+                    "line": 1,
+                    "column": 12,
+                    "endLine": 1,
+                    "endColumn": 13
+                  },
+                  {
+                    "line": 2,
+                    "column": 6,
+                    "endLine": 2,
+                    "endColumn": 6
+                  },
+                  {
+                    "line": 3,
+                    "column": 4,
+                    "endLine": 3,
+                    "endColumn": 4
+                  }
+                ]
+              }
+            }"#]],
+    );
+}
+
+#[test]
+fn a_position_that_is_not_in_the_file_is_invalid_arguments() {
+    let f = fixture(&[("wide.py", WIDE)]);
+    let (service, session, host) = f.service(Canned::default());
+    let errors: Vec<String> = [
+        json!({"line": 2, "column": 9}),
+        json!({"line": 4, "column": 1}),
+        json!({"line": 0, "column": 1}),
+    ]
+    .into_iter()
+    .map(|position| {
+        let err = service
+            .execute(&session, "hover", json!({"path": "wide.py", "position": position}))
+            .unwrap_err();
+        format!("{}: {err}", err.code().as_str())
+    })
+    .collect();
+    check(
+        &json!(errors),
+        expect![[r#"
+            [
+              "invalid-arguments: line 2 column 9 is not a position in wide.py (3 lines); lines and columns are 1-based, columns counted in characters",
+              "invalid-arguments: line 4 column 1 is not a position in wide.py (3 lines); lines and columns are 1-based, columns counted in characters",
+              "invalid-arguments: invalid arguments for hover: `position.line` must be at least 1, not 0 (the line, 1-based)"
+            ]"#]],
+    );
+    assert!(host.requests.lock().unwrap().is_empty(), "nothing is asked of the server");
+}
+
+#[test]
+fn locations_are_ordered_deduplicated_and_paged_with_outside_paths_absolute() {
+    let f = fixture(&[("b.py", "one\ntwo\n"), ("a.py", "alpha\nbeta\n"), ("pkg/c.py", "x\n")]);
+    std::fs::write(f.outside.join("lib.py"), "def lib(): ...\n").unwrap();
+    let outside = format!("file://{}", f.outside.join("lib.py").display());
+    let references = json!([
+        {"uri": f.uri("b.py"), "range": range(1, 0, 1, 3)},
+        {"uri": f.uri("a.py"), "range": range(1, 2, 1, 4)},
+        {"uri": outside, "range": range(0, 4, 0, 7)},
+        {"uri": f.uri("a.py"), "range": range(0, 0, 0, 5)},
+        {"uri": f.uri("b.py"), "range": range(1, 0, 1, 3)},
+        {"uri": f.uri("pkg/c.py"), "range": range(0, 0, 0, 1)},
+    ]);
+    let (service, session, _) =
+        f.service(Canned::default().with("textDocument/references", references));
+    let place = json!({"path": "a.py", "position": {"line": 1, "column": 1}});
+    let mut pages = Vec::new();
+    let mut offset = Some(json!(0));
+    while let Some(at) = offset.filter(|o| !o.is_null()) {
+        let mut args = place.clone();
+        args["limit"] = json!(2);
+        args["offset"] = at;
+        let page = run(&service, &session, "references", args);
+        let shown: Vec<String> = page["references"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let path =
+                    l["path"].as_str().unwrap().replace(f.outside.to_str().unwrap(), "$OUTSIDE");
+                format!(
+                    "{path}:{}:{} @{}",
+                    l["range"]["line"],
+                    l["range"]["column"],
+                    l["server"].as_str().unwrap()
+                )
+            })
+            .collect();
+        pages.push(
+            json!({"references": shown, "total": page["total"], "nextOffset": page["nextOffset"]}),
+        );
+        offset = Some(page["nextOffset"].clone());
+    }
+    check(
+        &json!(pages),
+        expect![[r#"
+            [
+              {
+                "references": [
+                  "a.py:1:1 @canned",
+                  "a.py:2:3 @canned"
+                ],
+                "total": 5,
+                "nextOffset": 2
+              },
+              {
+                "references": [
+                  "b.py:2:1 @canned",
+                  "pkg/c.py:1:1 @canned"
+                ],
+                "total": 5,
+                "nextOffset": 4
+              },
+              {
+                "references": [
+                  "$OUTSIDE/lib.py:1:5 @canned"
+                ],
+                "total": 5,
+                "nextOffset": null
+              }
+            ]"#]],
+    );
+}
+
+fn diagnostic(line: u32, severity: u32, message: &str) -> Value {
+    json!({"range": range(line, 0, line, 2), "severity": severity, "message": message, "source": "canned"})
+}
+
+#[test]
+fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
+    let f = fixture(&[("m.py", "a\nb\nc\n")]);
+    let pulled = json!({"kind": "full", "items": [diagnostic(2, 1, "pulled error"), diagnostic(0, 2, "in both")]});
+    let host = Canned { capabilities: json!({"diagnosticProvider": {}}), ..Canned::default() }
+        .with("textDocument/diagnostic", pulled);
+    host.published.lock().unwrap().insert(
+        f.store.join("m.py"),
+        vec![diagnostic(0, 2, "in both"), diagnostic(1, 3, "pushed information")],
+    );
+    let (service, session, _) = f.service(host);
+    let all = run(&service, &session, "diagnostics", json!({"path": "m.py"}));
+    let warnings =
+        run(&service, &session, "diagnostics", json!({"path": "m.py", "severity": "warning"}));
+    check(
+        &json!({"all": all, "warnings": warnings}),
+        expect![[r#"
+            {
+              "all": {
+                "diagnostics": [
+                  {
+                    "path": "m.py",
+                    "range": {
+                      "line": 1,
+                      "column": 1,
+                      "endLine": 1,
+                      "endColumn": 2
+                    },
+                    "severity": "warning",
+                    "message": "in both",
+                    "server": "canned",
+                    "source": "canned"
+                  },
+                  {
+                    "path": "m.py",
+                    "range": {
+                      "line": 2,
+                      "column": 1,
+                      "endLine": 2,
+                      "endColumn": 2
+                    },
+                    "severity": "information",
+                    "message": "pushed information",
+                    "server": "canned",
+                    "source": "canned"
+                  },
+                  {
+                    "path": "m.py",
+                    "range": {
+                      "line": 3,
+                      "column": 1,
+                      "endLine": 3,
+                      "endColumn": 2
+                    },
+                    "severity": "error",
+                    "message": "pulled error",
+                    "server": "canned",
+                    "source": "canned"
+                  }
+                ],
+                "total": 3,
+                "nextOffset": null,
+                "server": "canned",
+                "readiness": "ready"
+              },
+              "warnings": {
+                "diagnostics": [
+                  {
+                    "path": "m.py",
+                    "range": {
+                      "line": 1,
+                      "column": 1,
+                      "endLine": 1,
+                      "endColumn": 2
+                    },
+                    "severity": "warning",
+                    "message": "in both",
+                    "server": "canned",
+                    "source": "canned"
+                  }
+                ],
+                "total": 1,
+                "nextOffset": null,
+                "server": "canned",
+                "readiness": "ready"
+              }
+            }"#]],
+    );
+}
+
+#[test]
+fn an_editor_buffer_is_what_the_server_is_given_until_it_is_closed() {
+    let f = fixture(&[("notes.txt", "on disk\n")]);
+    let (service, session, _) = f.service(Canned::default());
+    let editor = service.open_session(Front::Lsp, "test-editor");
+    let hover = |service: &Service| {
+        run(
+            service,
+            &session,
+            "hover",
+            json!({"path": "notes.txt", "position": {"line": 1, "column": 1}}),
+        )["hover"]["markdown"]
+            .clone()
+    };
+    let before = hover(&service);
+    let target = service.code_target("notes.txt").unwrap();
+    service.code_open(&editor, &target, "in the editor, unsaved\n").unwrap();
+    let open = hover(&service);
+    service.code_close(&editor, &target);
+    let closed = hover(&service);
+    check(
+        &json!([before, open, closed]),
+        expect![[r#"
+            [
+              "on disk\n",
+              "in the editor, unsaved\n",
+              "on disk\n"
+            ]"#]],
+    );
+}
+
+#[test]
+fn without_a_host_code_files_are_server_unavailable() {
+    let f = fixture(&[("a.py", "x = 1\n")]);
+    let service = Service::new(open(&f.store)).with_code_config_dir(Some(f.config.clone()));
+    let session = service.open_session(Front::Mcp, "test-agent");
+    let err = service
+        .execute(&session, "hover", json!({"path": "a.py", "position": {"line": 1, "column": 1}}))
+        .unwrap_err();
+    check(
+        &json!([err.code().as_str(), err.to_string()]),
+        expect![[r#"
+            [
+              "server-unavailable",
+              "language server 'canned' cannot start: this core runs no language servers; use `stardust serve`, `stardust lsp` or `stardust mcp`"
+            ]"#]],
+    );
+}
