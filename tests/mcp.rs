@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-
 fn gated(store: &Path, allowlist: &[&str]) {
     let config = std::fs::read_to_string(store.join("stardust.toml")).unwrap();
     let list: Vec<String> = allowlist.iter().map(|n| format!("{n:?}")).collect();

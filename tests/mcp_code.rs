@@ -12,7 +12,6 @@ mod util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -172,7 +171,7 @@ async fn status(peer: &Peer<RoleClient>, server: &str) -> Value {
 }
 
 fn alive(pid: &Value) -> bool {
-    Path::new(&format!("/proc/{}", pid.as_u64().expect("a pid"))).exists()
+    util::alive(pid.as_i64().expect("a pid"))
 }
 
 /// `server_status` shows the running server with its pids; `server_restart` starts another
@@ -587,38 +586,6 @@ async fn errors_of_code_files_name_their_code() {
     client.cancel().await.unwrap();
 }
 
-/// `stardust-fake-lsp`, built for this test run (it belongs to the stardust-servers package,
-/// so Cargo does not build it for the root package's tests).
-fn fake_lsp() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let bin_dir = Path::new(env!("CARGO_BIN_EXE_stardust")).parent().unwrap().to_owned();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build
-            .args([
-                "build",
-                "-j",
-                "2",
-                "--quiet",
-                "-p",
-                "stardust-servers",
-                "--bin",
-                "stardust-fake-lsp",
-            ])
-            .arg("--manifest-path")
-            .arg(util::repo().join("Cargo.toml"));
-        if bin_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("cargo runs");
-        assert!(status.success(), "cannot build stardust-fake-lsp");
-        let path = bin_dir.join("stardust-fake-lsp");
-        assert!(path.is_file(), "{} was not built", path.display());
-        path
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_faulty_server_answers_busy_and_unavailable_while_documents_still_answer() {
     let mixed = Mixed::new();
@@ -627,7 +594,7 @@ async fn a_faulty_server_answers_busy_and_unavailable_while_documents_still_answ
         mixed.config_dir().join("servers.toml"),
         format!(
             "[servers.fake]\ncommand = {:?}\nlanguages = {{ fk = \"fake\" }}\ntimeouts = {{ request = 2 }}\nmax_restarts = 1\n",
-            fake_lsp().to_str().unwrap()
+            util::fake_lsp().to_str().unwrap()
         ),
     )
     .unwrap();

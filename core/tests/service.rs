@@ -95,7 +95,11 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
     .assert_debug_eq(&names);
     assert_eq!(names, shown_in(Front::Lsp).map(|c| c.name).collect::<Vec<_>>());
     assert_eq!(names.len(), 14);
-    assert_eq!(registry().len(), 14 + 8 + 9 + 1, "the navigation tools (SPEC §13, §17) and stardust.backup.run");
+    assert_eq!(
+        registry().len(),
+        14 + 8 + 9 + 1,
+        "the navigation tools (SPEC §13, §17) and stardust.backup.run"
+    );
     let create = &described["commands"][6];
     assert_eq!(create["effect"], "mutation");
     assert_eq!(create["confirmation"], "required");

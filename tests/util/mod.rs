@@ -298,19 +298,28 @@ pub fn http_post(
 }
 
 /// The fake language server of the fault tests (`stardust-servers`' `stardust-fake-lsp`),
-/// built beside the `stardust` binary when a filtered test run has not built it.
+/// built beside the `stardust` binary: Cargo builds it for the root package's tests only in a
+/// workspace run, and a filtered run may find an older build without the modes a test needs,
+/// so it is built (a no-op when fresh) once per test binary.
 pub fn fake_lsp() -> PathBuf {
-    let exe = Path::new(env!("CARGO_BIN_EXE_stardust")).with_file_name("stardust-fake-lsp");
-    if !exe.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-p", "stardust-servers", "--bin", "stardust-fake-lsp"])
-            .current_dir(repo())
-            .status()
-            .expect("cargo runs");
-        assert!(built.success() && exe.exists(), "cannot build {}", exe.display());
-    }
-    exe
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = Path::new(env!("CARGO_BIN_EXE_stardust")).with_file_name("stardust-fake-lsp");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build
+                .args(["build", "-j", "2", "--quiet", "-p", "stardust-servers"])
+                .args(["--bin", "stardust-fake-lsp"])
+                .current_dir(repo());
+            if exe.parent().and_then(Path::file_name).is_some_and(|dir| dir == "release") {
+                build.arg("--release");
+            }
+            let built = build.status().expect("cargo runs");
+            assert!(built.success() && exe.exists(), "cannot build {}", exe.display());
+            exe
+        })
+        .clone()
 }
 
 /// Whether process `pid` is alive (a zombie is not: it only waits to be reaped).
