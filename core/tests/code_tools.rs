@@ -27,7 +27,9 @@ struct Canned {
     encoding: Option<Encoding>,
     capabilities: Value,
     answers: BTreeMap<String, Value>,
-    published: Mutex<BTreeMap<PathBuf, Vec<Value>>>,
+    /// What was published for a file: for how many versions before the current one (0: for
+    /// the text it was last given), and the diagnostics.
+    published: Mutex<BTreeMap<PathBuf, (i64, Vec<Value>)>>,
     texts: Mutex<BTreeMap<PathBuf, (String, i64)>>,
     requests: Mutex<Vec<(String, Value)>>,
 }
@@ -94,8 +96,8 @@ impl CodeHost for Canned {
     }
 
     fn published(&self, _: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {
-        let items = self.published.lock().unwrap().get(path).cloned()?;
-        Some((self.version("canned", path), items))
+        let (behind, items) = self.published.lock().unwrap().get(path).cloned()?;
+        Some((self.version("canned", path).map(|v| v - behind), items))
     }
 
     fn version(&self, _: &str, path: &Path) -> Option<i64> {
@@ -444,7 +446,7 @@ fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
         .with("textDocument/diagnostic", pulled);
     host.published.lock().unwrap().insert(
         f.store.join("m.py"),
-        vec![diagnostic(0, 2, "in both"), diagnostic(1, 3, "pushed information")],
+        (0, vec![diagnostic(0, 2, "in both"), diagnostic(1, 3, "pushed information")]),
     );
     let (service, session, _) = f.service(host);
     let all = run(&service, &session, "diagnostics", json!({"path": "m.py"}));
@@ -572,5 +574,40 @@ fn without_a_host_code_files_are_server_unavailable() {
               "server-unavailable",
               "language server 'canned' cannot start: this core runs no language servers; use `stardust serve`, `stardust lsp` or `stardust mcp`"
             ]"#]],
+    );
+}
+
+#[test]
+fn a_pull_answer_stands_alone_when_the_push_is_for_an_older_text() {
+    let f = fixture(&[("clean.py", "a\n"), ("stale.py", "b\n")]);
+    let host = Canned { capabilities: json!({"diagnosticProvider": {}}), ..Canned::default() }
+        .with("textDocument/diagnostic", json!({"kind": "full", "items": []}));
+    // Published for the version before the one the server is given now.
+    host.published
+        .lock()
+        .unwrap()
+        .insert(f.store.join("stale.py"), (1, vec![diagnostic(0, 1, "stale")]));
+    let (service, session, _) = f.service(host);
+    let clean = run(&service, &session, "diagnostics", json!({"path": "clean.py"}));
+    let stale = run(&service, &session, "diagnostics", json!({"path": "stale.py"}));
+    check(
+        &json!({"clean": clean, "stale": stale}),
+        expect![[r#"
+            {
+              "clean": {
+                "diagnostics": [],
+                "total": 0,
+                "nextOffset": null,
+                "server": "canned",
+                "readiness": "ready"
+              },
+              "stale": {
+                "diagnostics": [],
+                "total": 0,
+                "nextOffset": null,
+                "server": "canned",
+                "readiness": "ready"
+              }
+            }"#]],
     );
 }

@@ -493,7 +493,7 @@ fn tagged(mut out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
 /// Locations in canonical order: the store's files before those outside it (shown with
 /// absolute paths: a library's source, a system header), then path, line and column.
 fn sort_locations(items: &mut [Value]) {
-    items.sort_by_key(|v| location_key(v));
+    items.sort_by_key(location_key);
 }
 
 fn location_key(v: &Value) -> (bool, String, Option<u64>, Option<u64>) {
@@ -726,12 +726,14 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
     let capabilities = host.capabilities(target.server()).unwrap_or(Value::Null);
     let mut found: Vec<Value> = Vec::new();
     let mut indexing = false;
+    let mut pulled = false;
     // Pull where the server offers it; push (what it published for the text it was given)
     // otherwise or besides, merged without duplicates.
     if capabilities.get("diagnosticProvider").is_some_and(|p| !p.is_null()) {
         let params = json!({"textDocument": {"uri": uri_of(target)}});
         match host.request(&target.spec, "textDocument/diagnostic", params) {
             Ok(answer) => {
+                pulled = true;
                 indexing |= answer.indexing;
                 found.extend(as_list(&answer.result["items"]));
             }
@@ -739,9 +741,9 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
             Err(err) => return Err(err.into()),
         }
     }
-    // A server that answered the pull has said what it knows; one that only pushes is waited
-    // for until it publishes for the text it was given (bounded).
-    let pulled = !found.is_empty();
+    // A server that answered the pull (even with no items: a clean file) has said what it
+    // knows, and a push adds to it only when it is for this text; one that only pushes is
+    // waited for until it publishes for the text it was given (bounded).
     let version = host.version(target.server(), &target.file);
     let deadline = Instant::now() + PUBLISH_WAIT;
     // Past the wait, the server has not yet said anything about this text (a busy server
@@ -749,8 +751,8 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
     // up from an older text's.
     let pushed = loop {
         match host.published(target.server(), &target.file) {
-            Some((v, items)) if pulled || v.is_none() || v >= version => break items,
-            None if pulled => break Vec::new(),
+            Some((v, items)) if v.is_none() || v >= version => break items,
+            _ if pulled => break Vec::new(),
             _ if Instant::now() >= deadline => {
                 indexing = true;
                 break Vec::new();
