@@ -263,6 +263,13 @@ async fn pyright_answers_the_code_tools() {
         ]
     );
     assert_eq!(references["total"], 5);
+    // Pages of the same canonical list.
+    let mut second = at("py/shop/pricing.py", 6, 6);
+    second["limit"] = json!(2);
+    second["offset"] = json!(2);
+    let page = call(peer, "references", second).await;
+    assert_eq!(locs(&page, "references"), locs(&references, "references")[2..4]);
+    assert_eq!((&page["total"], &page["nextOffset"]), (&json!(5), &json!(4)));
 
     let symbols = call(peer, "document_symbols", json!({"path": "py/shop/pricing.py"})).await;
     assert_eq!(names(&symbols, "symbols"), ["VAT_PERCENT", "with_tax", "format_price"]);
@@ -413,9 +420,11 @@ async fn clangd_answers_the_code_tools() {
     assert_eq!(loc(&hover["hover"]), "native/checksum.c:3:10-3:18@clangd");
     assert!(hover["hover"]["markdown"].as_str().unwrap().contains("The FNV-1a hash"));
 
-    // Across files: the declaration in the header.
-    let definition = call(peer, "definition", at("native/checksum.c", 13, 14)).await;
+    // Across files: from the header's declaration to the definition, and back.
+    let definition = call(peer, "definition", at("native/checksum.h", 8, 12)).await;
     assert_eq!(locs(&definition, "locations"), ["native/checksum.c:3:10-3:18@clangd"]);
+    let from_call = call(peer, "definition", at("native/checksum.c", 13, 14)).await;
+    assert_eq!(locs(&from_call, "locations"), ["native/checksum.c:3:10-3:18@clangd"]);
     let declaration = call(peer, "declaration", at("native/checksum.c", 3, 12)).await;
     assert_eq!(locs(&declaration, "locations"), ["native/checksum.h:8:10-8:18@clangd"]);
     // `uint32_t` is defined by the system's headers: shown with its absolute path.
