@@ -34,6 +34,10 @@ pub(super) struct CodeFiles {
     host: Option<Arc<dyn CodeHost>>,
     /// The user's configuration folder, when not the environment's (`with_code_config_dir`).
     config_dir: Option<Option<PathBuf>>,
+    /// The servers last parsed, with the bytes (and modes) of the files they came from.
+    servers_cache: Mutex<Option<((FileKey, FileKey), Servers)>>,
+    /// The trust last parsed, with the bytes (and mode) of `trusted.toml`.
+    trusted_cache: Mutex<Option<(FileKey, Trusted)>>,
     /// Editors' open code files by store path: the latest text and the sessions holding it.
     buffers: Mutex<BTreeMap<String, EditorBuffer>>,
 }
@@ -98,9 +102,41 @@ impl Service {
     /// `stardust.toml` is read again (the store's snapshot keeps the configuration it opened
     /// with), so a table edited while the core runs is the one checked against the recorded
     /// trust — a changed table needs trusting again — and the one started once trusted.
+    ///
+    /// Parsing is reused while the files' bytes (and the user file's mode, which decides
+    /// whether it may be used) are unchanged: every code request asks, and parsing and
+    /// validating the tables costs more than the request itself.
     pub fn code_servers(&self) -> Result<Servers, CommandError> {
+        let dir = self.code_config_dir();
+        let store_file = self.store.root().join(crate::config::CONFIG_FILE);
+        let key = (
+            file_key(&store_file),
+            dir.as_deref().and_then(|d| file_key(&codefiles::user_servers_path(d))),
+        );
+        if let Some((cached, servers)) = &*lock(&self.code.servers_cache)
+            && *cached == key
+        {
+            return Ok(servers.clone());
+        }
         let config = crate::config::Config::load(self.store.root())?;
-        Ok(Servers::load(&config, self.code_config_dir().as_deref())?)
+        let servers = Servers::load(&config, dir.as_deref())?;
+        *lock(&self.code.servers_cache) = Some((key, servers.clone()));
+        Ok(servers)
+    }
+
+    /// The recorded trust, parsed again only when `trusted.toml` changed (as `code_servers`).
+    fn code_trusted(&self) -> Result<Trusted, CommandError> {
+        let Some(dir) = self.code_config_dir() else { return Ok(Trusted::default()) };
+        let file = dir.join(codefiles::TRUSTED_FILE);
+        let key = file_key(&file);
+        if let Some((cached, trusted)) = &*lock(&self.code.trusted_cache)
+            && *cached == key
+        {
+            return Ok(trusted.clone());
+        }
+        let trusted = Trusted::load(&file)?;
+        *lock(&self.code.trusted_cache) = Some((key, trusted.clone()));
+        Ok(trusted)
     }
 
     /// The user's configuration folder (`servers.toml`, `trusted.toml`): the one given to
@@ -163,10 +199,7 @@ impl Service {
 
     /// The launch spec of `server`, if it may start now.
     fn launch(&self, server: &codefiles::Server) -> Result<LaunchSpec, CommandError> {
-        let trusted = match self.code_config_dir() {
-            Some(dir) => Trusted::load(&dir.join(codefiles::TRUSTED_FILE))?,
-            None => Trusted::default(),
-        };
+        let trusted = self.code_trusted()?;
         let path = std::env::var_os("PATH");
         Ok(codefiles::may_start(
             server,
@@ -299,6 +332,15 @@ impl Service {
             host.shutdown();
         }
     }
+}
+
+/// What a configuration file is now: its bytes and mode (`None`: it cannot be read).
+type FileKey = Option<(Vec<u8>, u32)>;
+
+fn file_key(path: &Path) -> FileKey {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).ok()?.permissions().mode();
+    Some((std::fs::read(path).ok()?, mode))
 }
 
 /// `spec` rooted for the file at store path `rel`: the nearest folder holding one of its
