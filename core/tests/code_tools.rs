@@ -3,7 +3,7 @@
 //! the core's conversion rules only), and snapshots pin what the tools make of it — positions
 //! between a server's encoding and MCP's 1-based characters, the canonical order and pages of
 //! locations, paths outside the store, push and pull diagnostics merged, an editor's buffer
-//! before the disk, and no host at all.
+//! before the disk, the user's servers file read again when it changes, and no host at all.
 
 mod common;
 
@@ -609,5 +609,27 @@ fn a_pull_answer_stands_alone_when_the_push_is_for_an_older_text() {
                 "readiness": "ready"
               }
             }"#]],
+    );
+}
+
+#[test]
+fn a_servers_file_changed_while_the_core_runs_is_read_again() {
+    let f = fixture(&[("notes.txt", "text\n")]);
+    let (service, session, _) = f.service(Canned::default());
+    let place = json!({"path": "notes.txt", "position": {"line": 1, "column": 1}});
+    let before = run(&service, &session, "hover", place.clone());
+    assert_eq!(before["server"], "canned");
+    // The same table without `txt`: the next request sees it (the parse is not kept).
+    let file = f.config.join("servers.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace(", txt = \"plaintext\"", "")).unwrap();
+    let err = service.execute(&session, "hover", place).unwrap_err();
+    check(
+        &json!([err.code().as_str(), err.to_string()]),
+        expect![[r#"
+            [
+              "unsupported",
+              "no language server covers notes.txt; add a [servers.<name>] table (stardust.toml or your servers.toml) whose languages include \"txt\" or whose globs match it"
+            ]"#]],
     );
 }
