@@ -247,7 +247,7 @@ async fn pyright_answers_the_code_tools() {
     assert_eq!(locs(&definition, "locations"), ["py/shop/pricing.py:11:5-11:17@pyright"]);
     let declaration = call(peer, "declaration", at("py/shop/catalog.py", 18, 32)).await;
     assert_eq!(locs(&declaration, "locations"), ["py/shop/pricing.py:11:5-11:17@pyright"]);
-    // `data` -> ... the Product built at line 26 is a `Product`.
+    // The type of `Product` where line 26 builds one: the class.
     let type_definition = call(peer, "type_definition", at("py/shop/catalog.py", 26, 30)).await;
     assert_eq!(locs(&type_definition, "locations"), ["py/shop/catalog.py:11:7-11:14@pyright"]);
 
@@ -292,7 +292,7 @@ async fn pyright_answers_the_code_tools() {
     assert_eq!(implementation["code"], "unsupported", "{implementation}");
     assert_eq!(implementation["server"], "pyright");
 
-    // Inside `format_price(` ... the argument.
+    // Inside the call `format_price(with_tax(...))`, at its argument.
     let help = call(peer, "signature_help", at("py/shop/catalog.py", 18, 50)).await;
     assert_eq!(help["signatureHelp"]["signatures"][0]["label"], "(price_cents: int) -> str");
     assert_eq!(help["signatureHelp"]["activeParameter"], 0);
