@@ -19,7 +19,7 @@ pub enum ServerError {
     /// The server died (or closed its output) while this request was waiting; the request is
     /// not replayed, the next one starts the server again.
     #[error(
-        "language server '{server}' stopped while answering {method}: {reason}; retry the request (the server is restarted)"
+        "language server '{server}' stopped while answering {method}: {reason}; retry the request (the server is started again unless it crashed more than max_restarts times this minute)"
     )]
     Crashed { server: String, method: String, reason: String },
     /// The server crashed more than `max_restarts` times within a minute.
