@@ -21,6 +21,7 @@ pub mod patch;
 pub mod query;
 pub mod scan;
 pub mod schema;
+pub mod sdkgen;
 pub mod service;
 mod shared_map;
 pub mod store;
