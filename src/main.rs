@@ -161,6 +161,11 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// Generate typed SDK definitions from the store's schemas.
+    Sdk {
+        #[command(subcommand)]
+        command: cmd::sdk::SdkCommand,
+    },
     /// Write a document in the other notation to standard output.
     Convert {
         file: PathBuf,
@@ -237,6 +242,7 @@ fn main() -> ExitCode {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
         }
         Command::Backup { command } => cmd::backup::run(command),
+        Command::Sdk { command } => cmd::sdk::run(command),
         Command::Trust { store, revoke } => cmd::trust::run(&store, revoke),
         Command::Mount { store, dir, max_file_size, threads } => {
             let options = stardust_fuse::MountOptions { max_file_size, threads };

@@ -10,6 +10,7 @@ pub(crate) mod lsp;
 pub(crate) mod mcp;
 pub(crate) mod mount;
 pub(crate) mod query;
+pub(crate) mod sdk;
 pub(crate) mod serve;
 pub(crate) mod trust;
 

@@ -1,0 +1,94 @@
+//! `stardust sdk generate STORE --lang typescript|python --out DIR [--check]` (SPEC §21):
+//! writes the typed definitions the core's `sdkgen` makes from the store's schemas, or with
+//! `--check` only says (exit 1) which files are out of date.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Subcommand, ValueEnum};
+use stardust_core::analysis::Analysis;
+use stardust_core::sdkgen::{self, Lang};
+
+#[derive(Subcommand)]
+pub(crate) enum SdkCommand {
+    /// Write typed definitions for every entity type with a schema, for the runtime in
+    /// sdk-ts/ (TypeScript) or sdk-py/ (Python). The same schemas give the same bytes.
+    Generate {
+        /// The store directory.
+        store: PathBuf,
+        #[arg(long, value_enum)]
+        lang: LangArg,
+        /// The folder to write into (made when missing; other files in it are left alone).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Write nothing; exit 1 when a file in DIR is missing or differs.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LangArg {
+    Typescript,
+    Python,
+    Rust,
+}
+
+pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
+    let SdkCommand::Generate { store, lang, out, check } = command;
+    let lang = match lang {
+        LangArg::Typescript => Lang::TypeScript,
+        LangArg::Python => Lang::Python,
+        LangArg::Rust => {
+            return Err(stardust_core::Error::Unsupported(
+                "generated Rust types are not made yet; use the stardust-sdk crate (sdk/) with \
+                 serde types of your own, or --lang typescript|python"
+                    .to_owned(),
+            )
+            .into());
+        }
+    };
+    let analysis = Analysis::load(&store)?;
+    let files = sdkgen::generate(&sdkgen::types_of(&analysis), lang);
+    let stale = sdkgen::stale(&files, |path| std::fs::read(out.join(path)).ok());
+    if check {
+        if stale.is_empty() {
+            eprintln!("{} is up to date ({} files)", out.display(), files.len());
+            return Ok(ExitCode::SUCCESS);
+        }
+        for path in &stale {
+            eprintln!("out of date: {}", out.join(path).display());
+        }
+        eprintln!(
+            "run `stardust sdk generate {} --lang {} --out {}` to update",
+            store.display(),
+            lang_name(lang),
+            out.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    for file in files.iter().filter(|f| stale.contains(&f.path)) {
+        write(&out.join(&file.path), &file.bytes)?;
+    }
+    eprintln!("wrote {} of {} files to {}", stale.len(), files.len(), out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn lang_name(lang: Lang) -> &'static str {
+    match lang {
+        Lang::TypeScript => "typescript",
+        Lang::Python => "python",
+    }
+}
+
+/// Write through a temporary file beside it and a rename, so a reader never sees half a file.
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
