@@ -11,8 +11,8 @@ fn generate_writes_then_check_passes_until_a_schema_changes() {
     let store = library();
     let out = tempfile::tempdir().unwrap();
     let (s, o) = (store.path().to_str().unwrap(), out.path().to_str().unwrap());
-    let gen = stardust(&["sdk", "generate", s, "--lang", "typescript", "--out", o]);
-    assert_eq!(gen.status.code(), Some(0), "{}", text(&gen.stderr));
+    let made = stardust(&["sdk", "generate", s, "--lang", "typescript", "--out", o]);
+    assert_eq!(made.status.code(), Some(0), "{}", text(&made.stderr));
     let first = std::fs::read(out.path().join("index.ts")).unwrap();
     assert!(text(&first).contains("export interface Book {"));
 
@@ -30,8 +30,8 @@ fn generate_writes_then_check_passes_until_a_schema_changes() {
     assert!(text(&check.stderr).contains("out of date"), "{}", text(&check.stderr));
     assert_eq!(std::fs::read(out.path().join("index.ts")).unwrap(), first);
 
-    let gen = stardust(&["sdk", "generate", s, "--lang", "typescript", "--out", o]);
-    assert_eq!(gen.status.code(), Some(0));
+    let made = stardust(&["sdk", "generate", s, "--lang", "typescript", "--out", o]);
+    assert_eq!(made.status.code(), Some(0));
     assert!(text(&std::fs::read(out.path().join("index.ts")).unwrap()).contains("pseudonym?: string;"));
 }
 
@@ -41,8 +41,8 @@ fn python_is_a_typed_package() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("library_types");
     let (s, o) = (store.path().to_str().unwrap(), dir.to_str().unwrap());
-    let gen = stardust(&["sdk", "generate", s, "--lang", "python", "--out", o]);
-    assert_eq!(gen.status.code(), Some(0), "{}", text(&gen.stderr));
+    let made = stardust(&["sdk", "generate", s, "--lang", "python", "--out", o]);
+    assert_eq!(made.status.code(), Some(0), "{}", text(&made.stderr));
     assert!(dir.join("py.typed").is_file());
     let init = text(&std::fs::read(dir.join("__init__.py")).unwrap());
     assert!(init.contains("Book = TypedDict(\"Book\", {"), "{init}");
