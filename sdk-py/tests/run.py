@@ -28,5 +28,5 @@ with tempfile.TemporaryDirectory(prefix="stardust-sdk-py-run-") as work:
     run(bin_, "sdk", "generate", library, "--lang", "python", "--out", str(Path(work) / "library_types"))
     run(sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.path.join(work, ".mypy"),
         str(Path(work) / "library_types"), str(package / "stardust_sdk"), str(here / "test_sdk.py"),
-        str(here / "conftest.py"))
+        str(here / "conftest.py"), str(package.parent / "examples/sdk-py/example.py"))
     run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here))

@@ -31,13 +31,15 @@ try {
   run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(work, "library/index.ts")], work);
   cpSync(here, join(work, "test"), { recursive: true, filter: (src) => !src.endsWith(".mjs") });
   cpSync(join(pkg, "src/node.d.ts"), join(work, "node.d.ts"));
+  // The example program (examples/sdk-ts) type-checks against the same generated code.
+  cpSync(join(pkg, "../examples/sdk-ts/example.ts"), join(work, "example.ts"));
   writeFileSync(join(work, "tsconfig.json"), JSON.stringify({
     compilerOptions: {
       target: "ES2022", lib: ["ES2022"], module: "NodeNext", moduleResolution: "NodeNext",
       strict: true, noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true,
       types: [], outDir: "dist", rootDir: ".",
     },
-    include: ["library", "test", "node.d.ts"],
+    include: ["library", "test", "example.ts", "node.d.ts"],
   }));
   run(tsc, ["-p", work]);
   const tests = readdirSync(join(work, "dist/test")).filter((f) => f.endsWith(".test.js")).map((f) => join(work, "dist/test", f));
