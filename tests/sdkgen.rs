@@ -32,7 +32,9 @@ fn generate_writes_then_check_passes_until_a_schema_changes() {
 
     let made = stardust(&["sdk", "generate", s, "--lang", "typescript", "--out", o]);
     assert_eq!(made.status.code(), Some(0));
-    assert!(text(&std::fs::read(out.path().join("index.ts")).unwrap()).contains("pseudonym?: string;"));
+    assert!(
+        text(&std::fs::read(out.path().join("index.ts")).unwrap()).contains("pseudonym?: string;")
+    );
 }
 
 #[test]
@@ -54,8 +56,19 @@ fn python_is_a_typed_package() {
 /// The generated code in examples/ is what the library's schemas make today.
 #[test]
 fn the_examples_are_current() {
-    for (lang, dir) in [("typescript", "examples/sdk-ts/library"), ("python", "examples/sdk-py/library_types")] {
-        let out = stardust(&["sdk", "generate", "examples/library", "--lang", lang, "--out", dir, "--check"]);
+    for (lang, dir) in
+        [("typescript", "examples/sdk-ts/library"), ("python", "examples/sdk-py/library_types")]
+    {
+        let out = stardust(&[
+            "sdk",
+            "generate",
+            "examples/library",
+            "--lang",
+            lang,
+            "--out",
+            dir,
+            "--check",
+        ]);
         assert_eq!(out.status.code(), Some(0), "{lang}: {}", text(&out.stderr));
     }
 }
@@ -67,7 +80,8 @@ fn rust_and_missing_stores_are_errors_with_codes() {
     let rust = stardust(&["sdk", "generate", "examples/library", "--lang", "rust", "--out", o]);
     assert_eq!(rust.status.code(), Some(1));
     assert!(text(&rust.stderr).starts_with("error[unsupported]: "), "{}", text(&rust.stderr));
-    let missing = stardust(&["sdk", "generate", "/nonexistent/store", "--lang", "python", "--out", o]);
+    let missing =
+        stardust(&["sdk", "generate", "/nonexistent/store", "--lang", "python", "--out", o]);
     assert_ne!(missing.status.code(), Some(0));
     assert!(text(&missing.stderr).starts_with("error["), "{}", text(&missing.stderr));
 }

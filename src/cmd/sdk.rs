@@ -49,7 +49,10 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let analysis = Analysis::load(&store)?;
-    let files = sdkgen::generate(&sdkgen::types_of(&analysis), lang);
+    let types = sdkgen::types_of(&analysis);
+    let started = std::time::Instant::now();
+    let files = sdkgen::generate(&types, lang);
+    let took = started.elapsed();
     let stale = sdkgen::stale(&files, |path| std::fs::read(out.join(path)).ok());
     if check {
         if stale.is_empty() {
@@ -70,7 +73,14 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
     for file in files.iter().filter(|f| stale.contains(&f.path)) {
         write(&out.join(&file.path), &file.bytes)?;
     }
-    eprintln!("wrote {} of {} files to {}", stale.len(), files.len(), out.display());
+    eprintln!(
+        "wrote {} of {} files to {} ({} types, generated in {:.1} ms)",
+        stale.len(),
+        files.len(),
+        out.display(),
+        types.len(),
+        took.as_secs_f64() * 1e3
+    );
     Ok(ExitCode::SUCCESS)
 }
 
