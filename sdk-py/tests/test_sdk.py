@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 import pytest
 
 import library_types as lib
 from conftest import apply, stop_core
-from stardust_sdk import DecodeError, Event, StardustError, Subscription, check
+from stardust_sdk import ConnectOptions, DecodeError, Event, StardustError, Subscription, check, connect
 
 
 def test_get_and_query_are_typed(store: Path) -> None:
@@ -81,17 +82,19 @@ def test_a_refused_change_carries_the_spec_code(store: Path) -> None:
         client.close()
 
 
-def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store: Path) -> None:
-    async def until(events: Subscription, seq: int) -> list[Event]:
-        seen: list[Event] = []
-        while not seen or seen[-1].seq < seq:
-            event = await asyncio.wait_for(events.__anext__(), 20)
-            if seen:
-                assert event.seq > seen[-1].seq
-            seen.append(event)
-        assert seen[-1].seq == seq, seen
-        return seen
+async def until(events: Subscription, seq: int) -> list[Event]:
+    """Events until one reaches ``seq`` (seqs only go up), within 20 s each."""
+    seen: list[Event] = []
+    while not seen or seen[-1].seq < seq:
+        event = await asyncio.wait_for(events.__anext__(), 20)
+        if seen:
+            assert event.seq > seen[-1].seq
+        seen.append(event)
+    assert seen[-1].seq == seq, seen
+    return seen
 
+
+def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store: Path) -> None:
     async def run() -> None:
         client = await lib.connect(str(store))
         events = client.subscribe_entities()
@@ -107,6 +110,41 @@ def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store:
             later = apply(store, "ops [{set {id book/dune pages 414}}]\n")
             resumed = await until(events, later)
             assert resumed[-1] == Event("changed", later, [{"id": "book/dune", "change": "changed"}])
+        finally:
+            await events.close()
+            await client.close()
+
+    asyncio.run(run())
+
+
+def test_an_overflow_is_a_reread_and_a_core_that_never_returns_ends_with_a_typed_error(
+    tmp_path: Path,
+) -> None:
+    # A store whose subscribers may fall only two entries behind.
+    small = tmp_path / "small"
+    (small / "people").mkdir(parents=True)
+    (small / "stardust.toml").write_text("[notifications]\nmax_pending = 2\n")
+    (small / "people/ann.dust").write_text("id    person/ann\ntype  person\nname  Ann\n")
+
+    async def run() -> None:
+        client = await connect(str(small), ConnectOptions(reconnect_timeout=1.0))
+        events = client.subscribe_entities()
+        try:
+            await events.open()
+            # Three new entities in three new documents: six pending entries, past max_pending.
+            preview = await client.patch(
+                "ops [{create {id ?a type person name A}} {create {id ?b type person name B}}"
+                " {create {id ?c type person name C}}]")
+            committed = await preview.confirm()
+            assert await until(events, committed.seq) == [Event("reread", committed.seq)]
+            # The core stops and its store is gone: reconnecting fails for reconnect_timeout,
+            # then the iterator raises the last attempt's error, with the core's code.
+            await client.close()
+            stop_core(small)
+            shutil.rmtree(small)
+            with pytest.raises(StardustError) as err:
+                await asyncio.wait_for(events.__anext__(), 20)
+            assert err.value.code == "not-found" and "cannot open the store" in str(err.value)
         finally:
             await events.close()
             await client.close()

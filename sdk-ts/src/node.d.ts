@@ -62,6 +62,7 @@ declare module "node:fs" {
   export function statSync(path: string): { isFile(): boolean };
   export function cpSync(from: string, to: string, options?: { recursive?: boolean; filter?: (src: string) => boolean }): void;
   export function mkdtempSync(prefix: string): string;
+  export function mkdirSync(path: string, options?: { recursive?: boolean }): void;
   export function rmSync(path: string, options?: { recursive?: boolean; force?: boolean }): void;
   export function writeFileSync(path: string, data: string): void;
   export function readFileSync(path: string, encoding: "utf8"): string;

@@ -3,13 +3,13 @@
 // (tests/sdk_ts.rs sets both and runs this with node's test runner).
 
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { DecodeError, StardustError, tempRef } from "@stardust/sdk";
+import { DecodeError, StardustError, connect as connectUntyped, tempRef } from "@stardust/sdk";
 import type { EntityChange, Event, Subscription } from "@stardust/sdk";
 import { check } from "@stardust/sdk/decode";
 import { columns, connect, decls } from "../library/index.js";
@@ -28,10 +28,10 @@ after(async () => {
 });
 
 /** Stop the store's core (SIGTERM) and wait until its process is gone. */
-async function stopCore(): Promise<void> {
+async function stopCore(root: string = store): Promise<void> {
   let pid: number;
   try {
-    pid = (JSON.parse(readFileSync(join(store, ".stardust/run/daemon.json"), "utf8")) as { pid: number }).pid;
+    pid = (JSON.parse(readFileSync(join(root, ".stardust/run/daemon.json"), "utf8")) as { pid: number }).pid;
     process.kill(pid, "SIGTERM");
   } catch {
     return; // No core runs.
@@ -155,6 +155,37 @@ test("a subscriber receives another client's commit, and resumes after the core 
     assert.ok(later > seq);
     const resumed = await through(events, later);
     assert.deepEqual(resumed[resumed.length - 1], { kind: "changed", seq: later, changes: [{ id: "book/dune", change: "changed" }] });
+  } finally {
+    events.close();
+    client.close();
+  }
+});
+
+test("an overflow is a re-read, and a core that never comes back ends the subscription with a typed error", async () => {
+  // A store whose subscribers may fall only two entries behind.
+  const small = join(dir, "small");
+  mkdirSync(join(small, "people"), { recursive: true });
+  writeFileSync(join(small, "stardust.toml"), "[notifications]\nmax_pending = 2\n");
+  writeFileSync(join(small, "people/ann.dust"), "id    person/ann\ntype  person\nname  Ann\n");
+  const client = await connectUntyped(small, { reconnectTimeoutMs: 1000 });
+  const events = client.subscribeEntities();
+  try {
+    await events.open();
+    // Three new entities in three new documents: six pending entries, past max_pending.
+    const committed = await (
+      await client.patch("ops [{create {id ?a type person name A}} {create {id ?b type person name B}} {create {id ?c type person name C}}]")
+    ).confirm();
+    assert.deepEqual(await through(events, committed.seq), [{ kind: "reread", seq: committed.seq }]);
+
+    // The core stops and its store is gone: reconnecting fails for reconnectTimeoutMs, then
+    // the iterator throws the last attempt's error, with the code the core gave it.
+    client.close();
+    await stopCore(small);
+    rmSync(small, { recursive: true, force: true });
+    await assert.rejects(
+      events.next(),
+      (err) => err instanceof StardustError && err.code === "not-found" && /cannot open the store/.test(err.message),
+    );
   } finally {
     events.close();
     client.close();
