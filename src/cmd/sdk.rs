@@ -1,4 +1,4 @@
-//! `stardust sdk generate STORE --lang typescript|python --out DIR [--check]` (SPEC §21):
+//! `stardust sdk generate STORE --lang typescript|python|rust --out DIR [--check]` (SPEC §21):
 //! writes the typed definitions the core's `sdkgen` makes from the store's schemas, or with
 //! `--check` only says (exit 1) which files are out of date.
 
@@ -12,7 +12,7 @@ use stardust_core::sdkgen::{self, Lang};
 #[derive(Subcommand)]
 pub(crate) enum SdkCommand {
     /// Write typed definitions for every entity type with a schema, for the runtime in
-    /// sdk-ts/ (TypeScript) or sdk-py/ (Python). The same schemas give the same bytes.
+    /// sdk-ts/ (TypeScript), sdk-py/ (Python) or serde types for sdk/ (Rust). The same schemas give the same bytes.
     Generate {
         /// The store directory.
         store: PathBuf,
@@ -39,14 +39,7 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
     let lang = match lang {
         LangArg::Typescript => Lang::TypeScript,
         LangArg::Python => Lang::Python,
-        LangArg::Rust => {
-            return Err(stardust_core::Error::Unsupported(
-                "generated Rust types are not made yet; use the stardust-sdk crate (sdk/) with \
-                 serde types of your own, or --lang typescript|python"
-                    .to_owned(),
-            )
-            .into());
-        }
+        LangArg::Rust => Lang::Rust,
     };
     let analysis = Analysis::load(&store)?;
     let types = sdkgen::types_of(&analysis);
@@ -88,6 +81,7 @@ fn lang_name(lang: Lang) -> &'static str {
     match lang {
         Lang::TypeScript => "typescript",
         Lang::Python => "python",
+        Lang::Rust => "rust",
     }
 }
 

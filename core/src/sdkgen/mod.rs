@@ -7,13 +7,14 @@
 //! place where the schema says more than the model can (`oneOf` of objects,
 //! `patternProperties`, a recursive `$ref`, ...) becomes the closest *sound* type (one that
 //! accepts at least every valid value) and a note saying why, never a failure. Then one
-//! renderer per language (`typescript`, `python`) writes the model out, together with the
+//! renderer per language (`typescript`, `python`, `rust`) writes the model out, together with the
 //! model itself as data ("shapes") that the runtimes decode answers with, so a value from the
 //! core that does not fit the generated type is a decode error naming the field.
 
 mod lower;
 mod names;
 mod python;
+mod rust;
 mod shape;
 mod typescript;
 
@@ -29,6 +30,7 @@ use crate::analysis::Analysis;
 pub enum Lang {
     TypeScript,
     Python,
+    Rust,
 }
 
 impl Lang {
@@ -37,6 +39,7 @@ impl Lang {
         match name {
             "typescript" | "ts" => Some(Lang::TypeScript),
             "python" | "py" => Some(Lang::Python),
+            "rust" | "rs" => Some(Lang::Rust),
             _ => None,
         }
     }
@@ -81,6 +84,7 @@ pub fn generate(types: &[TypeSchema], lang: Lang) -> Vec<File> {
     match lang {
         Lang::TypeScript => typescript::render(&model),
         Lang::Python => python::render(&model),
+        Lang::Rust => rust::render(&model),
     }
 }
 

@@ -61,6 +61,24 @@ const PYTHON: &[&str] = &[
     "Decls",
 ];
 
+const RUST: &[&str] = &[
+    "BTreeMap",
+    "Box",
+    "Deserialize",
+    "Err",
+    "None",
+    "Ok",
+    "Option",
+    "Result",
+    "Self",
+    "Serialize",
+    "Some",
+    "String",
+    "TYPES",
+    "Value",
+    "Vec",
+];
+
 pub(super) struct Names {
     taken: BTreeSet<String>,
 }
@@ -70,6 +88,7 @@ impl Names {
         let reserved = match lang {
             Lang::TypeScript => TYPESCRIPT,
             Lang::Python => PYTHON,
+            Lang::Rust => RUST,
         };
         Names { taken: reserved.iter().map(|s| (*s).to_owned()).collect() }
     }

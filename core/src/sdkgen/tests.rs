@@ -44,6 +44,12 @@ fn the_library_in_typescript() {
 }
 
 #[test]
+fn the_library_in_rust() {
+    let files = generate(&library(), Lang::Rust);
+    expect_file![data_dir().join("library.rs.expect")].assert_eq(&snapshot(&files));
+}
+
+#[test]
 fn the_library_in_python() {
     let files = generate(&library(), Lang::Python);
     expect_file![data_dir().join("library.py.expect")].assert_eq(&snapshot(&files));
@@ -62,7 +68,11 @@ fn hostile_schemas() {
     assert!(!paths.is_empty(), "the fixtures are in {}", data_dir().display());
     for path in paths {
         let types = fixture_types(&path);
-        for (lang, ext) in [(Lang::TypeScript, "ts.expect"), (Lang::Python, "py.expect")] {
+        for (lang, ext) in [
+            (Lang::TypeScript, "ts.expect"),
+            (Lang::Python, "py.expect"),
+            (Lang::Rust, "rs.expect"),
+        ] {
             let files = generate(&types, lang);
             expect_file![path.with_extension(ext)].assert_eq(&snapshot(&files));
         }
@@ -74,7 +84,7 @@ fn hostile_schemas() {
 fn generation_is_deterministic() {
     let mut types = fixture_types(&data_dir().join("hostile.json"));
     types.extend(library());
-    for lang in [Lang::TypeScript, Lang::Python] {
+    for lang in [Lang::TypeScript, Lang::Python, Lang::Rust] {
         let first = generate(&types, lang);
         let mut reversed = types.clone();
         reversed.reverse();
