@@ -43,6 +43,8 @@ class ConnectOptions:
     name: str = "stardust-sdk-py"
     #: How long a subscription keeps trying to reconnect after the core went away (seconds).
     reconnect_timeout: float = 30.0
+    #: How long one connection attempt may take, a core's start included (seconds).
+    connect_timeout: float = 60.0
 
 
 @dataclass
@@ -175,7 +177,8 @@ class Subscription:
         self._opened = True
 
     async def _connect(self) -> Connection:
-        return await Connection.open(self._store, self._options.name, self._exe, [_KINDS[self._field][0]])
+        return await Connection.open(self._store, self._options.name, self._exe, [_KINDS[self._field][0]],
+                                     self._options.connect_timeout)
 
     async def _reconnect(self) -> None:
         deadline = time.monotonic() + self._options.reconnect_timeout
@@ -258,7 +261,8 @@ class Client:
     async def open(self) -> None:
         """Connect (starting a core when none runs)."""
         if self._conn is None:
-            self._conn = await Connection.open(self.store, self._options.name, self._exe, [])
+            self._conn = await Connection.open(self.store, self._options.name, self._exe, [],
+                                               self._options.connect_timeout)
 
     @property
     def _c(self) -> Connection:

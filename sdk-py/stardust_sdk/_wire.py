@@ -53,7 +53,10 @@ class Connection:
         self._stderr_reader = asyncio.ensure_future(self._read_stderr())
 
     @classmethod
-    async def open(cls, store: str, name: str, exe: str, wants: list[str]) -> Connection:
+    async def open(cls, store: str, name: str, exe: str, wants: list[str],
+                   timeout: float = 60.0) -> Connection:
+        """Start ``stardust lsp --store STORE`` and initialize. An attempt that fails or is not
+        answered within ``timeout`` seconds ends its process."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 exe, "lsp", "--store", store,
@@ -63,12 +66,21 @@ class Connection:
         except OSError as err:
             raise StardustError("unavailable", f"cannot run {exe}: {err}") from err
         conn = cls(proc)
-        await conn.request("initialize", {
-            "processId": os.getpid(),
-            "clientInfo": {"name": name, "version": "0.1.0"},
-            "capabilities": {"experimental": {"stardust": {"notifications": wants}}},
-        })
-        await conn.notify("initialized", {})
+        try:
+            await asyncio.wait_for(conn.request("initialize", {
+                "processId": os.getpid(),
+                "clientInfo": {"name": name, "version": "0.1.0"},
+                "capabilities": {"experimental": {"stardust": {"notifications": wants}}},
+            }), timeout)
+            await conn.notify("initialized", {})
+        except asyncio.TimeoutError:
+            await conn.close()
+            raise StardustError(
+                "unavailable", f"stardust lsp --store {store} did not answer initialize within {timeout} s",
+            ) from None
+        except BaseException:
+            await conn.close()
+            raise
         return conn
 
     @property

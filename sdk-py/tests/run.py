@@ -26,7 +26,14 @@ with tempfile.TemporaryDirectory(prefix="stardust-sdk-py-run-") as work:
         if code != 0:
             sys.exit(f"{' '.join(args)} exited {code}")
     run(bin_, "sdk", "generate", library, "--lang", "python", "--out", str(Path(work) / "library_types"))
+    # The generator's snapshot for hostile schemas (core/test-data/sdkgen) checks and imports too.
+    hostile = Path(work) / "hostile_types"
+    hostile.mkdir()
+    for part in (package.parent / "core/test-data/sdkgen/hostile.py.expect").read_text().split("//- ")[1:]:
+        name, _, body = part.partition("\n")
+        (hostile / name).write_text(body)
+    run(sys.executable, "-c", "import hostile_types")
     run(sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.path.join(work, ".mypy"),
-        str(Path(work) / "library_types"), str(package / "stardust_sdk"), str(here / "test_sdk.py"),
+        str(Path(work) / "library_types"), str(hostile), str(package / "stardust_sdk"), str(here / "test_sdk.py"),
         str(here / "conftest.py"), str(package.parent / "examples/sdk-py/example.py"))
     run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(here))

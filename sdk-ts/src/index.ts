@@ -31,6 +31,8 @@ export type ConnectOptions = {
   name?: string;
   /** How long a subscription keeps trying to reconnect after the core went away (ms, 30 s). */
   reconnectTimeoutMs?: number;
+  /** How long one connection attempt may take, a core's start included (ms, 60 s). */
+  connectTimeoutMs?: number;
 };
 
 /** An entity as the core holds it (`stardust.entity.get`). */
@@ -130,7 +132,7 @@ export class Client<M = Record<string, Record<string, unknown>>> {
   /** @internal */
   static async open<M>(store: string, schema: Schema | undefined, options: ConnectOptions = {}): Promise<Client<M>> {
     const exe = findStardust(options.exe);
-    const conn = await Connection.open(store, options.name ?? "stardust-sdk-ts", exe, []);
+    const conn = await Connection.open(store, options.name ?? "stardust-sdk-ts", exe, [], options.connectTimeoutMs);
     return new Client<M>(store, conn, exe, schema, options);
   }
 
@@ -282,7 +284,13 @@ export class Subscription<C> implements AsyncIterable<Event<C>> {
   }
 
   private connect(): Promise<Connection> {
-    return Connection.open(this.store, this.options.name ?? "stardust-sdk-ts", this.exe, [KINDS[this.field].notification]);
+    return Connection.open(
+      this.store,
+      this.options.name ?? "stardust-sdk-ts",
+      this.exe,
+      [KINDS[this.field].notification],
+      this.options.connectTimeoutMs,
+    );
   }
 
   private async reconnect(): Promise<void> {

@@ -81,15 +81,28 @@ export class Connection {
     });
   }
 
-  /** Start `stardust lsp --store STORE` and initialize, asking for `wants` notifications. */
-  static async open(store: string, name: string, exe: string, wants: readonly string[]): Promise<Connection> {
+  /**
+   * Start `stardust lsp --store STORE` and initialize, asking for `wants` notifications. An
+   * attempt that fails or is not answered within `timeoutMs` ends its process.
+   */
+  static async open(store: string, name: string, exe: string, wants: readonly string[], timeoutMs = 60_000): Promise<Connection> {
     const child = spawn(exe, ["lsp", "--store", store], { stdio: ["pipe", "pipe", "pipe"] });
     const conn = new Connection(child);
-    await conn.request("initialize", {
-      processId: process.pid,
-      clientInfo: { name, version: "0.1.0" },
-      capabilities: { experimental: { stardust: { notifications: wants } } },
-    });
+    const timer = setTimeout(() => {
+      conn.close(new StardustError("unavailable", `stardust lsp --store ${store} did not answer initialize within ${timeoutMs} ms`));
+    }, timeoutMs);
+    try {
+      await conn.request("initialize", {
+        processId: process.pid,
+        clientInfo: { name, version: "0.1.0" },
+        capabilities: { experimental: { stardust: { notifications: wants } } },
+      });
+    } catch (err) {
+      conn.dispose();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
     conn.notify("initialized", {});
     return conn;
   }
@@ -132,7 +145,7 @@ export class Connection {
   dispose(): void {
     this.close(new StardustError("unavailable", "the connection was closed by this client"));
     this.child.stdin.end();
-    this.child.kill("SIGTERM");
+    if (this.child.exitCode === null) this.child.kill("SIGTERM");
   }
 
   private send(message: unknown): void {

@@ -4,7 +4,7 @@
 // failure. Used by tests/sdk_ts.rs (`cargo test`) and `npm test`.
 
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +29,11 @@ try {
   run(bin, ["sdk", "generate", library, "--lang", "typescript", "--out", join(work, "library")]);
   // The generated code alone, as a user's project would check it.
   run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(work, "library/index.ts")], work);
+  // The generator's snapshot for hostile schemas (core/test-data/sdkgen) type-checks too.
+  const hostile = readFileSync(join(pkg, "../core/test-data/sdkgen/hostile.ts.expect"), "utf8");
+  mkdirSync(join(work, "hostile"));
+  writeFileSync(join(work, "hostile/index.ts"), hostile.slice(hostile.indexOf("\n") + 1));
+  run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(work, "hostile/index.ts")], work);
   cpSync(here, join(work, "test"), { recursive: true, filter: (src) => !src.endsWith(".mjs") });
   cpSync(join(pkg, "src/node.d.ts"), join(work, "node.d.ts"));
   // The example program (examples/sdk-ts) type-checks against the same generated code.
