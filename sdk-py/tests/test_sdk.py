@@ -98,11 +98,16 @@ def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store:
     async def run() -> None:
         client = await lib.connect(str(store))
         events = client.subscribe_entities()
+        documents = client.subscribe_documents()
         try:
             await events.open()
+            await documents.open()
             seq = apply(store, "ops [{set {id book/dune pages 413}}]\n")
             seen = await until(events, seq)
             assert seen[-1] == Event("changed", seq, [{"id": "book/dune", "change": "changed"}])
+            docs = await until(documents, seq)
+            assert [(c["path"], c["change"]) for c in docs[-1].changes] == [("books/dune.dust", "changed")]
+            await documents.close()
             # The core goes away; a commit lands meanwhile; the subscription reconnects
             # (starting a core) and catches up with stardust.changes.since.
             await client.close()
@@ -112,6 +117,7 @@ def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store:
             assert resumed[-1] == Event("changed", later, [{"id": "book/dune", "change": "changed"}])
         finally:
             await events.close()
+            await documents.close()
             await client.close()
 
     asyncio.run(run())

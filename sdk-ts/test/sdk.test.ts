@@ -10,7 +10,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
 import { DecodeError, StardustError, connect as connectUntyped, tempRef } from "@stardust/sdk";
-import type { EntityChange, Event, Subscription } from "@stardust/sdk";
+import type { Event, Subscription } from "@stardust/sdk";
 import { check } from "@stardust/sdk/decode";
 import { columns, connect, decls } from "../library/index.js";
 import type { Book, Types } from "../library/index.js";
@@ -51,8 +51,8 @@ function apply(patch: string): number {
 }
 
 /** Events until one reaches `seq` (seqs only go up), within 20 s. */
-async function through(events: Subscription<EntityChange>, seq: number): Promise<Event<EntityChange>[]> {
-  const seen: Event<EntityChange>[] = [];
+async function through<C>(events: Subscription<C>, seq: number): Promise<Event<C>[]> {
+  const seen: Event<C>[] = [];
   const deadline = setTimeout(() => events.close(), 20_000);
   // next() rather than `for await`: a `break` would end the subscription (return()).
   for (;;) {
@@ -141,11 +141,19 @@ test("a refused change carries the SPEC code", async () => {
 test("a subscriber receives another client's commit, and resumes after the core restarts", { timeout: 120_000 }, async () => {
   const client = await connect(store);
   const events = client.subscribeEntities();
+  const documents = client.subscribeDocuments();
   try {
     await events.open();
+    await documents.open();
     const seq = apply("ops [{set {id book/dune pages 413}}]\n");
     const seen = await through(events, seq);
     assert.deepEqual(seen[seen.length - 1], { kind: "changed", seq, changes: [{ id: "book/dune", change: "changed" }] });
+    const docs = await through(documents, seq);
+    const last = docs[docs.length - 1];
+    assert.ok(last?.kind === "changed" && last.changes.length === 1, JSON.stringify(docs));
+    assert.equal(last.changes[0]?.path, "books/dune.dust");
+    assert.equal(last.changes[0]?.change, "changed");
+    documents.close();
 
     // The core goes away; a commit lands meanwhile; the subscription reconnects (starting a
     // core) and catches up with stardust.changes.since.
@@ -157,6 +165,7 @@ test("a subscriber receives another client's commit, and resumes after the core 
     assert.deepEqual(resumed[resumed.length - 1], { kind: "changed", seq: later, changes: [{ id: "book/dune", change: "changed" }] });
   } finally {
     events.close();
+    documents.close();
     client.close();
   }
 });
