@@ -1,0 +1,458 @@
+//! Code files through `stardust lsp` (SPEC §17 "LSP"): the real binary relaying an editor's
+//! requests and text to the real pyright (`pyright-langserver` on PATH), on a copy of
+//! `examples/mixed` trusted in a temporary XDG_CONFIG_HOME; an untrusted store said so once
+//! while its documents are served; and one pyright shared by an editor and an agent
+//! (`stardust mcp`) attached to one core, the agent seeing the editor's unsaved text.
+
+mod util;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use util::TIMEOUT;
+use util::lsp::Lsp;
+
+/// pyright's first start (node loading, the first analysis) takes seconds: the waits here
+/// are generous.
+const PYRIGHT_WAIT: Duration = Duration::from_secs(90);
+
+const PRICING: &str = "py/shop/pricing.py";
+const CATALOG: &str = "py/shop/catalog.py";
+
+/// A copy of `examples/mixed` with its own XDG_CONFIG_HOME (so the user's real trust and
+/// servers are never read or written); the core the tests start is stopped when dropped.
+struct Mixed {
+    _dir: tempfile::TempDir,
+    store: PathBuf,
+    xdg: PathBuf,
+}
+
+impl Mixed {
+    fn new(trusted: bool) -> Mixed {
+        // scripts/test installs it when it is missing.
+        assert!(
+            on_path("pyright-langserver"),
+            "pyright-langserver is not on PATH: npm install --global pyright"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        util::copy_store(&util::repo().join("examples/mixed"), &store);
+        let store = store.canonicalize().unwrap();
+        let xdg = dir.path().join("xdg");
+        std::fs::create_dir_all(&xdg).unwrap();
+        let mixed = Mixed { _dir: dir, store, xdg };
+        if trusted {
+            let out = mixed.command().arg("trust").arg(&mixed.store).output().unwrap();
+            assert!(out.status.success(), "trust: {}", util::text(&out.stderr));
+        }
+        mixed
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_stardust"));
+        command
+            .current_dir(&self.store)
+            .env("XDG_CONFIG_HOME", &self.xdg)
+            .env("STARDUST_IDLE_EXIT", "2")
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    /// `stardust lsp` in the store, initialized as a client with `capabilities` (push
+    /// diagnostics, UTF-16 unless they say otherwise).
+    fn editor(&self, capabilities: Value) -> (Lsp, Value) {
+        let mut command = self.command();
+        command.arg("lsp").arg("--store").arg(&self.store);
+        let mut lsp = Lsp::spawn(&mut command, &self.store);
+        let result = lsp.initialize(json!({
+            "processId": null, "rootUri": null, "capabilities": capabilities,
+            "clientInfo": {"name": "test-editor"},
+        }));
+        (lsp, result)
+    }
+
+    /// The text of a file of the copy, as on disk.
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.store.join(rel)).unwrap()
+    }
+
+    /// The pid of the core serving the store.
+    fn core(&self) -> u32 {
+        let record = util::record(&self.store).expect("a core serves the store");
+        u32::try_from(record["pid"].as_u64().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Mixed {
+    /// Stop the core (and with it its servers) rather than leave it to its idle exit.
+    fn drop(&mut self) {
+        let Some(pid) = util::record(&self.store).and_then(|r| r["pid"].as_u64()) else { return };
+        let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+        let deadline = Instant::now() + TIMEOUT;
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
+}
+
+/// Open `rel` as Python with its text on disk; its URI and text.
+fn open_python(lsp: &mut Lsp, mixed: &Mixed, rel: &str) -> (String, String) {
+    let uri = lsp.uri(rel);
+    let text = mixed.read(rel);
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+    );
+    (uri, text)
+}
+
+/// The 0-based position (UTF-16) of the first `needle` on the first line holding `line_has`.
+fn at(text: &str, line_has: &str, needle: &str) -> Value {
+    let (line, content) =
+        text.lines().enumerate().find(|(_, l)| l.contains(line_has)).expect("the line is there");
+    let byte = content.find(needle).expect("the needle is on the line");
+    json!({"line": line, "character": content[..byte].encode_utf16().count()})
+}
+
+/// A request that may have to wait for pyright's start: retried while it answers nothing
+/// yet, until `ready` accepts the result.
+fn until(lsp: &mut Lsp, method: &str, params: Value, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + PYRIGHT_WAIT;
+    loop {
+        let result = lsp.request(method, params.clone());
+        if ready(&result) {
+            return result;
+        }
+        assert!(Instant::now() < deadline, "{method} never answered as expected: {result}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The next push diagnostics for `uri` that `pred` accepts (pyright publishes after each
+/// analysis).
+fn diagnostics_for(lsp: &mut Lsp, uri: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + PYRIGHT_WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let found = lsp.pending.iter().position(|m| publishes(m, uri, &pred));
+        if let Some(i) = found {
+            return lsp.pending.remove(i)["params"]["diagnostics"].as_array().unwrap().clone();
+        }
+        match lsp.incoming.recv_timeout(left) {
+            Ok(m) if publishes(&m, uri, &pred) => {
+                return m["params"]["diagnostics"].as_array().unwrap().clone();
+            }
+            Ok(m) => lsp.pending.push(m),
+            Err(_) => panic!("no diagnostics as expected for {uri}; received: {:?}", lsp.pending),
+        }
+    }
+}
+
+fn publishes(m: &Value, uri: &str, pred: &impl Fn(&[Value]) -> bool) -> bool {
+    m["method"] == "textDocument/publishDiagnostics"
+        && m["params"]["uri"] == uri
+        && pred(m["params"]["diagnostics"].as_array().unwrap())
+}
+
+fn errors(diagnostics: &[Value]) -> Vec<&Value> {
+    diagnostics.iter().filter(|d| d["severity"] == 1).collect()
+}
+
+#[test]
+fn an_editor_navigates_and_is_diagnosed_by_pyright_through_the_core() {
+    let mixed = Mixed::new(true);
+    let (mut lsp, init) = mixed.editor(json!({}));
+    let caps = &init["capabilities"];
+    for provider in [
+        "declarationProvider",
+        "typeDefinitionProvider",
+        "implementationProvider",
+        "callHierarchyProvider",
+        "signatureHelpProvider",
+    ] {
+        assert!(!caps[provider].is_null(), "{provider} is advertised: {caps}");
+    }
+    let triggers = caps["completionProvider"]["triggerCharacters"].as_array().unwrap();
+    assert!(triggers.contains(&json!(".")) && triggers.contains(&json!("@")), "{triggers:?}");
+    let (pricing, pricing_text) = open_python(&mut lsp, &mixed, PRICING);
+    let (catalog, catalog_text) = open_python(&mut lsp, &mixed, CATALOG);
+
+    // Hover and definition across files, from the use in `label`.
+    let use_site = at(&catalog_text, "return f\"{self.name}", "with_tax");
+    let position = json!({"textDocument": {"uri": catalog}, "position": use_site});
+    let hover = until(&mut lsp, "textDocument/hover", position.clone(), |r| !r.is_null());
+    let shown = hover["contents"]["value"].as_str().unwrap_or_default();
+    assert!(shown.contains("with_tax") && shown.contains("price_cents: int"), "{hover}");
+    let definition = lsp.request("textDocument/definition", position);
+    // The client takes no links: a Location under the client's root, in the defining file.
+    let target = &definition.as_array().expect("locations")[0];
+    assert_eq!(target["uri"], pricing, "{definition}");
+    assert_eq!(target["range"]["start"], at(&pricing_text, "def with_tax", "with_tax"));
+
+    // References from the definition reach the other file.
+    let declared = at(&pricing_text, "def with_tax", "with_tax");
+    let references = lsp.request(
+        "textDocument/references",
+        json!({"textDocument": {"uri": pricing}, "position": declared,
+               "context": {"includeDeclaration": true}}),
+    );
+    let in_files: Vec<&str> =
+        references.as_array().unwrap().iter().map(|l| l["uri"].as_str().unwrap()).collect();
+    assert!(
+        in_files.contains(&pricing.as_str()) && in_files.contains(&catalog.as_str()),
+        "{references}"
+    );
+
+    // Document symbols of the module.
+    let symbols =
+        lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": pricing}}));
+    let names: Vec<&str> =
+        symbols.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    for name in ["VAT_PERCENT", "with_tax", "format_price"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+
+    // A type error typed into the buffer (not saved) is pushed, then gone once fixed.
+    let end = pricing_text.lines().count();
+    let insert = |text: &str| {
+        json!([{"range": {"start": {"line": end, "character": 0},
+                                               "end": {"line": end, "character": 0}}, "text": text}])
+    };
+    lsp.change(&pricing, 2, insert("broken: int = \"text\"\n"));
+    let found = diagnostics_for(&mut lsp, &pricing, |d| !errors(d).is_empty());
+    let error = errors(&found)[0];
+    assert_eq!(error["range"]["start"]["line"], end, "{found:?}");
+    assert_eq!(mixed.read(PRICING), pricing_text, "the editor's text is not written");
+    lsp.pending.retain(|m| m["method"] != "textDocument/publishDiagnostics");
+    let fix = json!([{"range": {"start": {"line": end, "character": 14},
+                                "end": {"line": end, "character": 20}}, "text": "1"}]);
+    lsp.change(&pricing, 3, fix);
+    diagnostics_for(&mut lsp, &pricing, |d| errors(d).is_empty());
+
+    // The store's documents are still the core's own.
+    let product = lsp.uri("products/desk-lamp.dust");
+    let text = mixed.read("products/desk-lamp.dust");
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": product,
+        "languageId": "dust", "version": 1, "text": text}}),
+    );
+    let symbols =
+        lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": product}}));
+    assert!(symbols.to_string().contains("desk-lamp"), "{symbols}");
+    lsp.shutdown();
+}
+
+#[test]
+fn an_untrusted_store_says_so_once_and_its_documents_are_still_served() {
+    let mixed = Mixed::new(false);
+    let (mut lsp, _) = mixed.editor(json!({}));
+    let (pricing, _) = open_python(&mut lsp, &mixed, PRICING);
+    let shown = lsp.notification("window/showMessage");
+    let message = shown["message"].as_str().unwrap();
+    assert!(message.contains("stardust trust") && message.contains("pyright"), "{message}");
+    // A request for the file answers the core's error object.
+    let answer = lsp.call(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": pricing}, "position": {"line": 0, "character": 0}}),
+    );
+    assert_eq!(answer["error"]["data"]["code"], "untrusted", "{answer}");
+    // The second file of the same server is not said again.
+    open_python(&mut lsp, &mixed, CATALOG);
+    let product = lsp.uri("products/desk-lamp.dust");
+    let text = mixed.read("products/desk-lamp.dust");
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": product,
+        "languageId": "dust", "version": 1, "text": text}}),
+    );
+    let symbols =
+        lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": product}}));
+    assert!(symbols.to_string().contains("desk-lamp"), "{symbols}");
+    std::thread::sleep(Duration::from_millis(500));
+    while let Ok(m) = lsp.incoming.try_recv() {
+        lsp.pending.push(m);
+    }
+    let again = lsp.pending.iter().filter(|m| m["method"] == "window/showMessage").count();
+    assert_eq!(again, 0, "said once: {:?}", lsp.pending);
+    lsp.shutdown();
+}
+
+/// A minimal MCP client over `stardust mcp` (newline-delimited JSON-RPC).
+struct Agent {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+    next_id: i64,
+}
+
+impl Agent {
+    fn start(mixed: &Mixed) -> Agent {
+        let mut child = mixed
+            .command()
+            .arg("mcp")
+            .arg("--store")
+            .arg(&mixed.store)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, incoming) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(serde_json::from_str(&line).expect("JSON-RPC lines")).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut agent = Agent { child, stdin, incoming, next_id: 1 };
+        agent.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test-agent", "version": "1"}}),
+        );
+        agent.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        agent
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + PYRIGHT_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.incoming.recv_timeout(left).expect("an answer");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// A tool that must succeed: its structured content.
+    fn tool(&mut self, name: &str, args: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": name, "arguments": args}));
+        assert_eq!(answer["result"]["isError"], false, "{name}: {answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+
+    /// pyright's pid as `server_status` reports it.
+    fn pyright_pid(&mut self) -> u64 {
+        let status = self.tool("server_status", json!({"server": "pyright"}));
+        status["servers"][0]["pid"].as_u64().unwrap_or_else(|| panic!("a pid: {status}"))
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every process under `root` whose command line names `program`, not counting one whose
+/// parent does too (a server's own worker processes).
+fn servers_under(root: u32, program: &str) -> Vec<u32> {
+    let mut parent = HashMap::new();
+    let mut cmdline = HashMap::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some(after) = stat.rfind(')') else { continue };
+        let ppid = stat[after + 2..].split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+        parent.insert(pid, ppid.unwrap_or(0));
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline.insert(pid, String::from_utf8_lossy(&line).contains(program));
+    }
+    let under = |mut pid: u32| {
+        while let Some(&p) = parent.get(&pid) {
+            if p == root {
+                return true;
+            }
+            pid = p;
+        }
+        false
+    };
+    let mut found: Vec<u32> = parent
+        .keys()
+        .copied()
+        .filter(|&pid| cmdline[&pid] && under(pid))
+        .filter(|pid| !parent.get(pid).is_some_and(|p| cmdline.get(p) == Some(&true)))
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
+    let mixed = Mixed::new(true);
+    let (mut lsp, _) = mixed.editor(json!({}));
+    let (catalog, catalog_text) = open_python(&mut lsp, &mixed, CATALOG);
+    let (pricing, pricing_text) = open_python(&mut lsp, &mixed, PRICING);
+    let use_site = at(&catalog_text, "return f\"{self.name}", "format_price");
+    let position = json!({"textDocument": {"uri": catalog}, "position": use_site});
+    until(&mut lsp, "textDocument/hover", position.clone(), |r| !r.is_null());
+
+    // The agent attaches to the same core and finds pyright running.
+    let mut agent = Agent::start(&mixed);
+    let before = agent.pyright_pid();
+    lsp.request("textDocument/definition", position.clone());
+    lsp.request(
+        "textDocument/references",
+        json!({"textDocument": {"uri": catalog}, "position": use_site,
+               "context": {"includeDeclaration": true}}),
+    );
+    let hover = agent.tool(
+        "hover",
+        json!({"path": CATALOG,
+        "position": {"line": use_site["line"].as_u64().unwrap() + 1,
+                     "column": use_site["character"].as_u64().unwrap() + 1}}),
+    );
+    assert_eq!(hover["server"], "pyright", "{hover}");
+    assert_eq!(agent.pyright_pid(), before, "the editor's requests used the same process");
+    let core = mixed.core();
+    let running = servers_under(core, "pyright-langserver");
+    assert_eq!(running.len(), 1, "one pyright under the core {core}: {running:?}");
+
+    // The editor adds a function and does not save: the agent's symbols list it.
+    let end = pricing_text.lines().count();
+    let added = "\n\ndef discount(price_cents: int) -> int:\n    return price_cents // 2\n";
+    lsp.change(
+        &pricing,
+        2,
+        json!([{"range": {"start": {"line": end, "character": 0},
+        "end": {"line": end, "character": 0}}, "text": added}]),
+    );
+    // A request of the editor after its change: the change has reached the core by then.
+    lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": pricing}}));
+    let symbols = agent.tool("document_symbols", json!({"path": PRICING}));
+    let names: Vec<&str> = symbols["symbols"]
+        .as_array()
+        .unwrap_or_else(|| panic!("symbols: {symbols}"))
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"discount"), "the unsaved function: {names:?}");
+    assert!(!mixed.read(PRICING).contains("discount"), "nothing was written");
+    assert_eq!(agent.pyright_pid(), before);
+    drop(agent);
+    lsp.shutdown();
+}
