@@ -456,3 +456,158 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
     drop(agent);
     lsp.shutdown();
 }
+
+/// A module with characters that count differently in UTF-8 and UTF-16 before each name.
+const MENU: &str = "from shop.pricing import with_tax\n\nlabel = \"café ☕\"; total = with_tax(100)\ntotal2 = with_t\n";
+
+/// The 0-based position in UTF-8 bytes of the first `needle` on the first line holding
+/// `line_has`.
+fn at_utf8(text: &str, line_has: &str, needle: &str) -> Value {
+    let (line, content) =
+        text.lines().enumerate().find(|(_, l)| l.contains(line_has)).expect("the line is there");
+    json!({"line": line, "character": content.find(needle).expect("the needle is on the line")})
+}
+
+/// The result's `[i]["uri"]` values.
+fn uris(result: &Value, key: &str) -> Vec<String> {
+    let items = result.as_array().unwrap_or_else(|| panic!("a list: {result}"));
+    items.iter().map(|l| l[key]["uri"].as_str().or(l["uri"].as_str()).unwrap().to_owned()).collect()
+}
+
+#[test]
+fn every_relayed_request_answers_in_the_clients_encoding_and_uris() {
+    let mixed = Mixed::new(true);
+    std::fs::write(mixed.store.join("py/shop/menu.py"), MENU).unwrap();
+    // UTF-8 columns: pyright counts UTF-16, so every position is converted both ways.
+    let (mut lsp, init) = mixed.editor(json!({"general": {"positionEncodings": ["utf-8"]}}));
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+    let (menu, _) = open_python(&mut lsp, &mixed, "py/shop/menu.py");
+    let (pricing, pricing_text) = open_python(&mut lsp, &mixed, PRICING);
+    let (catalog, _) = open_python(&mut lsp, &mixed, CATALOG);
+    let use_site = at_utf8(MENU, "label", "with_tax");
+    let name_range = {
+        let end = use_site["character"].as_u64().unwrap() + 8;
+        json!({"start": use_site, "end": {"line": use_site["line"], "character": end}})
+    };
+    let position = json!({"textDocument": {"uri": menu}, "position": use_site});
+    let hover = until(&mut lsp, "textDocument/hover", position.clone(), |r| !r.is_null());
+    assert_eq!(hover["range"], name_range, "the hover's range in UTF-8: {hover}");
+
+    let declared = at(&pricing_text, "def with_tax", "with_tax");
+    for method in ["textDocument/declaration", "textDocument/typeDefinition"] {
+        let found = lsp.request(method, position.clone());
+        assert_eq!(uris(&found, "target"), [pricing.clone()], "{method}: {found}");
+        assert_eq!(found[0]["range"]["start"], declared, "{method}: {found}");
+    }
+    let highlights = lsp.request("textDocument/documentHighlight", position.clone());
+    let ranges: Vec<&Value> = highlights.as_array().unwrap().iter().map(|h| &h["range"]).collect();
+    assert!(ranges.contains(&&name_range), "{highlights}");
+
+    // Completion, and its resolve routed back to pyright by the item's tag.
+    let typed = at_utf8(MENU, "total2", "with_t");
+    let typed =
+        json!({"line": typed["line"], "character": typed["character"].as_u64().unwrap() + 6});
+    let completion = lsp.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": menu}, "position": typed}),
+    );
+    let items = completion["items"].as_array().or(completion.as_array()).unwrap();
+    let item =
+        items.iter().find(|i| i["label"] == "with_tax").expect("with_tax is offered").clone();
+    let resolved = lsp.request("completionItem/resolve", item);
+    assert_eq!(resolved["label"], "with_tax", "{resolved}");
+    assert!(resolved.to_string().contains("nearest cent"), "pyright's documentation: {resolved}");
+    // A trigger character pyright does not list is not asked of it.
+    let at_sign = lsp.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": menu},
+        "position": typed, "context": {"triggerKind": 2, "triggerCharacter": "@"}}),
+    );
+    assert!(at_sign.is_null(), "{at_sign}");
+
+    let paren = at_utf8(MENU, "label", "100");
+    let help = lsp.request(
+        "textDocument/signatureHelp",
+        json!({"textDocument": {"uri": menu}, "position": paren}),
+    );
+    assert!(help["signatures"][0]["label"].as_str().unwrap().contains("price_cents"), "{help}");
+
+    // Rename answers the edit for the editor to apply: every file, under the client's root,
+    // without the server's versions; nothing is written.
+    let prepared = lsp.request("textDocument/prepareRename", position.clone());
+    assert_eq!(prepared, name_range, "{prepared}");
+    let edit = lsp.request(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": menu}, "position": use_site, "newName": "add_tax"}),
+    );
+    let changes = edit["documentChanges"].as_array().unwrap_or_else(|| panic!("{edit}"));
+    let files: Vec<&str> =
+        changes.iter().map(|c| c["textDocument"]["uri"].as_str().unwrap()).collect();
+    for file in [&catalog, &menu, &pricing] {
+        assert!(files.contains(&file.as_str()), "{file} in {edit}");
+    }
+    assert!(changes.iter().all(|c| c["textDocument"]["version"].is_null()), "{edit}");
+    let in_menu = changes.iter().find(|c| c["textDocument"]["uri"] == menu).unwrap();
+    assert!(in_menu["edits"].as_array().unwrap().iter().any(|e| e["range"] == name_range));
+    assert!(mixed.read(PRICING).contains("def with_tax"), "nothing was written");
+
+    // The call hierarchy: its items go back to pyright by their tag.
+    let items = lsp.request(
+        "textDocument/prepareCallHierarchy",
+        json!({"textDocument": {"uri": pricing}, "position": declared}),
+    );
+    let incoming = lsp.request("callHierarchy/incomingCalls", json!({"item": items[0]}));
+    let callers = uris(&incoming, "from");
+    assert!(callers.contains(&menu) && callers.contains(&catalog), "{incoming}");
+    let from_menu = incoming.as_array().unwrap().iter().find(|c| c["from"]["uri"] == menu).unwrap();
+    assert_eq!(from_menu["fromRanges"][0], name_range, "in the caller's file, UTF-8");
+
+    // What pyright does not serve is empty, not an error; semantic tokens are not relayed.
+    for (method, params) in [
+        ("textDocument/implementation", position.clone()),
+        (
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": menu},
+            "options": {"tabSize": 4, "insertSpaces": true}}),
+        ),
+        ("textDocument/semanticTokens/full", json!({"textDocument": {"uri": menu}})),
+    ] {
+        assert_eq!(lsp.request(method, params), Value::Null, "{method}");
+    }
+    // Entities and pyright's symbols together.
+    let symbols = lsp.request("workspace/symbol", json!({"query": "with_tax"}));
+    assert!(uris(&symbols, "location").contains(&pricing), "{symbols}");
+    let symbols = lsp.request("workspace/symbol", json!({"query": "desk-lamp"}));
+    assert!(symbols.to_string().contains("product/desk-lamp"), "{symbols}");
+    lsp.shutdown();
+}
+
+#[test]
+fn a_client_that_pulls_diagnostics_pulls_those_of_code_files_too() {
+    let mixed = Mixed::new(true);
+    let capabilities = json!({"textDocument": {"diagnostic": {"dynamicRegistration": false}}});
+    let (mut lsp, _) = mixed.editor(capabilities);
+    let (pricing, text) = open_python(&mut lsp, &mixed, PRICING);
+    let end = text.lines().count();
+    lsp.change(
+        &pricing,
+        2,
+        json!([{"range": {"start": {"line": end, "character": 0},
+        "end": {"line": end, "character": 0}}, "text": "broken: int = \"text\"\n"}]),
+    );
+    let report = until(
+        &mut lsp,
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": pricing}}),
+        |r| r["items"].as_array().is_some_and(|items| !errors(items).is_empty()),
+    );
+    assert_eq!(report["kind"], "full");
+    assert_eq!(errors(report["items"].as_array().unwrap())[0]["range"]["start"]["line"], end);
+    // Pulled, not pushed as well.
+    let pushed = lsp
+        .pending
+        .iter()
+        .any(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == pricing);
+    assert!(!pushed, "{:?}", lsp.pending);
+    lsp.shutdown();
+}
