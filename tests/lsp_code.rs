@@ -395,7 +395,7 @@ fn servers_under(root: u32, program: &str) -> Vec<u32> {
         .keys()
         .copied()
         .filter(|&pid| cmdline[&pid] && under(pid))
-        .filter(|pid| !parent.get(pid).is_some_and(|p| cmdline.get(p) == Some(&true)))
+        .filter(|pid| parent.get(pid).is_none_or(|p| cmdline.get(p) != Some(&true)))
         .collect();
     found.sort_unstable();
     found
@@ -496,7 +496,7 @@ fn every_relayed_request_answers_in_the_clients_encoding_and_uris() {
     let declared = at(&pricing_text, "def with_tax", "with_tax");
     for method in ["textDocument/declaration", "textDocument/typeDefinition"] {
         let found = lsp.request(method, position.clone());
-        assert_eq!(uris(&found, "target"), [pricing.clone()], "{method}: {found}");
+        assert_eq!(uris(&found, "target"), std::slice::from_ref(&pricing), "{method}: {found}");
         assert_eq!(found[0]["range"]["start"], declared, "{method}: {found}");
     }
     let highlights = lsp.request("textDocument/documentHighlight", position.clone());

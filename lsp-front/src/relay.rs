@@ -733,6 +733,9 @@ fn workspace_symbols(shared: &Shared, query: &str) -> Vec<Value> {
     out
 }
 
+/// The current text of the file a URI names, if it can be read.
+type TextOf<'a> = dyn Fn(&str) -> Option<Arc<str>> + 'a;
+
 /// Rewrites LSP JSON between the client's form and a server's: URIs (under the client's
 /// root <-> the store's folder; others as they are) and positions (one encoding to the
 /// other, counted in the text of the file each position is in). Opaque parts (`data`,
@@ -741,7 +744,7 @@ pub(crate) struct Rewrite<'a> {
     from: Encoding,
     to: Encoding,
     uri: Box<dyn Fn(&str) -> String + 'a>,
-    text: Box<dyn Fn(&str) -> Option<Arc<str>> + 'a>,
+    text: Box<TextOf<'a>>,
     texts: HashMap<String, Option<(Arc<str>, LineIndex)>>,
     /// The file of the request: where positions without a file of their own are.
     request: String,
