@@ -611,3 +611,51 @@ fn a_client_that_pulls_diagnostics_pulls_those_of_code_files_too() {
     assert!(!pushed, "{:?}", lsp.pending);
     lsp.shutdown();
 }
+
+#[test]
+fn an_editor_rooted_in_a_mount_is_answered_in_mount_paths() {
+    let mixed = Mixed::new(true);
+    let mnt = mixed._dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mut serve = mixed
+        .command()
+        .arg("serve")
+        .arg(&mixed.store)
+        .arg("--mount")
+        .arg(&mnt)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    util::wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    let mnt = mnt.canonicalize().unwrap();
+    // Started inside the mount, as an editor opening it would: it finds the store through the
+    // mount and attaches to the core serving it.
+    let mut command = mixed.command();
+    command.arg("lsp").current_dir(mnt.join("py"));
+    let mut lsp = Lsp::spawn(&mut command, &mnt);
+    let root = format!("file://{}", mnt.display());
+    lsp.initialize(json!({"processId": null, "rootUri": root, "capabilities": {},
+        "workspaceFolders": [{"uri": root, "name": "mnt"}]}));
+    let (catalog, catalog_text) = open_python(&mut lsp, &mixed, CATALOG);
+    let (pricing, pricing_text) = open_python(&mut lsp, &mixed, PRICING);
+    assert!(catalog.starts_with(&root) && pricing.starts_with(&root));
+    let use_site = at(&catalog_text, "return f\"{self.name}", "with_tax");
+    let position = json!({"textDocument": {"uri": catalog}, "position": use_site});
+    until(&mut lsp, "textDocument/hover", position.clone(), |r| !r.is_null());
+    let definition = lsp.request("textDocument/definition", position);
+    assert_eq!(uris(&definition, "target"), std::slice::from_ref(&pricing), "{definition}");
+    // Pushed diagnostics name the file by its mount path too.
+    let end = pricing_text.lines().count();
+    lsp.change(
+        &pricing,
+        2,
+        json!([{"range": {"start": {"line": end, "character": 0},
+        "end": {"line": end, "character": 0}}, "text": "broken: int = \"text\"\n"}]),
+    );
+    let found = diagnostics_for(&mut lsp, &pricing, |d| !errors(d).is_empty());
+    assert_eq!(errors(&found)[0]["range"]["start"]["line"], end);
+    lsp.shutdown();
+    let _ = Command::new("kill").args(["-TERM", &serve.id().to_string()]).status();
+    let _ = serve.wait();
+}

@@ -524,7 +524,9 @@ fn relay(
     let (service, _) = shared.service()?;
     let conn = shared.connection().ok_or_else(|| internal("no connection"))?;
     let failed = |err: CommandError| command_error(&service, &err);
-    let target = service.code_target(uri).map_err(failed)?;
+    // By its store path: the client's root may be a mount the core has not recorded.
+    let path = Url::parse(uri).ok().and_then(|u| conn.paths.relative(&u));
+    let target = service.code_target(path.as_deref().unwrap_or(uri)).map_err(failed)?;
     // Started and given the current text first: its encoding is known once it runs.
     service.code_sync(&target).map_err(failed)?;
     let server = target.server().to_owned();
@@ -784,7 +786,7 @@ impl<'a> Rewrite<'a> {
             Some(rel) => stardust_core::ide::file_uri(&root.join(rel)),
             None => uri.to_owned(),
         };
-        Rewrite::new(client, server, uri, |uri| service.code_file_text(uri), request)
+        Rewrite::new(client, server, uri, text_of(service, paths), request)
     }
 
     /// The server's form to the client's.
@@ -799,8 +801,7 @@ impl<'a> Rewrite<'a> {
             let rel = Url::parse(uri).ok().and_then(|u| paths.relative(&u));
             rel.and_then(|rel| paths.uri(&rel)).map_or_else(|| uri.to_owned(), String::from)
         };
-        let mut rewrite =
-            Rewrite::new(server, client, uri, |uri| service.code_file_text(uri), request);
+        let mut rewrite = Rewrite::new(server, client, uri, text_of(service, paths), request);
         rewrite.unversion = true;
         rewrite
     }
@@ -909,6 +910,15 @@ impl<'a> Rewrite<'a> {
         let moved = index.position(text, offset, self.to);
         map.insert(line.to_owned(), json!(moved.line));
         map.insert(character.to_owned(), json!(moved.column));
+    }
+}
+
+/// The text of a file named in either form: by its store path when it is the store's (a
+/// mount of it included), else as named.
+fn text_of<'a>(service: &'a Service, paths: &'a Paths) -> impl Fn(&str) -> Option<Arc<str>> + 'a {
+    move |uri| match Url::parse(uri).ok().and_then(|u| paths.relative(&u)) {
+        Some(rel) => service.code_file_text(&rel),
+        None => service.code_file_text(uri),
     }
 }
 
