@@ -452,6 +452,34 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
         .collect();
     assert!(names.contains(&"discount"), "the unsaved function: {names:?}");
     assert!(!mixed.read(PRICING).contains("discount"), "nothing was written");
+    // A type error the editor types (unsaved) is in the agent's diagnostics.
+    let end = end + added.lines().count();
+    lsp.change(
+        &pricing,
+        3,
+        json!([{"range": {"start": {"line": end, "character": 0},
+        "end": {"line": end, "character": 0}}, "text": "broken: int = \"text\"\n"}]),
+    );
+    lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": pricing}}));
+    // pyright first publishes for a new version what it has before checking (nothing here),
+    // so an answer right after the change may not have the error yet: asked again until it
+    // does (docs/DECISIONS.md, "LSP relay for code files").
+    let deadline = Instant::now() + PYRIGHT_WAIT;
+    let (found, lines) = loop {
+        let found = agent.tool("diagnostics", json!({"path": PRICING}));
+        let lines: Vec<u64> = found["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("diagnostics: {found}"))
+            .iter()
+            .filter(|d| d["severity"] == "error")
+            .map(|d| d["range"]["line"].as_u64().unwrap())
+            .collect();
+        if !lines.is_empty() || Instant::now() > deadline {
+            break (found, lines);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(lines, [end as u64 + 1], "1-based, in the editor's text: {found}");
     assert_eq!(agent.pyright_pid(), before);
     drop(agent);
     lsp.shutdown();

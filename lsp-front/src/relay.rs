@@ -526,9 +526,20 @@ fn relay(
     let failed = |err: CommandError| command_error(&service, &err);
     // By its store path: the client's root may be a mount the core has not recorded.
     let path = Url::parse(uri).ok().and_then(|u| conn.paths.relative(&u));
-    let target = service.code_target(path.as_deref().unwrap_or(uri)).map_err(failed)?;
     // Started and given the current text first: its encoding is known once it runs.
-    service.code_sync(&target).map_err(failed)?;
+    let target = service
+        .code_target(path.as_deref().unwrap_or(uri))
+        .and_then(|target| service.code_sync(&target).map(|()| target));
+    let target = match target {
+        Ok(target) => target,
+        // A pulling client asks after every change: a file whose server cannot take it
+        // (said once, when it was opened) has no diagnostics rather than an error each time.
+        Err(err) if method == "textDocument/diagnostic" && cannot_take(&err) => {
+            tracing::debug!("no diagnostics for {uri}: {err}");
+            return Ok(json!({"kind": "full", "items": []}));
+        }
+        Err(err) => return Err(failed(err)),
+    };
     let server = target.server().to_owned();
     let encoding = service.code_encoding(&server);
     let capabilities = service.code_capabilities(&server);
@@ -569,6 +580,11 @@ fn relay(
         unlink(method, &mut result);
     }
     Ok(result)
+}
+
+/// Why a file's server cannot take it at all (not a failure of one request).
+fn cannot_take(err: &CommandError) -> bool {
+    matches!(err.code(), Code::Untrusted | Code::ServerUnavailable | Code::Unsupported)
 }
 
 /// Whether the server's capabilities offer `method` (a missing or `false` provider does not).
