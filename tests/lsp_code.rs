@@ -687,3 +687,89 @@ fn an_editor_rooted_in_a_mount_is_answered_in_mount_paths() {
     let _ = Command::new("kill").args(["-TERM", &serve.id().to_string()]).status();
     let _ = serve.wait();
 }
+
+/// The test server of stardust-servers (`stardust-fake-lsp`), built beside the `stardust`
+/// binary when it is not there yet.
+fn fake_server() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_stardust")).parent().unwrap().to_owned();
+    let fake = dir.join("stardust-fake-lsp");
+    if !fake.is_file() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let built = Command::new(cargo)
+            .args(["build", "-j", "2", "-p", "stardust-servers", "--bin", "stardust-fake-lsp"])
+            .current_dir(util::repo())
+            .status()
+            .unwrap();
+        assert!(built.success() && fake.is_file(), "the fake server builds");
+    }
+    fake
+}
+
+#[test]
+fn a_servers_progress_reaches_a_client_under_a_token_the_client_created() {
+    let mixed = Mixed::new(false);
+    // The user's own table always runs: the fake reports work for a while after it starts.
+    std::fs::create_dir_all(mixed.xdg.join("stardust")).unwrap();
+    let table = format!(
+        "[servers.fake]\ncommand = {:?}\nargs = [\"--progress-at-start\", \"300\"]\n\
+         languages = {{ fk = \"fake\" }}\n",
+        fake_server().display().to_string()
+    );
+    std::fs::write(mixed.xdg.join("stardust/servers.toml"), table).unwrap();
+    std::fs::write(mixed.store.join("notes.fk"), "fake\n").unwrap();
+    let (mut lsp, _) = mixed.editor(json!({"window": {"workDoneProgress": true}}));
+    let uri = lsp.uri("notes.fk");
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri,
+        "languageId": "fake", "version": 1, "text": "fake\n"}}),
+    );
+    // The relay first creates a token of its own on the client, then reports under it.
+    let create = lsp.wait(|m| m["method"] == "window/workDoneProgress/create");
+    let token = create["params"]["token"].clone();
+    assert_eq!(token, "stardust/fake/start", "{create}");
+    lsp.send(json!({"jsonrpc": "2.0", "id": create["id"], "result": null}));
+    let begin = lsp.wait(|m| m["method"] == "$/progress");
+    assert_eq!(begin["params"]["token"], token, "{begin}");
+    assert_eq!(begin["params"]["value"]["kind"], "begin", "{begin}");
+    assert_eq!(begin["params"]["value"]["title"], "fake: indexing the fake");
+    let end = lsp.wait(|m| m["method"] == "$/progress");
+    assert_eq!(end["params"], json!({"token": token, "value": {"kind": "end"}}));
+    lsp.shutdown();
+}
+
+#[test]
+fn a_client_without_work_done_progress_gets_none() {
+    let mixed = Mixed::new(false);
+    std::fs::create_dir_all(mixed.xdg.join("stardust")).unwrap();
+    let table = format!(
+        "[servers.fake]\ncommand = {:?}\nargs = [\"--progress-at-start\", \"100\"]\n\
+         languages = {{ fk = \"fake\" }}\n",
+        fake_server().display().to_string()
+    );
+    std::fs::write(mixed.xdg.join("stardust/servers.toml"), table).unwrap();
+    std::fs::write(mixed.store.join("notes.fk"), "fake\n").unwrap();
+    let (mut lsp, _) = mixed.editor(json!({}));
+    let uri = lsp.uri("notes.fk");
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri,
+        "languageId": "fake", "version": 1, "text": "fake\n"}}),
+    );
+    // The fake answers hover with what it was given: the server runs and has the text.
+    let hover = lsp.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+    );
+    assert!(!hover.is_null(), "{hover}");
+    std::thread::sleep(Duration::from_millis(500));
+    while let Ok(m) = lsp.incoming.try_recv() {
+        lsp.pending.push(m);
+    }
+    let progress = lsp
+        .pending
+        .iter()
+        .filter(|m| m["method"] == "$/progress" || m["method"] == "window/workDoneProgress/create");
+    assert_eq!(progress.count(), 0, "{:?}", lsp.pending);
+    lsp.shutdown();
+}
