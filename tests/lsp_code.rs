@@ -7,15 +7,14 @@
 mod util;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::Receiver;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use util::TIMEOUT;
 use util::lsp::Lsp;
+use util::mcp::Mcp;
 
 /// pyright's first start (node loading, the first analysis) takes seconds: the waits here
 /// are generous.
@@ -288,84 +287,10 @@ fn an_untrusted_store_says_so_once_and_its_documents_are_still_served() {
     lsp.shutdown();
 }
 
-/// A minimal MCP client over `stardust mcp` (newline-delimited JSON-RPC).
-struct Agent {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    next_id: i64,
-}
-
-impl Agent {
-    fn start(mixed: &Mixed) -> Agent {
-        let mut child = mixed
-            .command()
-            .arg("mcp")
-            .arg("--store")
-            .arg(&mixed.store)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, incoming) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(serde_json::from_str(&line).expect("JSON-RPC lines")).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut agent = Agent { child, stdin, incoming, next_id: 1 };
-        agent.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test-agent", "version": "1"}}),
-        );
-        agent.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        agent
-    }
-
-    fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + PYRIGHT_WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self.incoming.recv_timeout(left).expect("an answer");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    /// A tool that must succeed: its structured content.
-    fn tool(&mut self, name: &str, args: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": name, "arguments": args}));
-        assert_eq!(answer["result"]["isError"], false, "{name}: {answer}");
-        answer["result"]["structuredContent"].clone()
-    }
-
-    /// pyright's pid as `server_status` reports it.
-    fn pyright_pid(&mut self) -> u64 {
-        let status = self.tool("server_status", json!({"server": "pyright"}));
-        status["servers"][0]["pid"].as_u64().unwrap_or_else(|| panic!("a pid: {status}"))
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// pyright's pid as the agent's `server_status` reports it.
+fn pyright_pid(agent: &mut Mcp) -> u64 {
+    let status = agent.ok("server_status", json!({"server": "pyright"}));
+    status["servers"][0]["pid"].as_u64().unwrap_or_else(|| panic!("a pid: {status}"))
 }
 
 /// Every process under `root` whose command line names `program`, not counting one whose
@@ -411,23 +336,24 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
     let position = json!({"textDocument": {"uri": catalog}, "position": use_site});
     until(&mut lsp, "textDocument/hover", position.clone(), |r| !r.is_null());
 
-    // The agent attaches to the same core and finds pyright running.
-    let mut agent = Agent::start(&mixed);
-    let before = agent.pyright_pid();
+    // The agent attaches to the same core (whose environment decides trust) and finds
+    // pyright running.
+    let mut agent = Mcp::open(&mixed.store, &[], "test-agent");
+    let before = pyright_pid(&mut agent);
     lsp.request("textDocument/definition", position.clone());
     lsp.request(
         "textDocument/references",
         json!({"textDocument": {"uri": catalog}, "position": use_site,
                "context": {"includeDeclaration": true}}),
     );
-    let hover = agent.tool(
+    let hover = agent.ok(
         "hover",
         json!({"path": CATALOG,
         "position": {"line": use_site["line"].as_u64().unwrap() + 1,
                      "column": use_site["character"].as_u64().unwrap() + 1}}),
     );
     assert_eq!(hover["server"], "pyright", "{hover}");
-    assert_eq!(agent.pyright_pid(), before, "the editor's requests used the same process");
+    assert_eq!(pyright_pid(&mut agent), before, "the editor's requests used the same process");
     let core = mixed.core();
     let running = servers_under(core, "pyright-langserver");
     assert_eq!(running.len(), 1, "one pyright under the core {core}: {running:?}");
@@ -443,7 +369,7 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
     );
     // A request of the editor after its change: the change has reached the core by then.
     lsp.request("textDocument/documentSymbol", json!({"textDocument": {"uri": pricing}}));
-    let symbols = agent.tool("document_symbols", json!({"path": PRICING}));
+    let symbols = agent.ok("document_symbols", json!({"path": PRICING}));
     let names: Vec<&str> = symbols["symbols"]
         .as_array()
         .unwrap_or_else(|| panic!("symbols: {symbols}"))
@@ -466,7 +392,7 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
     // does (docs/DECISIONS.md, "LSP relay for code files").
     let deadline = Instant::now() + PYRIGHT_WAIT;
     let (found, lines) = loop {
-        let found = agent.tool("diagnostics", json!({"path": PRICING}));
+        let found = agent.ok("diagnostics", json!({"path": PRICING}));
         let lines: Vec<u64> = found["diagnostics"]
             .as_array()
             .unwrap_or_else(|| panic!("diagnostics: {found}"))
@@ -480,7 +406,7 @@ fn an_editor_and_an_agent_share_one_pyright_and_the_agent_sees_unsaved_text() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(lines, [end as u64 + 1], "1-based, in the editor's text: {found}");
-    assert_eq!(agent.pyright_pid(), before);
+    assert_eq!(pyright_pid(&mut agent), before);
     drop(agent);
     lsp.shutdown();
 }
