@@ -60,7 +60,7 @@ const TAG: &str = "stardustCode";
 const CODE_TRIGGERS: [&str; 8] = [".", "'", "/", "<", ":", "[", "#", ">"];
 
 /// Requests relayed for code files, each with the server capability that must be present.
-const RELAYED: [(&str, &str); 23] = [
+const RELAYED: [(&str, &str); 24] = [
     ("textDocument/hover", "hoverProvider"),
     ("textDocument/definition", "definitionProvider"),
     ("textDocument/declaration", "declarationProvider"),
@@ -84,6 +84,7 @@ const RELAYED: [(&str, &str); 23] = [
     ("callHierarchy/incomingCalls", "callHierarchyProvider"),
     ("callHierarchy/outgoingCalls", "callHierarchyProvider"),
     ("textDocument/inlayHint", "inlayHintProvider"),
+    ("inlayHint/resolve", "inlayHintProvider.resolveProvider"),
 ];
 
 /// Requests only the relay answers: for a document they have no answer (`null`; a resolve
