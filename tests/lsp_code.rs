@@ -614,23 +614,6 @@ fn an_editor_rooted_in_a_mount_is_answered_in_mount_paths() {
     let _ = serve.wait();
 }
 
-/// The test server of stardust-servers (`stardust-fake-lsp`), built beside the `stardust`
-/// binary when it is not there yet.
-fn fake_server() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_stardust")).parent().unwrap().to_owned();
-    let fake = dir.join("stardust-fake-lsp");
-    if !fake.is_file() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = Command::new(cargo)
-            .args(["build", "-j", "2", "-p", "stardust-servers", "--bin", "stardust-fake-lsp"])
-            .current_dir(util::repo())
-            .status()
-            .unwrap();
-        assert!(built.success() && fake.is_file(), "the fake server builds");
-    }
-    fake
-}
-
 #[test]
 fn a_servers_progress_reaches_a_client_under_a_token_the_client_created() {
     let mixed = Mixed::new(false);
@@ -639,7 +622,7 @@ fn a_servers_progress_reaches_a_client_under_a_token_the_client_created() {
     let table = format!(
         "[servers.fake]\ncommand = {:?}\nargs = [\"--progress-at-start\", \"300\"]\n\
          languages = {{ fk = \"fake\" }}\n",
-        fake_server().display().to_string()
+        util::fake_lsp().display().to_string()
     );
     std::fs::write(mixed.xdg.join("stardust/servers.toml"), table).unwrap();
     std::fs::write(mixed.store.join("notes.fk"), "fake\n").unwrap();
@@ -671,7 +654,7 @@ fn a_client_without_work_done_progress_gets_none() {
     let table = format!(
         "[servers.fake]\ncommand = {:?}\nargs = [\"--progress-at-start\", \"100\"]\n\
          languages = {{ fk = \"fake\" }}\n",
-        fake_server().display().to_string()
+        util::fake_lsp().display().to_string()
     );
     std::fs::write(mixed.xdg.join("stardust/servers.toml"), table).unwrap();
     std::fs::write(mixed.store.join("notes.fk"), "fake\n").unwrap();
