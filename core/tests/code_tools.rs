@@ -543,10 +543,9 @@ fn an_editor_buffer_is_what_the_server_is_given_until_it_is_closed() {
             .clone()
     };
     let before = hover(&service);
-    let target = service.code_target("notes.txt").unwrap();
-    service.code_open(&editor, &target, "in the editor, unsaved\n").unwrap();
+    service.code_open(&editor, "notes.txt", "in the editor, unsaved\n");
     let open = hover(&service);
-    service.code_close(&editor, &target);
+    service.code_close(&editor, "notes.txt");
     let closed = hover(&service);
     check(
         &json!([before, open, closed]),

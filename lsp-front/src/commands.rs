@@ -140,7 +140,7 @@ fn execute(shared: &Shared, params: ExecuteCommandParams) -> Result<Option<Value
 }
 
 /// A command's error as a JSON-RPC error whose `data` is the core's error object.
-fn command_error(
+pub(crate) fn command_error(
     err: &CommandError,
     analysis: &stardust_core::analysis::Analysis,
 ) -> ResponseError {

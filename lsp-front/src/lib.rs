@@ -15,6 +15,7 @@ mod diagnostics;
 mod features;
 mod frames;
 mod inflight;
+mod relay;
 mod server;
 mod state;
 mod structure;

@@ -75,6 +75,8 @@ fn run(
         let in_flight = Arc::new(crate::inflight::InFlight::default());
         let counted = in_flight.clone();
         let (main_loop, _) = async_lsp::MainLoop::new_server(|client| {
+            let relay =
+                crate::relay::RelayLayer { shared: state_shared.clone(), client: client.clone() };
             ServiceBuilder::new()
                 .layer(crate::inflight::InFlightLayer(counted))
                 .layer(TracingLayer::default())
@@ -84,6 +86,7 @@ fn run(
                 .layer(ConcurrencyLayer::new(
                     NonZeroUsize::new(MAX_CONCURRENT_REQUESTS).expect("non-zero"),
                 ))
+                .layer(relay)
                 .service(router(State { client, shared: state_shared, store }))
         });
         let input = crate::frames::checked_input(input, in_flight);
@@ -235,6 +238,9 @@ fn finish_initialize(
     let connection =
         Connection::new(paths, buffers, session, wants, renames_files, diagnostics, encoding);
     shared.install(connection)?;
+    if let Some(service) = shared.connection().and_then(|c| c.service()) {
+        crate::relay::start(shared, client.clone(), service, &params.capabilities);
+    }
     if let Some(subscription) = subscription {
         crate::commands::forward_changes(subscription, client, Arc::downgrade(shared));
     }
@@ -243,6 +249,7 @@ fn finish_initialize(
     crate::actions::extend_capabilities(&mut capabilities);
     crate::structure::extend_capabilities(&mut capabilities, &params.capabilities, shared);
     crate::tokens::extend_capabilities(&mut capabilities, &params.capabilities, shared);
+    crate::relay::extend_capabilities(&mut capabilities);
     Ok(InitializeResult {
         capabilities: ServerCapabilities {
             position_encoding: Some(convert::encoding_kind(encoding)),

@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) structure: crate::structure::ChoicesCell,
     /// Whether the client draws semantic tokens that span lines (set at `initialize`).
     pub(crate) multiline_tokens: OnceLock<bool>,
+    /// The relay of code files (their sync worker, what was said about their servers).
+    pub(crate) relay: crate::relay::RelayState,
 }
 
 /// One initialized connection. Only the buffers (behind their own lock) and the session change.

@@ -36,7 +36,7 @@ const SHOW_REFERENCES: &str = "editor.action.showReferences";
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Choices {
     /// The client folds whole lines only (`foldingRange.lineFoldingOnly`).
-    line_folding_only: bool,
+    pub(crate) line_folding_only: bool,
     /// The most folding ranges the client wants (`foldingRange.rangeLimit`).
     range_limit: Option<usize>,
 }

@@ -111,7 +111,7 @@ fn did_change(shared: &Shared, params: DidChangeTextDocumentParams) -> bool {
 
 /// Protocol ranges as byte ranges of the text they were computed against, `None` when an end
 /// is not inside it.
-fn resolver(
+pub(crate) fn resolver(
     encoding: Encoding,
 ) -> impl FnMut(&LineIndex, &str, &lsp_types::Range) -> Option<std::ops::Range<u32>> {
     move |index, text, range| {

@@ -20,7 +20,8 @@ use crate::codefiles::{
     Trusted,
 };
 use crate::error::{Code, Error};
-use crate::ide::{Root, Roots};
+use crate::ide::{Buffer, Root, Roots};
+pub use crate::ide::{Edit, Edited};
 use crate::sync::lock;
 use crate::text::{Encoding, LineIndex, Position};
 
@@ -58,6 +59,17 @@ pub struct CodeTarget {
     pub file: PathBuf,
     pub language_id: String,
     pub spec: LaunchSpec,
+}
+
+/// The answers of [`Service::code_workspace_symbols`].
+#[derive(Debug, Default)]
+pub struct CodeSymbols {
+    /// Each server that answered: its name, its position encoding, its symbols as it sent them.
+    pub found: Vec<(String, Encoding, Vec<Value>)>,
+    /// The servers that could not answer (or may not start), with why.
+    pub skipped: Vec<(String, CommandError)>,
+    /// Whether one of them reported work in progress.
+    pub indexing: bool,
 }
 
 impl CodeTarget {
@@ -250,57 +262,110 @@ impl Service {
         self.code.host.as_ref().map(|h| h.subscribe())
     }
 
-    /// An editor opened (or replaced) the code file `target` with `text`: its server is given
-    /// that text, and every session sees it until the editor closes it.
-    pub fn code_open(
+    /// An editor opened (or replaced) the code file at store path `path` with `text`: every
+    /// session sees that text ([`Service::code_text`]) until the editors holding it close it.
+    /// Nothing is sent to a server here ([`Service::code_sync`] does, off the editor's ordered
+    /// loop): a file whose server may not start yet (untrusted, missing) is held all the same,
+    /// so a server trusted later is given the editor's text, not the disk's.
+    pub fn code_open(&self, session: &Session, path: &str, text: &str) {
+        let mut buffers = lock(&self.code.buffers);
+        let buffer = buffers
+            .entry(path.to_owned())
+            .or_insert_with(|| EditorBuffer { text: Arc::from(""), sessions: Vec::new() });
+        buffer.text = Arc::from(text);
+        if !buffer.sessions.contains(&session.id) {
+            buffer.sessions.push(session.id);
+        }
+    }
+
+    /// An editor changed a code file it holds: `edits` applied in order, each range resolved
+    /// against the text as it is when that edit applies (the rule of the documents' buffers,
+    /// [`crate::ide::Buffers::edit`]): an edit whose range is not inside the text is refused
+    /// with every edit after it (computed against a text the core does not have), and the ones
+    /// before it stand. `NotOpen` when this session holds no buffer at `path`.
+    ///
+    /// Editors holding one file share one text: two editors changing it at once are not merged.
+    pub fn code_change<R>(
         &self,
         session: &Session,
-        target: &CodeTarget,
-        text: &str,
-    ) -> Result<(), CommandError> {
-        {
-            let mut buffers = lock(&self.code.buffers);
-            let buffer = buffers
-                .entry(target.path.clone())
-                .or_insert_with(|| EditorBuffer { text: Arc::from(""), sessions: Vec::new() });
-            buffer.text = Arc::from(text);
-            if !buffer.sessions.contains(&session.id) {
-                buffer.sessions.push(session.id);
+        path: &str,
+        edits: impl IntoIterator<Item = Edit<R>>,
+        mut resolve: impl FnMut(&LineIndex, &str, &R) -> Option<std::ops::Range<u32>>,
+    ) -> Edited {
+        let mut buffers = lock(&self.code.buffers);
+        let Some(held) = buffers.get_mut(path).filter(|b| b.sessions.contains(&session.id)) else {
+            return Edited::NotOpen;
+        };
+        let mut buffer = Buffer::new(path.to_owned(), held.text.to_string(), 0, ());
+        let mut outcome = Edited::Applied;
+        for (i, edit) in edits.into_iter().enumerate() {
+            if !buffer.apply(edit, &mut resolve) {
+                outcome = Edited::Refused(i);
+                break;
             }
         }
+        if buffer.text() != &*held.text {
+            held.text = Arc::from(buffer.text());
+        }
+        outcome
+    }
+
+    /// Give `target`'s server the file's current text (an editor's buffer, else the disk's),
+    /// starting the server if it is not running. Nothing is sent when it has that text already.
+    pub fn code_sync(&self, target: &CodeTarget) -> Result<(), CommandError> {
         let host = self.host(target.server())?;
-        Ok(host.sync(&target.spec, &target.file, &target.language_id, text)?)
+        let text = self.code_text(target)?;
+        Ok(host.sync(&target.spec, &target.file, &target.language_id, &text)?)
     }
 
-    /// An editor changed an open code file: its whole new text.
-    pub fn code_change(
-        &self,
-        session: &Session,
-        target: &CodeTarget,
-        text: &str,
-    ) -> Result<(), CommandError> {
-        self.code_open(session, target, text)
-    }
-
-    /// An editor closed a code file. When no other editor holds it, the server is given the
-    /// file on disk again (an agent may still ask about it) or, when it is gone, closes it.
-    pub fn code_close(&self, session: &Session, target: &CodeTarget) {
+    /// An editor closed the code file at store path `path`. When no other editor holds it,
+    /// every session sees the file on disk again, and its server (if it has it open) closes it.
+    pub fn code_close(&self, session: &Session, path: &str) {
         let last = {
             let mut buffers = lock(&self.code.buffers);
-            match buffers.get_mut(&target.path) {
-                Some(buffer) => {
+            match buffers.get_mut(path) {
+                Some(buffer) if buffer.sessions.contains(&session.id) => {
                     buffer.sessions.retain(|s| *s != session.id);
                     let last = buffer.sessions.is_empty();
                     if last {
-                        buffers.remove(&target.path);
+                        buffers.remove(path);
                     }
                     last
                 }
-                None => false,
+                _ => false,
             }
         };
-        if let (true, Some(host)) = (last, &self.code.host) {
+        // A server that may not start was never given the file.
+        if last
+            && let Some(host) = &self.code.host
+            && let Ok(target) = self.code_target(path)
+        {
             host.close(target.server(), &target.file);
+        }
+    }
+
+    /// The current text of a file an answer or a request names (a path or `file:` URI): a
+    /// file of the store as [`Service::code_text`] has it (an editor's buffer, else the disk),
+    /// a file outside it (a library's source, a stub) from the disk. `None` when it cannot be
+    /// read as text.
+    pub fn code_file_text(&self, given: &str) -> Option<Arc<str>> {
+        match self.roots().to_store_path(given) {
+            Ok(resolved) => {
+                if let Some(buffer) = lock(&self.code.buffers).get(&resolved.path) {
+                    return Some(buffer.text.clone());
+                }
+                read_text(&self.store.root().join(&resolved.path), &resolved.path)
+                    .ok()
+                    .map(Arc::from)
+            }
+            Err(_) => {
+                let path = if given.starts_with("file:") {
+                    crate::ide::uri_path(given).ok()?
+                } else {
+                    PathBuf::from(given)
+                };
+                read_text(&path, given).ok().map(Arc::from)
+            }
         }
     }
 
@@ -312,18 +377,92 @@ impl Service {
             .map(|(p, _)| p.clone())
             .collect();
         for path in held {
-            if let Ok(target) = self.code_target(&path) {
-                self.code_close(session, &target);
-            } else {
-                let mut buffers = lock(&self.code.buffers);
-                if let Some(b) = buffers.get_mut(&path) {
-                    b.sessions.retain(|s| *s != session.id);
-                    if b.sessions.is_empty() {
-                        buffers.remove(&path);
-                    }
+            self.code_close(session, &path);
+        }
+    }
+
+    /// The diagnostics of `target` as its server has them for the file's current text (LSP
+    /// `Diagnostic`s in the server's encoding, as one JSON array): pulled where the server
+    /// offers it, and what it pushed for that text (waited for, bounded), merged without
+    /// duplicates.
+    pub fn code_diagnostics(&self, target: &CodeTarget) -> Result<CodeAnswer, CommandError> {
+        let host = self.host(target.server())?;
+        let text = self.code_text(target)?;
+        host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+        let capabilities = host.capabilities(target.server()).unwrap_or(Value::Null);
+        let mut found: Vec<Value> = Vec::new();
+        let mut indexing = false;
+        let mut pulled = false;
+        // Pull where the server offers it; push (what it published for the text it was given)
+        // otherwise or besides, merged without duplicates.
+        if capabilities.get("diagnosticProvider").is_some_and(|p| !p.is_null()) {
+            let params = json!({"textDocument": {"uri": uri_of(target)}});
+            match host.request(&target.spec, "textDocument/diagnostic", params) {
+                Ok(answer) => {
+                    pulled = true;
+                    indexing |= answer.indexing;
+                    found.extend(as_list(&answer.result["items"]));
                 }
+                Err(err) if err.code == Code::Unsupported => {}
+                Err(err) => return Err(err.into()),
             }
         }
+        // A server that answered the pull (even with no items: a clean file) has said what it
+        // knows, and a push adds to it only when it is for this text; one that only pushes is
+        // waited for until it publishes for the text it was given (bounded).
+        let version = host.version(target.server(), &target.file);
+        let deadline = Instant::now() + PUBLISH_WAIT;
+        // Past the wait, the server has not yet said anything about this text (a busy server
+        // can take longer): no diagnostics, and `readiness: indexing`, never a clean bill made
+        // up from an older text's.
+        let pushed = loop {
+            match host.published(target.server(), &target.file) {
+                Some((v, items)) if v.is_none() || v >= version => break items,
+                _ if pulled => break Vec::new(),
+                _ if Instant::now() >= deadline => {
+                    indexing = true;
+                    break Vec::new();
+                }
+                _ => std::thread::sleep(Duration::from_millis(10)),
+            }
+        };
+        for d in pushed {
+            if !found.contains(&d) {
+                found.push(d);
+            }
+        }
+        Ok(CodeAnswer { result: Value::Array(found), indexing })
+    }
+
+    /// `workspace/symbol` with `query` on every configured server that may start (or only
+    /// `only`), started if needed: each one's raw answer (in its encoding), and the servers
+    /// skipped with why. A configuration that does not load is the error.
+    pub fn code_workspace_symbols(
+        &self,
+        query: &str,
+        only: Option<&str>,
+    ) -> Result<CodeSymbols, CommandError> {
+        let mut out = CodeSymbols::default();
+        let Some(host) = &self.code.host else { return Ok(out) };
+        let servers = self.code_servers()?;
+        for server in servers.iter().filter(|s| only.is_none_or(|o| o == s.name())) {
+            let spec = match self.launch(server) {
+                Ok(spec) => spec,
+                Err(err) => {
+                    out.skipped.push((server.name().to_owned(), err));
+                    continue;
+                }
+            };
+            match host.request(&spec, "workspace/symbol", json!({"query": query})) {
+                Ok(answer) => {
+                    out.indexing |= answer.indexing;
+                    let encoding = self.code_encoding(server.name());
+                    out.found.push((server.name().to_owned(), encoding, as_list(&answer.result)));
+                }
+                Err(err) => out.skipped.push((server.name().to_owned(), err.into())),
+            }
+        }
+        Ok(out)
     }
 
     /// Stop every language server (the core is stopping).
@@ -404,14 +543,7 @@ impl<'a> Texts<'a> {
         };
         let service = self.service;
         let entry = self.files.entry(uri.to_owned()).or_insert_with(|| {
-            let text = match service.code_target(&shown) {
-                Ok(target) => service.code_text(&target).ok(),
-                Err(_) => crate::ide::uri_path(uri)
-                    .ok()
-                    .and_then(|p| std::fs::read_to_string(p).ok())
-                    .map(Arc::from),
-            };
-            text.map(|t| {
+            service.code_file_text(uri).map(|t| {
                 let index = LineIndex::new(&t);
                 (t, index)
             })
@@ -711,37 +843,24 @@ pub(super) fn workspace_symbols(call: &Call<'_>, entities: Vec<Value>) -> Comman
     let query = call.args.get("query").and_then(Value::as_str).unwrap_or_default();
     let only = call.args.get("server").and_then(Value::as_str);
     let mut items = entities;
-    let mut skipped = Vec::new();
-    let mut indexing = false;
-    if call.service.code.host.is_some() {
-        let servers = call.service.code_servers()?;
-        let mut texts = Texts::new(call.service);
-        for server in servers.iter().filter(|s| only.is_none_or(|o| o == s.name())) {
-            let spec = match call.service.launch(server) {
-                Ok(spec) => spec,
-                Err(err) => {
-                    skipped.push(json!({"server": server.name(), "error": err.to_json(&call.snapshot.analysis)}));
-                    continue;
-                }
-            };
-            let host = call.service.host(server.name())?;
-            match host.request(&spec, "workspace/symbol", json!({"query": query})) {
-                Ok(answer) => {
-                    indexing |= answer.indexing;
-                    let encoding = call.service.code_encoding(server.name());
-                    for s in as_list(&answer.result) {
-                        let uri = s["location"]["uri"].as_str().unwrap_or_default().to_owned();
-                        let mut item = code_symbol(&mut texts, &uri, &s, server.name(), encoding);
-                        if item.get("path").is_none() {
-                            item["path"] = json!(texts.file(&uri).0);
-                        }
-                        items.push(item);
-                    }
-                }
-                Err(err) => skipped.push(json!({"server": server.name(), "error": {"code": err.code.as_str(), "message": err.message}})),
+    let symbols = call.service.code_workspace_symbols(query, only)?;
+    let mut texts = Texts::new(call.service);
+    for (server, encoding, found) in &symbols.found {
+        for s in found {
+            let uri = s["location"]["uri"].as_str().unwrap_or_default().to_owned();
+            let mut item = code_symbol(&mut texts, &uri, s, server, *encoding);
+            if item.get("path").is_none() {
+                item["path"] = json!(texts.file(&uri).0);
             }
+            items.push(item);
         }
     }
+    let skipped: Vec<Value> = symbols
+        .skipped
+        .iter()
+        .map(|(server, err)| json!({"server": server, "error": err.to_json(&call.snapshot.analysis)}))
+        .collect();
+    let indexing = symbols.indexing;
     let mut out = page::page("symbols", items, &call.args)?;
     if !skipped.is_empty() {
         out["skipped"] = json!(skipped);
@@ -762,51 +881,8 @@ fn severity(value: &Value) -> &'static str {
 
 pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
     let service = call.service;
-    let host = service.host(target.server())?;
-    let text = service.code_text(target)?;
-    host.sync(&target.spec, &target.file, &target.language_id, &text)?;
-    let capabilities = host.capabilities(target.server()).unwrap_or(Value::Null);
-    let mut found: Vec<Value> = Vec::new();
-    let mut indexing = false;
-    let mut pulled = false;
-    // Pull where the server offers it; push (what it published for the text it was given)
-    // otherwise or besides, merged without duplicates.
-    if capabilities.get("diagnosticProvider").is_some_and(|p| !p.is_null()) {
-        let params = json!({"textDocument": {"uri": uri_of(target)}});
-        match host.request(&target.spec, "textDocument/diagnostic", params) {
-            Ok(answer) => {
-                pulled = true;
-                indexing |= answer.indexing;
-                found.extend(as_list(&answer.result["items"]));
-            }
-            Err(err) if err.code == Code::Unsupported => {}
-            Err(err) => return Err(err.into()),
-        }
-    }
-    // A server that answered the pull (even with no items: a clean file) has said what it
-    // knows, and a push adds to it only when it is for this text; one that only pushes is
-    // waited for until it publishes for the text it was given (bounded).
-    let version = host.version(target.server(), &target.file);
-    let deadline = Instant::now() + PUBLISH_WAIT;
-    // Past the wait, the server has not yet said anything about this text (a busy server
-    // can take longer): no diagnostics, and `readiness: indexing`, never a clean bill made
-    // up from an older text's.
-    let pushed = loop {
-        match host.published(target.server(), &target.file) {
-            Some((v, items)) if v.is_none() || v >= version => break items,
-            _ if pulled => break Vec::new(),
-            _ if Instant::now() >= deadline => {
-                indexing = true;
-                break Vec::new();
-            }
-            _ => std::thread::sleep(Duration::from_millis(10)),
-        }
-    };
-    for d in pushed {
-        if !found.contains(&d) {
-            found.push(d);
-        }
-    }
+    let answer = service.code_diagnostics(target)?;
+    let (found, indexing) = (as_list(&answer.result), answer.indexing);
     let encoding = service.code_encoding(target.server());
     let mut texts = Texts::new(service);
     let uri = uri_of(target);
