@@ -138,6 +138,15 @@ mod tests {
                 "workspace_symbols",
                 "code_actions",
                 "describe_type",
+                "declaration",
+                "type_definition",
+                "implementation",
+                "signature_help",
+                "incoming_calls",
+                "outgoing_calls",
+                "prepare_rename",
+                "server_status",
+                "server_restart",
             ]
         );
         let closed: Vec<String> = list(false).into_iter().map(|t| t.name.into_owned()).collect();
