@@ -160,11 +160,11 @@ impl CodeHost for Host {
     }
 
     fn encoding(&self, server: &str) -> Option<Encoding> {
-        self.running(server)?.status().position_encoding.map(encoding)
+        self.running(server)?.encoding().map(encoding)
     }
 
     fn capabilities(&self, server: &str) -> Option<Value> {
-        Some(self.running(server)?.status().capabilities).filter(|c| !c.is_null())
+        self.running(server)?.capabilities().filter(|c| !c.is_null())
     }
 
     fn published(&self, server: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {

@@ -574,6 +574,17 @@ impl LanguageServer {
             .map_or(0, |i| i.conn.notifications.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// The position encoding of the running server (`None`: none runs), without building a
+    /// whole status: every request asks.
+    pub fn encoding(&self) -> Option<PositionEncoding> {
+        self.lock().instance.as_ref().filter(|i| i.alive()).map(|i| i.encoding)
+    }
+
+    /// The `capabilities` of the running server (`None`: none runs).
+    pub fn capabilities(&self) -> Option<Value> {
+        self.lock().instance.as_ref().filter(|i| i.alive()).map(|i| i.capabilities.clone())
+    }
+
     /// The readiness of the running server (`Ready` when none runs).
     pub fn readiness(&self) -> Readiness {
         self.lock().instance.as_ref().map_or(Readiness::Ready, |i| i.conn.readiness())

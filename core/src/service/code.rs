@@ -39,6 +39,10 @@ pub(super) struct CodeFiles {
     servers_cache: Mutex<Option<((FileKey, FileKey), Servers)>>,
     /// The trust last parsed, with the bytes (and mode) of `trusted.toml`.
     trusted_cache: Mutex<Option<(FileKey, Trusted)>>,
+    /// Launch specs allowed to start, by what decided them: the table's hash, the hash trust
+    /// recorded for it, and PATH (a program found once is not searched for on every request;
+    /// one removed since fails its start as `server-unavailable`).
+    launch_cache: Mutex<HashMap<LaunchKey, LaunchSpec>>,
     /// Editors' open code files by store path: the latest text and the sessions holding it.
     buffers: Mutex<BTreeMap<String, EditorBuffer>>,
 }
@@ -182,7 +186,11 @@ impl Service {
     /// start: `unsupported` when no server covers it, `untrusted` / `server-unavailable` when
     /// its server may not start, `outside-store` for a path (or a link) leading out.
     pub fn code_target(&self, given: &str) -> Result<CodeTarget, CommandError> {
-        let resolved = self.roots().to_store_path(given)?;
+        self.code_target_of(self.roots().to_store_path(given)?)
+    }
+
+    /// [`Service::code_target`] of a path already resolved.
+    fn code_target_of(&self, resolved: crate::ide::Resolved) -> Result<CodeTarget, CommandError> {
         let snapshot = self.store.snapshot();
         let config = snapshot.analysis.config();
         let servers = self.code_servers()?;
@@ -213,13 +221,26 @@ impl Service {
     fn launch(&self, server: &codefiles::Server) -> Result<LaunchSpec, CommandError> {
         let trusted = self.code_trusted()?;
         let path = std::env::var_os("PATH");
-        Ok(codefiles::may_start(
+        let recorded = trusted.hash(self.store.root(), server.name()).map(str::to_owned);
+        let name = format!("{}:{:?}", server.name(), server.origin);
+        let key = (name, server.config.hash.clone(), recorded, path);
+        if let Some(spec) = lock(&self.code.launch_cache).get(&key) {
+            return Ok(spec.clone());
+        }
+        let spec = codefiles::may_start(
             server,
             self.store.root(),
             &trusted,
-            path.as_deref(),
+            key.3.as_deref(),
             &codefiles::probe,
-        )?)
+        )?;
+        let mut cache = lock(&self.code.launch_cache);
+        // Old keys are only configurations no longer in use: keep the cache small.
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.insert(key, spec.clone());
+        Ok(spec)
     }
 
     /// The text the server is given for `target`: an editor's buffer while one is open, else
@@ -239,9 +260,20 @@ impl Service {
         method: &str,
         params: Value,
     ) -> Result<CodeAnswer, CommandError> {
-        let host = self.host(target.server())?;
         let text = self.code_text(target)?;
-        host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+        self.code_request_with(target, &text, method, params)
+    }
+
+    /// [`Service::code_request`] with the file's current text already read.
+    fn code_request_with(
+        &self,
+        target: &CodeTarget,
+        text: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<CodeAnswer, CommandError> {
+        let host = self.host(target.server())?;
+        host.sync(&target.spec, &target.file, &target.language_id, text)?;
         Ok(host.request(&target.spec, method, params)?)
     }
 
@@ -473,6 +505,10 @@ impl Service {
     }
 }
 
+/// What decided a launch spec: the server's name and table hash, the trust recorded for it,
+/// and PATH.
+type LaunchKey = (String, String, Option<String>, Option<std::ffi::OsString>);
+
 /// What a configuration file is now: its bytes and mode (`None`: it cannot be read).
 type FileKey = Option<(Vec<u8>, u32)>;
 
@@ -524,7 +560,8 @@ fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
 struct Texts<'a> {
     service: &'a Service,
     roots: Roots,
-    files: HashMap<String, Option<(Arc<str>, LineIndex)>>,
+    /// By URI: the path an answer shows, and the text positions in it count in.
+    files: HashMap<String, (String, Option<(Arc<str>, LineIndex)>)>,
 }
 
 /// A location of an answer, as MCP gives it: the store path (or an absolute path outside the
@@ -534,21 +571,23 @@ impl<'a> Texts<'a> {
         Texts { service, roots: service.roots(), files: HashMap::new() }
     }
 
-    /// The path an answer shows for `uri`, and the text positions in it count in.
+    /// The path an answer shows for `uri`, and the text positions in it count in; each
+    /// resolved and read once per answer.
     fn file(&mut self, uri: &str) -> (String, Option<&(Arc<str>, LineIndex)>) {
-        let shown = match self.roots.uri_to_store_path(uri) {
-            Ok(resolved) => resolved.path,
-            Err(_) => crate::ide::uri_path(uri)
-                .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
-        };
-        let service = self.service;
-        let entry = self.files.entry(uri.to_owned()).or_insert_with(|| {
-            service.code_file_text(uri).map(|t| {
+        let (service, roots) = (self.service, &self.roots);
+        let (shown, text) = self.files.entry(uri.to_owned()).or_insert_with(|| {
+            let shown = match roots.uri_to_store_path(uri) {
+                Ok(resolved) => resolved.path,
+                Err(_) => crate::ide::uri_path(uri)
+                    .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
+            };
+            let text = service.code_file_text(uri).map(|t| {
                 let index = LineIndex::new(&t);
                 (t, index)
-            })
+            });
+            (shown, text)
         });
-        (shown, entry.as_ref())
+        (shown.clone(), text.as_ref())
     }
 
     /// An LSP range as `{line, column, endLine, endColumn}` (1-based characters).
@@ -601,18 +640,24 @@ fn mcp_position(
 /// The code file a tool's `path` names, when it names one (`None`: a document, or no path).
 pub(super) fn target_of(call: &Call<'_>) -> Result<Option<CodeTarget>, CommandError> {
     let Some(path) = call.args.get("path").and_then(Value::as_str) else { return Ok(None) };
-    if call.args.contains_key("entity") || !call.service.is_code_path(path)? {
+    if call.args.contains_key("entity") {
         return Ok(None);
     }
-    call.service.code_target(path).map(Some)
+    let resolved = call.service.roots().to_store_path(path)?;
+    if crate::scan::is_document_path(call.snapshot.analysis.config(), &resolved.path) {
+        return Ok(None);
+    }
+    call.service.code_target_of(resolved).map(Some)
 }
 
-/// The request parameters for the tool's `position` in `target`, in its server's encoding.
+/// The request parameters for the tool's `position` in `target`, in its server's encoding,
+/// and the file's text they were computed on (read into `texts`, once for the whole answer).
 fn text_position(
     service: &Service,
     target: &CodeTarget,
     args: &Map<String, Value>,
-) -> Result<Value, CommandError> {
+    texts: &mut Texts<'_>,
+) -> Result<(Value, Arc<str>), CommandError> {
     let Some(position) = args.get("position") else {
         return Err(Error::InvalidArguments(
             "give `position {line, column}` (1-based) with a code file's `path`".into(),
@@ -621,8 +666,15 @@ fn text_position(
     };
     let line = position["line"].as_u64().unwrap_or(0);
     let column = position["column"].as_u64().unwrap_or(0);
-    let text = service.code_text(target)?;
-    let index = LineIndex::new(&text);
+    let uri = uri_of(target);
+    if texts.file(&uri).1.is_none() {
+        // Why it cannot be read (missing, too large, not UTF-8), as an error.
+        service.code_text(target)?;
+    }
+    let (_, Some((text, index))) = texts.file(&uri) else {
+        return Err(Error::NotFound(format!("cannot read {}", target.path)).into());
+    };
+    let text = text.clone();
     let invalid = || {
         CommandError::from(Error::InvalidArguments(format!(
             "line {line} column {column} is not a position in {} ({} lines); lines and columns \
@@ -642,10 +694,11 @@ fn text_position(
     }
     let encoding = service.code_encoding(target.server());
     let at = index.position(&text, offset, encoding);
-    Ok(json!({
-        "textDocument": {"uri": crate::ide::file_uri(&target.file)},
+    let params = json!({
+        "textDocument": {"uri": uri},
         "position": {"line": at.line, "character": at.column},
-    }))
+    });
+    Ok((params, text))
 }
 
 fn uri_of(target: &CodeTarget) -> String {
@@ -685,13 +738,13 @@ fn as_list(result: &Value) -> Vec<Value> {
 }
 
 pub(super) fn hover(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let params = text_position(call.service, target, &call.args)?;
-    let answer = call.service.code_request(target, "textDocument/hover", params)?;
+    let mut texts = Texts::new(call.service);
+    let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let answer = call.service.code_request_with(target, &text, "textDocument/hover", params)?;
     let encoding = call.service.code_encoding(target.server());
     let hover = match &answer.result {
         Value::Null => Value::Null,
         result => {
-            let mut texts = Texts::new(call.service);
             let mut out =
                 json!({"path": target.path, "markdown": hover_markdown(&result["contents"])});
             if let Some(range) = result.get("range") {
@@ -723,10 +776,10 @@ fn hover_markdown(contents: &Value) -> String {
 /// `definition`, `declaration`, `type_definition`, `implementation`: a paged list of
 /// locations.
 pub(super) fn locations(call: &Call<'_>, target: &CodeTarget, method: &str) -> CommandResult {
-    let params = text_position(call.service, target, &call.args)?;
-    let answer = call.service.code_request(target, method, params)?;
-    let encoding = call.service.code_encoding(target.server());
     let mut texts = Texts::new(call.service);
+    let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let answer = call.service.code_request_with(target, &text, method, params)?;
+    let encoding = call.service.code_encoding(target.server());
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
         .filter_map(|l| texts.location(l, target.server(), encoding))
@@ -736,12 +789,13 @@ pub(super) fn locations(call: &Call<'_>, target: &CodeTarget, method: &str) -> C
 }
 
 pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let mut params = text_position(call.service, target, &call.args)?;
+    let mut texts = Texts::new(call.service);
+    let (mut params, text) = text_position(call.service, target, &call.args, &mut texts)?;
     let declaration = call.args.get("includeDeclaration").and_then(Value::as_bool);
     params["context"] = json!({"includeDeclaration": declaration.unwrap_or(true)});
-    let answer = call.service.code_request(target, "textDocument/references", params)?;
+    let answer =
+        call.service.code_request_with(target, &text, "textDocument/references", params)?;
     let encoding = call.service.code_encoding(target.server());
-    let mut texts = Texts::new(call.service);
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
         .filter_map(|l| texts.location(l, target.server(), encoding))
@@ -915,7 +969,8 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
 }
 
 pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let at = text_position(call.service, target, &call.args)?;
+    let mut texts = Texts::new(call.service);
+    let (at, text) = text_position(call.service, target, &call.args, &mut texts)?;
     let host = call.service.host(target.server())?;
     let context_diagnostics: Vec<Value> = host
         .published(target.server(), &target.file)
@@ -934,7 +989,8 @@ pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResul
         "range": {"start": at["position"], "end": at["position"]},
         "context": {"diagnostics": context_diagnostics},
     });
-    let answer = call.service.code_request(target, "textDocument/codeAction", params)?;
+    let answer =
+        call.service.code_request_with(target, &text, "textDocument/codeAction", params)?;
     let items = as_list(&answer.result)
         .iter()
         .map(|a| {
@@ -950,8 +1006,10 @@ pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResul
 }
 
 pub(super) fn signature_help(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let params = text_position(call.service, target, &call.args)?;
-    let answer = call.service.code_request(target, "textDocument/signatureHelp", params)?;
+    let mut texts = Texts::new(call.service);
+    let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let answer =
+        call.service.code_request_with(target, &text, "textDocument/signatureHelp", params)?;
     let help = match &answer.result {
         Value::Null => Value::Null,
         result => {
@@ -982,11 +1040,15 @@ pub(super) fn signature_help(call: &Call<'_>, target: &CodeTarget) -> CommandRes
 /// `incoming_calls` / `outgoing_calls`: the call hierarchy item at the position, then its
 /// callers or callees.
 pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> CommandResult {
-    let params = text_position(call.service, target, &call.args)?;
-    let prepared =
-        call.service.code_request(target, "textDocument/prepareCallHierarchy", params)?;
-    let encoding = call.service.code_encoding(target.server());
     let mut texts = Texts::new(call.service);
+    let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let prepared = call.service.code_request_with(
+        target,
+        &text,
+        "textDocument/prepareCallHierarchy",
+        params,
+    )?;
+    let encoding = call.service.code_encoding(target.server());
     let mut items = Vec::new();
     let mut indexing = prepared.indexing;
     let (method, side) = if incoming {
@@ -1030,10 +1092,11 @@ pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> Com
 }
 
 pub(super) fn prepare_rename(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let params = text_position(call.service, target, &call.args)?;
-    let answer = call.service.code_request(target, "textDocument/prepareRename", params)?;
-    let encoding = call.service.code_encoding(target.server());
     let mut texts = Texts::new(call.service);
+    let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let answer =
+        call.service.code_request_with(target, &text, "textDocument/prepareRename", params)?;
+    let encoding = call.service.code_encoding(target.server());
     let uri = uri_of(target);
     let rename = match &answer.result {
         Value::Null => Value::Null,
