@@ -561,8 +561,11 @@ struct Texts<'a> {
     service: &'a Service,
     roots: Roots,
     /// By URI: the path an answer shows, and the text positions in it count in.
-    files: HashMap<String, (String, Option<(Arc<str>, LineIndex)>)>,
+    files: HashMap<String, (String, Option<Text>)>,
 }
+
+/// A file's text and its line index.
+type Text = (Arc<str>, LineIndex);
 
 /// A location of an answer, as MCP gives it: the store path (or an absolute path outside the
 /// store: a library's source, a stub), the range in 1-based characters, the server.
