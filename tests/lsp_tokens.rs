@@ -162,6 +162,16 @@ fn a_delta_from_the_previous_result_rebuilds_the_new_tokens() {
         json!({"textDocument": doc, "previousResultId": "no-such-result"}),
     );
     assert_eq!(unknown["data"], fresh["data"]);
+    // A closed document's results are forgotten: reopened, a delta against them is full.
+    client.notify("textDocument/didClose", json!({"textDocument": doc}));
+    let reopened = client.open("books/dune.dust", BOOK);
+    assert_eq!(reopened, uri);
+    let after_close = client.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": doc, "previousResultId": unknown["resultId"]}),
+    );
+    assert!(after_close.get("edits").is_none(), "full tokens, not a delta: {after_close}");
+    assert!(after_close["data"].is_array(), "{after_close}");
     client.shutdown();
 }
 

@@ -54,6 +54,9 @@ pub(crate) struct Shared {
     pub(crate) structure: crate::structure::ChoicesCell,
     /// Whether the client draws semantic tokens that span lines (set at `initialize`).
     pub(crate) multiline_tokens: OnceLock<bool>,
+    /// The last semantic-tokens result sent per open document, for delta requests; a
+    /// document's goes when it is closed.
+    pub(crate) token_results: Mutex<crate::tokens::Results>,
     /// The relay of code files (their sync worker, what was said about their servers).
     pub(crate) relay: crate::relay::RelayState,
 }

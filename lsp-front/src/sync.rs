@@ -134,6 +134,7 @@ fn did_close(client: &ClientSocket, shared: &Shared, params: DidCloseTextDocumen
     let Some((conn, path)) = conn.and_then(|c| Some((c, c.paths.relative(&uri)?))) else {
         return false;
     };
+    stardust_core::sync::lock(&shared.token_results).forget(&uri);
     // A closed document's diagnostics are those of its file, which the workspace pull reports.
     conn.buffers.close(&path, |buffer| {
         let _ = client.clone().publish_diagnostics(PublishDiagnosticsParams {

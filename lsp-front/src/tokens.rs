@@ -4,7 +4,7 @@
 //! so that `full/delta` sends only the edit from it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_lsp::router::Router;
 use async_lsp::{ErrorCode, ResponseError};
@@ -74,7 +74,7 @@ pub(crate) fn extend_capabilities(
 
 /// The last full result sent for each document.
 #[derive(Default)]
-struct Results {
+pub(crate) struct Results {
     next_id: u64,
     by_uri: HashMap<Url, (u64, Arc<Vec<u32>>)>,
 }
@@ -98,20 +98,22 @@ impl Results {
         let (id, data) = self.by_uri.get(uri)?;
         (id.to_string() == result_id).then(|| data.clone())
     }
+
+    /// Forget `uri`'s result (the document was closed: a delta against it is never asked).
+    pub(crate) fn forget(&mut self, uri: &Url) {
+        self.by_uri.remove(uri);
+    }
 }
 
 pub(crate) fn register(router: &mut Router<State>) {
-    // One router serves one connection, so these results are that connection's.
-    let results = Arc::new(Mutex::new(Results::default()));
-    let (full_results, delta_results) = (results.clone(), results);
     router
-        .request::<SemanticTokensFullRequest, _>(move |st, params| {
-            let (shared, results) = (st.shared(), full_results.clone());
-            with_snapshot(st.shared(), move |snap| full(snap, &shared, &results, params))
+        .request::<SemanticTokensFullRequest, _>(|st, params| {
+            let shared = st.shared();
+            with_snapshot(st.shared(), move |snap| full(snap, &shared, params))
         })
-        .request::<SemanticTokensFullDeltaRequest, _>(move |st, params| {
-            let (shared, results) = (st.shared(), delta_results.clone());
-            with_snapshot(st.shared(), move |snap| full_delta(snap, &shared, &results, params))
+        .request::<SemanticTokensFullDeltaRequest, _>(|st, params| {
+            let shared = st.shared();
+            with_snapshot(st.shared(), move |snap| full_delta(snap, &shared, params))
         })
         .request::<SemanticTokensRangeRequest, _>(|st, params| {
             let shared = st.shared();
@@ -155,14 +157,13 @@ fn wire(data: &[u32]) -> Vec<SemanticToken> {
 fn full(
     snap: &Snapshot,
     shared: &Shared,
-    results: &Mutex<Results>,
     params: SemanticTokensParams,
 ) -> Result<Option<SemanticTokensResult>, ResponseError> {
     let uri = params.text_document.uri;
     let doc = document(snap, &uri)?;
     let data = Arc::new(encoded(snap, shared, doc, None));
     let tokens = wire(&data);
-    let result_id = lock(results).keep(uri, data);
+    let result_id = lock(&shared.token_results).keep(uri, data);
     Ok(Some(SemanticTokensResult::Tokens(SemanticTokens {
         result_id: Some(result_id),
         data: tokens,
@@ -173,13 +174,12 @@ fn full(
 fn full_delta(
     snap: &Snapshot,
     shared: &Shared,
-    results: &Mutex<Results>,
     params: SemanticTokensDeltaParams,
 ) -> Result<Option<SemanticTokensFullDeltaResult>, ResponseError> {
     let uri = params.text_document.uri;
     let doc = document(snap, &uri)?;
     let data = Arc::new(encoded(snap, shared, doc, None));
-    let mut results = lock(results);
+    let mut results = lock(&shared.token_results);
     let previous = results.previous(&uri, &params.previous_result_id);
     let result_id = Some(results.keep(uri, data.clone()));
     drop(results);
