@@ -23,6 +23,14 @@ pub fn is_document_path(config: &Config, rel: &str) -> bool {
         && !config.ignore_set.is_match(rel)
 }
 
+/// Whether a store-relative path names a code file (SPEC §18): a file of the store outside
+/// `.stardust/` and `.git/` that is not a document. Commits may write code files as bytes, which
+/// the log records like documents; Stardust never parses them.
+pub fn is_code_path(config: &Config, rel: &str) -> bool {
+    !rel.split('/').next().is_some_and(|first| PRIVATE_DIRS.contains(&first))
+        && !is_document_path(config, rel)
+}
+
 /// Every document of the store at `root`, as (store-relative path, absolute path), sorted.
 pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();

@@ -5,7 +5,8 @@
 //! commit syncs only its log record, so most kills land with several transactions after the
 //! last checkpoint, on the same documents (a, b) and on others (c, d); the child checkpoints
 //! often in some rounds and rarely in others. Every third round also damages the log's tail
-//! the way an interrupted append would.
+//! the way an interrupted append would. Each pair also rewrites a code file (`e.py`, SPEC §18),
+//! which the log records and recovery redoes like a document, but never analyses.
 //!
 //! The child is this same test binary, run again with `CHILD_ENV` set to the store's path.
 
@@ -27,6 +28,11 @@ const TEST_NAME: &str = "acknowledged_commits_survive_sigkill";
 fn content(name: &str, n: u64) -> String {
     let pad = "x".repeat((n * 37 % 400) as usize);
     format!("{{\"id\": \"doc/{name}\", \"type\": \"counter\", \"n\": {n}, \"pad\": \"{pad}\"}}\n")
+}
+
+/// The content of the code file `e.py` at commit `n`.
+fn code(n: u64) -> String {
+    format!("n = {n}\npad = '{}'\n", "y".repeat((n * 53 % 300) as usize))
 }
 
 /// The `n` of a document's content, checking the content is whole.
@@ -59,8 +65,11 @@ fn child(root: &Path) -> ! {
             stdout.flush().unwrap();
             continue;
         }
-        let mut changes =
-            vec![Change::put("a.json", content("a", n)), Change::put("b.json", content("b", n))];
+        let mut changes = vec![
+            Change::put("a.json", content("a", n)),
+            Change::put("b.json", content("b", n)),
+            Change::put("e.py", code(n)),
+        ];
         // A third document comes and goes, so creations and deletions crash too.
         if n.is_multiple_of(3) {
             changes.push(Change::put("c.json", content("c", n)));
@@ -217,6 +226,7 @@ fn check(root: &Path, acked: &BTreeMap<u64, u64>, acked_d: &[u64], context: &str
         let want = vec![
             Some(Version::of(content("a", n).as_bytes())),
             Some(Version::of(content("b", n).as_bytes())),
+            Some(Version::of(code(n).as_bytes())),
         ];
         assert_eq!(after, want, "{context}: seq {seq} holds what was acknowledged");
     }
@@ -244,6 +254,11 @@ fn check(root: &Path, acked: &BTreeMap<u64, u64>, acked_d: &[u64], context: &str
     let a = parse_n("a", &std::fs::read_to_string(root.join("a.json")).unwrap());
     let b = parse_n("b", &std::fs::read_to_string(root.join("b.json")).unwrap());
     assert_eq!(a, b, "{context}: a commit was half-applied");
+    if a > 0 {
+        let e = std::fs::read_to_string(root.join("e.py")).unwrap();
+        assert_eq!(e, code(a), "{context}: the code file is from the same commit as a and b");
+    }
+    assert!(store.snapshot().analysis.document("e.py").is_none(), "{context}: e.py is no document");
     let last = txns.iter().rfind(|t| t.documents.iter().any(|d| d.path == "a.json")).unwrap();
     if last.seq > 1 {
         assert_eq!(a, last.seq, "{context}: the documents are at the last seq that wrote them");

@@ -494,8 +494,26 @@ fn recover(
     let mut log = LogWriter::open(log_path, valid_len).map_err(|e| io("cannot open", e))?;
 
     let (mut on_disk, unreadable) = read_documents(root, ctx, disk)?;
+    // Code files the unfinished tail wrote are redone like documents, so they are read too;
+    // after that they leave `on_disk`, which becomes the analysis.
+    let mut code: Vec<String> = tail
+        .iter()
+        .flat_map(|txn| &txn.documents)
+        .filter(|doc| !scan::is_document_path(&ctx.config, &doc.path))
+        .map(|doc| doc.path.clone())
+        .collect();
+    code.sort();
+    code.dedup();
+    for path in &code {
+        if let Some(bytes) = disk.read(path)? {
+            on_disk.insert(path.clone(), bytes);
+        }
+    }
     let restarted = boot.is_none() || tail_boot.as_deref() != boot;
     redo_tail(root, disk, log_path, &tail, &logged, &unreadable, restarted, &mut on_disk)?;
+    for path in &code {
+        on_disk.remove(path);
+    }
     // A document that cannot be read is taken to be as last logged rather than deleted.
     on_disk.extend(logged_contents(log_path, &unreadable, &logged)?);
 
@@ -644,8 +662,11 @@ fn record_external(
     last_seq: u64,
     offsets: &mut Vec<u64>,
 ) -> StoreResult<(Analysis, u64)> {
+    // The log also names code files Stardust wrote; what happens to them outside Stardust is
+    // not history (docs/DECISIONS.md), so only documents are compared.
     let mut changed: Vec<String> = logged
         .iter()
+        .filter(|(path, _)| scan::is_document_path(&ctx.config, path))
         .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
         .map(|(path, _)| path.clone())
         .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
@@ -669,7 +690,7 @@ fn record_external(
         before.with_changes(changes.clone())
     };
     let seq = last_seq + 1;
-    let txn = transaction(seq, Origin::External, &before, &after, &changes);
+    let txn = transaction(seq, Origin::External, &before, &after, &changes, &HashMap::new());
     let offset = log
         .append(&log::encode_transaction(&txn, &contents(&changes)), false)
         .map_err(|e| StoreError::io(format!("cannot append to {}", log_path.display()), e))?;
@@ -830,10 +851,21 @@ fn transaction(
     before: &Analysis,
     after: &Analysis,
     changes: &[(String, Option<Vec<u8>>)],
+    code: &HashMap<String, Option<Version>>,
 ) -> Transaction {
     let documents = changes
         .iter()
         .map(|(path, content)| {
+            if let Some(on_disk) = code.get(path) {
+                return DocumentChange {
+                    path: path.clone(),
+                    before: *on_disk,
+                    after: content.as_deref().map(Version::of),
+                    created: Vec::new(),
+                    changed: Vec::new(),
+                    deleted: Vec::new(),
+                };
+            }
             let old = before.document(path);
             let new = after.document(path);
             let (created, changed, deleted) = entity_diff(old.map(|d| &**d), new.map(|d| &**d));
@@ -934,20 +966,26 @@ impl Inner {
                 pair[0].path
             )));
         }
+        // Code files (SPEC §18) are written as bytes: their versions are those on disk, as
+        // the snapshot holds only documents, and they take no part in the analysis.
+        let mut code: HashMap<String, Option<Version>> = HashMap::new();
         for change in &changes {
             let abs = self.disk.resolve(&change.path)?;
-            if !scan::is_document_path(&self.ctx.config, &change.path) {
+            let document = scan::is_document_path(&self.ctx.config, &change.path);
+            if !document && !scan::is_code_path(&self.ctx.config, &change.path) {
                 return Err(StoreError::InvalidArguments(format!(
-                    "{} is not a document: documents end in .json or .dust and lie outside \
-                     .stardust/, .git/ and the ignore globs of stardust.toml",
+                    "{} is inside .stardust/ or .git/, which no commit writes",
                     change.path
                 )));
             }
             if std::fs::symlink_metadata(&abs).is_ok_and(|m| !m.is_file()) {
                 return Err(StoreError::InvalidArguments(format!(
-                    "{} is a folder or a special file, not a document; move it away first",
+                    "{} is a folder or a special file, not a file; move it away first",
                     change.path
                 )));
+            }
+            if !document {
+                code.insert(change.path.clone(), None);
             }
         }
         let mut writer = self.writer()?;
@@ -956,12 +994,17 @@ impl Inner {
         // them first, so the expected versions are checked against what is really there.
         let mut on_disk = Vec::with_capacity(changes.len());
         for change in &changes {
-            on_disk.push(self.disk.read(&change.path)?);
+            let bytes = self.disk.read(&change.path)?;
+            if let Some(version) = code.get_mut(&change.path) {
+                *version = bytes.as_deref().map(Version::of);
+            }
+            on_disk.push(bytes);
         }
         let snapshot = self.snapshot();
         let external: Vec<(String, Option<Vec<u8>>)> = changes
             .iter()
             .zip(&on_disk)
+            .filter(|(change, _)| !code.contains_key(&change.path))
             .filter(|(change, bytes)| {
                 bytes.as_deref().map(Version::of) != snapshot.version(&change.path)
             })
@@ -977,7 +1020,10 @@ impl Inner {
         let snapshot = self.snapshot();
         let mut effective: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for change in changes {
-            let current = snapshot.version(&change.path);
+            let current = match code.get(&change.path) {
+                Some(on_disk) => *on_disk,
+                None => snapshot.version(&change.path),
+            };
             if let Some(expected) = change.expected
                 && current != Some(expected)
             {
@@ -1003,9 +1049,12 @@ impl Inner {
         }
 
         let before = &snapshot.analysis;
+        let documents: Vec<(String, Option<Vec<u8>>)> =
+            effective.iter().filter(|(path, _)| !code.contains_key(path)).cloned().collect();
         let after = match prepared {
-            Some(p) if p.seq == snapshot.seq && p.matches(&effective) => p.after,
-            _ => before.with_changes(effective.clone()),
+            Some(p) if p.seq == snapshot.seq && p.matches(&documents) => p.after,
+            _ if documents.is_empty() => before.clone(),
+            _ => before.with_changes(documents),
         };
         let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
         let problems = analysis::new_problems(before, &after, &paths, &self.ctx.config.refuse);
@@ -1013,7 +1062,7 @@ impl Inner {
             return Err(StoreError::Refused { problems });
         }
         let seq = snapshot.seq + 1;
-        let txn = transaction(seq, origin, before, &after, &effective);
+        let txn = transaction(seq, origin, before, &after, &effective, &code);
         let offset = self.write(&mut writer, &txn, &contents(&effective), &previous)?;
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
         Ok(Committed { seq, transaction: Some(txn) })
@@ -1127,7 +1176,14 @@ impl Inner {
         changes.dedup_by(|a, b| a.0 == b.0);
         let after = snapshot.analysis.with_changes(changes.clone());
         let seq = snapshot.seq + 1;
-        let txn = transaction(seq, Origin::External, &snapshot.analysis, &after, &changes);
+        let txn = transaction(
+            seq,
+            Origin::External,
+            &snapshot.analysis,
+            &after,
+            &changes,
+            &HashMap::new(),
+        );
         let record = log::encode_transaction(&txn, &contents(&changes));
         let offset = match writer.log.append(&record, true) {
             Ok(offset) => offset,
