@@ -20,6 +20,9 @@ pub use servers::{ServerConfig, Timeouts};
 
 pub const CONFIG_FILE: &str = "stardust.toml";
 
+/// The `[save] refuse` entry that refuses code edits adding errors from a language server.
+pub const CODE_ERROR: &str = "code-error";
+
 /// The validated configuration of one store.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -34,6 +37,10 @@ pub struct Config {
     pub types: BTreeMap<String, TypeConfig>,
     /// Diagnostic codes that refuse a commit (the save authority).
     pub refuse: Vec<DiagnosticCode>,
+    /// `code-error` in `[save] refuse` (SPEC §18): a code edit that adds error diagnostics
+    /// from its file's language server is refused. Off by default, so a work-in-progress save
+    /// of code is never blocked unless asked.
+    pub refuse_code_errors: bool,
     pub mcp_mutation: MutationPosture,
     pub mcp_mutation_allowlist: Vec<String>,
     pub max_pending: usize,
@@ -144,6 +151,8 @@ impl Config {
             types.insert(name, TypeConfig { dir, format });
         }
 
+        let refuse_code_errors =
+            raw.save.refuse.as_ref().is_some_and(|codes| codes.iter().any(|c| c == CODE_ERROR));
         let refuse = match raw.save.refuse {
             None => vec![
                 DiagnosticCode::Syntax,
@@ -153,10 +162,15 @@ impl Config {
             ],
             Some(codes) => codes
                 .iter()
+                .filter(|code| *code != CODE_ERROR)
                 .map(|code| {
                     DiagnosticCode::parse(code).ok_or_else(|| {
-                        let known: Vec<_> =
-                            DiagnosticCode::ALL.iter().map(|c| format!("\"{c}\"")).collect();
+                        let known: Vec<_> = DiagnosticCode::ALL
+                            .iter()
+                            .map(|c| c.as_str())
+                            .chain([CODE_ERROR])
+                            .map(|c| format!("\"{c}\""))
+                            .collect();
                         invalid(format!(
                             "save.refuse: unknown diagnostic code \"{code}\"; known codes are {}",
                             known.join(", ")
@@ -223,6 +237,7 @@ impl Config {
             schema_globs,
             types,
             refuse,
+            refuse_code_errors,
             mcp_mutation,
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
@@ -436,7 +451,7 @@ formats = "assert"
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
             expect![[
-                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type""#
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "code-error""#
             ]],
         );
         check_err(

@@ -154,6 +154,13 @@ pub enum Error {
     /// division by zero.
     #[error("{0}")]
     TypeError(String),
+    /// What a change was computed from is not what is there (an editor's unsaved text, a file
+    /// changed since it was read); the message says what to do.
+    #[error("{0}")]
+    Conflict(String),
+    /// The save authority refuses a change (the message lists why).
+    #[error("{0}")]
+    Refused(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -173,6 +180,8 @@ impl Error {
             Error::AmbiguousPosition(_) => Code::AmbiguousPosition,
             Error::Unsupported(_) => Code::Unsupported,
             Error::TypeError(_) => Code::TypeError,
+            Error::Conflict(_) => Code::Conflict,
+            Error::Refused(_) => Code::Refused,
             Error::Io { .. } => Code::Internal,
         }
     }

@@ -1,5 +1,5 @@
 //! The navigation tools for code files (SPEC §13, §17) in the core, without a transport or a
-//! process: a `CodeHost` written here answers canned LSP JSON (a double of the interface, for
+//! process: a `CodeHost` double (tests/common/code.rs) answers canned LSP JSON (a double of the interface, for
 //! the core's conversion rules only), and snapshots pin what the tools make of it — positions
 //! between a server's encoding and MCP's 1-based characters, the canonical order and pages of
 //! locations, paths outside the store, push and pull diagnostics merged, an editor's buffer
@@ -8,176 +8,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex};
 
-use common::{open, write};
-use expect_test::{Expect, expect};
+use common::code::{Canned, check, fixture, range, run};
+use common::open;
+use expect_test::expect;
 use serde_json::{Value, json};
-use stardust_core::codefiles::{CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec};
-use stardust_core::service::{Front, Service, Session};
+use stardust_core::service::{Front, Service};
 use stardust_core::text::Encoding;
-
-/// A language server's side of the interface, canned: answers by method (`hover` echoes the
-/// position it was asked at and the text it holds, when no answer is canned), the diagnostics it
-/// "published", and a record of every request.
-#[derive(Default)]
-struct Canned {
-    encoding: Option<Encoding>,
-    capabilities: Value,
-    answers: BTreeMap<String, Value>,
-    /// What was published for a file: for how many versions before the current one (0: for
-    /// the text it was last given), and the diagnostics.
-    published: Mutex<BTreeMap<PathBuf, (i64, Vec<Value>)>>,
-    texts: Mutex<BTreeMap<PathBuf, (String, i64)>>,
-    requests: Mutex<Vec<(String, Value)>>,
-}
-
-impl Canned {
-    fn with(mut self, method: &str, answer: Value) -> Canned {
-        self.answers.insert(method.to_owned(), answer);
-        self
-    }
-}
-
-fn uri_path(uri: &str) -> PathBuf {
-    PathBuf::from(uri.strip_prefix("file://").unwrap())
-}
-
-impl CodeHost for Canned {
-    fn request(
-        &self,
-        _spec: &LaunchSpec,
-        method: &str,
-        params: Value,
-    ) -> Result<CodeAnswer, CodeError> {
-        self.requests.lock().unwrap().push((method.to_owned(), params.clone()));
-        let result = match self.answers.get(method) {
-            Some(answer) => answer.clone(),
-            None if method == "textDocument/hover" => {
-                let file = uri_path(params["textDocument"]["uri"].as_str().unwrap());
-                let text = self.texts.lock().unwrap().get(&file).map(|t| t.0.clone());
-                let at = &params["position"];
-                let end =
-                    json!({"line": at["line"], "character": at["character"].as_u64().unwrap() + 1});
-                json!({"contents": {"kind": "plaintext", "value": text}, "range": {"start": at, "end": end}})
-            }
-            None => {
-                return Err(CodeError {
-                    code: stardust_core::Code::Unsupported,
-                    message: format!("canned server has no {method}"),
-                    server: "canned".into(),
-                });
-            }
-        };
-        Ok(CodeAnswer { result, indexing: false })
-    }
-
-    fn sync(&self, _: &LaunchSpec, path: &Path, _: &str, text: &str) -> Result<(), CodeError> {
-        let mut texts = self.texts.lock().unwrap();
-        let entry = texts.entry(path.to_owned()).or_insert_with(|| (String::new(), 0));
-        if entry.0 != text || entry.1 == 0 {
-            *entry = (text.to_owned(), entry.1 + 1);
-        }
-        Ok(())
-    }
-
-    fn close(&self, _: &str, path: &Path) {
-        self.texts.lock().unwrap().remove(path);
-    }
-
-    fn encoding(&self, _: &str) -> Option<Encoding> {
-        self.encoding
-    }
-
-    fn capabilities(&self, _: &str) -> Option<Value> {
-        Some(self.capabilities.clone())
-    }
-
-    fn published(&self, _: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {
-        let (behind, items) = self.published.lock().unwrap().get(path).cloned()?;
-        Some((self.version("canned", path).map(|v| v - behind), items))
-    }
-
-    fn version(&self, _: &str, path: &Path) -> Option<i64> {
-        self.texts.lock().unwrap().get(path).map(|t| t.1)
-    }
-
-    fn status(&self) -> Vec<Value> {
-        Vec::new()
-    }
-
-    fn restart(&self, _: &LaunchSpec) -> Result<Value, CodeError> {
-        Ok(json!({}))
-    }
-
-    fn subscribe(&self) -> Receiver<CodeEvent> {
-        std::sync::mpsc::channel().1
-    }
-
-    fn shutdown(&self) {}
-}
-
-/// A store (canonical path) whose `.py` and `.txt` files the user's `[servers.canned]` serves,
-/// and a folder outside it.
-struct Fixture {
-    _dir: tempfile::TempDir,
-    store: PathBuf,
-    outside: PathBuf,
-    config: PathBuf,
-}
-
-fn fixture(files: &[(&str, &str)]) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let store = base.join("store");
-    write(&store, "stardust.toml", "[store]\n");
-    for (rel, text) in files {
-        write(&store, rel, text);
-    }
-    let config = base.join("config");
-    // The command is never run (the host is canned), but must be an executable file.
-    let command = std::env::current_exe().unwrap();
-    write(
-        &config,
-        "servers.toml",
-        &format!(
-            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\n",
-            command.to_str().unwrap()
-        ),
-    );
-    let outside = base.join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    Fixture { _dir: dir, store, outside, config }
-}
-
-impl Fixture {
-    fn service(&self, host: Canned) -> (Service, Session, Arc<Canned>) {
-        let host = Arc::new(host);
-        let service = Service::new(open(&self.store))
-            .with_code_config_dir(Some(self.config.clone()))
-            .with_code_host(host.clone());
-        let session = service.open_session(Front::Mcp, "test-agent");
-        (service, session, host)
-    }
-
-    fn uri(&self, rel: &str) -> String {
-        format!("file://{}", self.store.join(rel).display())
-    }
-}
-
-fn run(service: &Service, session: &Session, tool: &str, args: Value) -> Value {
-    service.execute(session, tool, args.clone()).unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
-}
-
-fn check(actual: &Value, expected: Expect) {
-    expected.assert_eq(&serde_json::to_string_pretty(actual).unwrap());
-}
-
-fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
-    json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
-}
 
 /// One line with a character outside the BMP (two UTF-16 units, four UTF-8 bytes) and one of
 /// two UTF-8 bytes, CRLF line ends, and a short last line.

@@ -97,8 +97,8 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
     assert_eq!(names.len(), 14);
     assert_eq!(
         registry().len(),
-        14 + 8 + 9 + 1,
-        "the navigation tools (SPEC §13, §17) and stardust.backup.run"
+        14 + 8 + 9 + 1 + 1,
+        "the navigation tools (SPEC §13, §17), rename_preview (§18) and stardust.backup.run"
     );
     let create = &described["commands"][6];
     assert_eq!(create["effect"], "mutation");

@@ -145,6 +145,7 @@ mod tests {
                 "incoming_calls",
                 "outgoing_calls",
                 "prepare_rename",
+                "rename_preview",
                 "server_status",
                 "server_restart",
             ]

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -45,6 +45,11 @@ pub(super) struct CodeFiles {
     launch_cache: Mutex<HashMap<LaunchKey, LaunchSpec>>,
     /// Editors' open code files by store path: the latest text and the sessions holding it.
     buffers: Mutex<BTreeMap<String, EditorBuffer>>,
+    /// Held for reading by every request that gives a server a text and asks it something,
+    /// and for writing by a speculative check (`code_edit::speculate`), so that no session's
+    /// request sees the edited texts a preview gives the servers, nor puts the real ones back
+    /// in the middle of the check.
+    speculation: RwLock<()>,
 }
 
 struct EditorBuffer {
@@ -190,7 +195,10 @@ impl Service {
     }
 
     /// [`Service::code_target`] of a path already resolved.
-    fn code_target_of(&self, resolved: crate::ide::Resolved) -> Result<CodeTarget, CommandError> {
+    pub(super) fn code_target_of(
+        &self,
+        resolved: crate::ide::Resolved,
+    ) -> Result<CodeTarget, CommandError> {
         let snapshot = self.store.snapshot();
         let config = snapshot.analysis.config();
         let servers = self.code_servers()?;
@@ -265,7 +273,7 @@ impl Service {
     }
 
     /// [`Service::code_request`] with the file's current text already read.
-    fn code_request_with(
+    pub(super) fn code_request_with(
         &self,
         target: &CodeTarget,
         text: &str,
@@ -273,8 +281,30 @@ impl Service {
         params: Value,
     ) -> Result<CodeAnswer, CommandError> {
         let host = self.host(target.server())?;
+        let _shared = self.not_speculating();
         host.sync(&target.spec, &target.file, &target.language_id, text)?;
         Ok(host.request(&target.spec, method, params)?)
+    }
+
+    /// Wait for a speculative check in progress, and keep the next one from starting.
+    fn not_speculating(&self) -> RwLockReadGuard<'_, ()> {
+        self.code.speculation.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keep every other request away from the servers while a speculative check runs.
+    pub(super) fn speculating(&self) -> RwLockWriteGuard<'_, ()> {
+        self.code.speculation.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Give `target`'s server `text` (a speculative check holds [`Service::speculating`]).
+    pub(super) fn code_give(&self, target: &CodeTarget, text: &str) -> Result<(), CommandError> {
+        let host = self.host(target.server())?;
+        Ok(host.sync(&target.spec, &target.file, &target.language_id, text)?)
+    }
+
+    /// The text an editor holds for the code file at store path `path`, if one does.
+    pub(super) fn code_buffer(&self, path: &str) -> Option<Arc<str>> {
+        lock(&self.code.buffers).get(path).map(|b| b.text.clone())
     }
 
     /// The position encoding of `target`'s running server (UTF-16, the LSP default, when it
@@ -347,6 +377,7 @@ impl Service {
     pub fn code_sync(&self, target: &CodeTarget) -> Result<(), CommandError> {
         let host = self.host(target.server())?;
         let text = self.code_text(target)?;
+        let _shared = self.not_speculating();
         Ok(host.sync(&target.spec, &target.file, &target.language_id, &text)?)
     }
 
@@ -418,9 +449,20 @@ impl Service {
     /// offers it, and what it pushed for that text (waited for, bounded), merged without
     /// duplicates.
     pub fn code_diagnostics(&self, target: &CodeTarget) -> Result<CodeAnswer, CommandError> {
-        let host = self.host(target.server())?;
         let text = self.code_text(target)?;
-        host.sync(&target.spec, &target.file, &target.language_id, &text)?;
+        let _shared = self.not_speculating();
+        self.code_diagnostics_unlocked(target, &text)
+    }
+
+    /// [`Service::code_diagnostics`] for `text`, given to the server first; the caller holds
+    /// the speculation lock (either way).
+    pub(super) fn code_diagnostics_unlocked(
+        &self,
+        target: &CodeTarget,
+        text: &str,
+    ) -> Result<CodeAnswer, CommandError> {
+        let host = self.host(target.server())?;
+        host.sync(&target.spec, &target.file, &target.language_id, text)?;
         let capabilities = host.capabilities(target.server()).unwrap_or(Value::Null);
         let mut found: Vec<Value> = Vec::new();
         let mut indexing = false;
@@ -531,7 +573,7 @@ fn with_root(mut spec: LaunchSpec, rel: &str, store: &Path) -> LaunchSpec {
 /// Files larger than this are not sent to a server (a generated bundle, a data dump).
 const MAX_CODE_FILE: u64 = 16 * 1024 * 1024;
 
-fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
+pub(super) fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
     let meta = std::fs::metadata(file).map_err(|err| {
         Error::NotFound(format!("cannot read {rel}: {err}; give a file of the store"))
     })?;
@@ -557,7 +599,7 @@ fn read_text(file: &Path, rel: &str) -> Result<String, CommandError> {
 // The navigation tools for code files.
 
 /// The texts of the files one answer's locations are in, each read once.
-struct Texts<'a> {
+pub(super) struct Texts<'a> {
     service: &'a Service,
     roots: Roots,
     /// By URI: the path an answer shows, and the text positions in it count in.
@@ -570,7 +612,7 @@ type Text = (Arc<str>, LineIndex);
 /// A location of an answer, as MCP gives it: the store path (or an absolute path outside the
 /// store: a library's source, a stub), the range in 1-based characters, the server.
 impl<'a> Texts<'a> {
-    fn new(service: &'a Service) -> Texts<'a> {
+    pub(super) fn new(service: &'a Service) -> Texts<'a> {
         Texts { service, roots: service.roots(), files: HashMap::new() }
     }
 
@@ -618,7 +660,7 @@ impl<'a> Texts<'a> {
 
 /// An LSP position (0-based, in the server's encoding) as 1-based line and character column.
 /// Without the text (a file that cannot be read) the character count is taken as is.
-fn mcp_position(
+pub(super) fn mcp_position(
     text: Option<&(Arc<str>, LineIndex)>,
     at: &Value,
     encoding: Encoding,
@@ -655,7 +697,7 @@ pub(super) fn target_of(call: &Call<'_>) -> Result<Option<CodeTarget>, CommandEr
 
 /// The request parameters for the tool's `position` in `target`, in its server's encoding,
 /// and the file's text they were computed on (read into `texts`, once for the whole answer).
-fn text_position(
+pub(super) fn text_position(
     service: &Service,
     target: &CodeTarget,
     args: &Map<String, Value>,
@@ -693,6 +735,7 @@ fn text_position(
     let offset = index.offset(&text, at, Encoding::Utf32).ok_or_else(invalid)?;
     // The server's encoding is known once it runs; start it first so the column is right.
     if let Some(host) = &service.code.host {
+        let _shared = service.not_speculating();
         host.sync(&target.spec, &target.file, &target.language_id, &text)?;
     }
     let encoding = service.code_encoding(target.server());
@@ -704,7 +747,7 @@ fn text_position(
     Ok((params, text))
 }
 
-fn uri_of(target: &CodeTarget) -> String {
+pub(super) fn uri_of(target: &CodeTarget) -> String {
     crate::ide::file_uri(&target.file)
 }
 
@@ -732,7 +775,7 @@ fn location_key(v: &Value) -> (bool, String, Option<u64>, Option<u64>) {
     (path.starts_with('/'), path.to_owned(), r["line"].as_u64(), r["column"].as_u64())
 }
 
-fn as_list(result: &Value) -> Vec<Value> {
+pub(super) fn as_list(result: &Value) -> Vec<Value> {
     match result {
         Value::Array(items) => items.clone(),
         Value::Null => Vec::new(),
@@ -927,7 +970,7 @@ pub(super) fn workspace_symbols(call: &Call<'_>, entities: Vec<Value>) -> Comman
 }
 
 /// LSP diagnostic severities as words.
-fn severity(value: &Value) -> &'static str {
+pub(super) fn severity(value: &Value) -> &'static str {
     match value.as_u64() {
         Some(1) | None => "error",
         Some(2) => "warning",

@@ -532,6 +532,15 @@ fn navigation() -> Vec<Spec> {
             .tool("The functions the function at a place of a code file calls, each with the ranges of the calls."),
         read("prepare_rename", "Check a rename", object(address(), &[]), json!({"type": "object", "required": ["rename"], "properties": {"rename": nullable("object")}}), nav::prepare_rename)
             .tool("Whether the symbol (or entity id) at a place can be renamed: its range and current name, or null."),
+        Spec::new(
+            "rename_preview",
+            "Preview a rename",
+            Effect::Mutation,
+            object(with(address(), json!({"newName": {"type": "string", "minLength": 1, "description": "the new name (for a document: the entity's new id)"}})), &["newName"]),
+            preview_result(),
+            nav::rename_preview,
+        )
+        .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts without writing them. Nothing is written until preview_confirm."),
         read(
             "server_status",
             "Show the language servers",
@@ -651,6 +660,7 @@ mod tests {
                 "incoming_calls",
                 "outgoing_calls",
                 "prepare_rename",
+                "rename_preview",
                 "server_status",
                 "server_restart",
             ]

@@ -11,6 +11,7 @@
 
 mod arguments;
 pub mod code;
+mod code_edit;
 mod commands;
 mod contracts;
 mod gate;

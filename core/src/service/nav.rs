@@ -186,6 +186,26 @@ pub(super) fn prepare_rename(call: &mut Call<'_>) -> CommandResult {
     Ok(json!({"rename": rename}))
 }
 
+/// `rename_preview` (SPEC §18): for a code file, the language server's rename as a preview
+/// with its speculative diagnostics delta; for a document, the rename of the entity id at the
+/// place, as `stardust.entity.rename` previews it.
+pub(super) fn rename_preview(call: &mut Call<'_>) -> CommandResult {
+    if let Some(target) = code::target_of(call)? {
+        return super::code_edit::rename_preview(call, &target);
+    }
+    let (analysis, root, args) = call.parts();
+    let (doc, offset) = place(analysis, root, args)?;
+    let Some((id, _)) = ide::rename_target(analysis, &doc.path, offset) else {
+        return Err(Error::Unsupported(
+            "no entity id or reference at that place; rename_preview renames the entity whose              id or reference is there"
+                .into(),
+        )
+        .into());
+    };
+    let to = text(args, "newName").unwrap_or_default().to_owned();
+    call.preview(&crate::patch::Patch { ops: vec![crate::patch::Op::Rename { from: id, to }] })
+}
+
 pub(super) fn server_status(call: &mut Call<'_>) -> CommandResult {
     code::server_status(call)
 }

@@ -33,6 +33,9 @@ pub(super) struct Preview {
     resolved: BTreeMap<String, String>,
     /// The analysis made for the preview, reused by the commit if nothing changed since.
     prepared: Prepared,
+    /// Why confirming is refused, decided when the preview was made (a code edit adding
+    /// errors under `code-error`, SPEC §18); empty when it may be committed.
+    refusals: Vec<String>,
 }
 
 impl Preview {
@@ -40,10 +43,44 @@ impl Preview {
         self.json.clone()
     }
 
+    /// A preview of whole file texts computed outside the analysis (a code edit): each
+    /// `(path, version read, planned text)`, with what refuses its confirmation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of_files(
+        id: String,
+        command: &str,
+        expires: Instant,
+        documents: Vec<(String, Option<Version>, Option<String>)>,
+        json: Value,
+        refusals: Vec<String>,
+        seq: u64,
+        analysis: Analysis,
+    ) -> Preview {
+        Preview {
+            id,
+            command: command.to_owned(),
+            session: 0,
+            expires,
+            documents,
+            json,
+            resolved: BTreeMap::new(),
+            // Code files take no part in the analysis: it is the snapshot's, unchanged.
+            prepared: Prepared { seq, changes: Vec::new(), after: analysis },
+            refusals,
+        }
+    }
+
     /// Commit the planned texts, each expecting the version it was computed from.
     pub fn commit(self, store: &Store, origin: Origin) -> CommandResult {
         if Instant::now() >= self.expires {
             return Err(CommandError::PreviewExpired(self.id));
+        }
+        if !self.refusals.is_empty() {
+            return Err(crate::error::Error::Refused(format!(
+                "the save authority refuses this edit: {}; nothing was written",
+                self.refusals.join("; ")
+            ))
+            .into());
         }
         // Staleness is checked once, by the store under its writer lock: every change expects
         // the version the preview read, and a mismatch (`conflict`) is `preview-stale`.
@@ -151,14 +188,11 @@ pub(super) fn build(
             (Some(_), None) => "deleted",
             (Some(_), Some(_)) => "changed",
         };
-        let diff = similar::TextDiff::from_lines(before_text, after_text)
-            .unified_diff()
-            .context_radius(3)
-            .header(
-                &if doc.before.is_some() { format!("a/{}", doc.path) } else { "/dev/null".into() },
-                &if doc.after.is_some() { format!("b/{}", doc.path) } else { "/dev/null".into() },
-            )
-            .to_string();
+        let diff = unified_diff(
+            &doc.path,
+            doc.before.as_ref().map(|_| before_text),
+            doc.after.as_ref().map(|_| after_text),
+        );
         documents_json.push(json!({
             "path": doc.path,
             "change": change,
@@ -192,11 +226,24 @@ pub(super) fn build(
         json,
         resolved: plan.resolved,
         prepared: Prepared { seq, changes: prepared, after },
+        refusals: Vec::new(),
     }
 }
 
+/// The unified diff (3 lines of context) of a file from `before` to `after` (`None`: absent).
+pub(super) fn unified_diff(path: &str, before: Option<&str>, after: Option<&str>) -> String {
+    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &if before.is_some() { format!("a/{path}") } else { "/dev/null".into() },
+            &if after.is_some() { format!("b/{path}") } else { "/dev/null".into() },
+        )
+        .to_string()
+}
+
 /// 128 random bits from the operating system, in hex: an id nobody can guess.
-fn new_id() -> String {
+pub(super) fn new_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No OS randomness (never seen on Linux): SipHash under std's random per-process keys.

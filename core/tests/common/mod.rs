@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod code;
 pub mod fixture;
 
 use std::path::Path;

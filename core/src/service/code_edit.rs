@@ -1,0 +1,369 @@
+//! Code edits as previews (SPEC §18): a language server's rename becomes a Stardust preview
+//! of whole file texts, with the speculative diagnostics delta of those texts; confirming it
+//! commits them through the save authority like any other preview.
+//!
+//! Invariants:
+//! - A preview never writes a file or an editor's buffer. The edited texts are given to the
+//!   servers as unsaved versions while the diagnostics are collected, then the texts they had
+//!   are given back; no other request of any session reaches a server in between (the
+//!   `speculation` lock of [`super::code::CodeFiles`]).
+//! - Its texts are computed from the files on disk and expect their versions: a file an editor
+//!   holds with unsaved changes is refused (`conflict`), since the server's positions are in
+//!   the editor's text and confirming would write that text too.
+//! - Edits that create, rename or delete files, overlap, leave the store, touch a document or
+//!   more than [`MAX_EDITED_FILES`] files are refused when the preview is made.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, text_position};
+use super::preview::{self, Preview};
+use super::{Call, CommandError, CommandResult, Service};
+use crate::error::Error;
+use crate::store::{Version, rfc3339};
+use crate::sync::lock;
+use crate::text::{Encoding, LineIndex, Position};
+
+/// The most files one code edit may touch.
+pub const MAX_EDITED_FILES: usize = 1000;
+
+/// One file of a code edit: its text on disk and the edited text.
+pub(super) struct FileEdit {
+    pub target: CodeTarget,
+    pub before: String,
+    pub after: String,
+}
+
+/// The speculative diagnostics delta of a code edit, as MCP shows diagnostics.
+pub(super) enum Delta {
+    Known { new: Vec<Value>, resolved: Vec<Value> },
+    Unknown(String),
+}
+
+/// `rename_preview` for a code file: the server's rename as a preview.
+pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let service = call.service;
+    let new_name = call.args.get("newName").and_then(Value::as_str).unwrap_or_default();
+    let mut texts = Texts::new(service);
+    let (mut params, text) = text_position(service, target, &call.args, &mut texts)?;
+    params["newName"] = json!(new_name);
+    let answer = service.code_request_with(target, &text, "textDocument/rename", params)?;
+    if answer.result.is_null() {
+        return Err(Error::Unsupported(format!(
+            "{} cannot rename what is at that place of {}; prepare_rename says what can be \
+             renamed",
+            target.server(),
+            target.path
+        ))
+        .into());
+    }
+    let encoding = service.code_encoding(target.server());
+    let files = workspace_edit(service, &answer.result, encoding)?;
+    let delta = speculate(service, &files);
+    Ok(insert(call, "rename_preview", files, delta))
+}
+
+/// The files a `WorkspaceEdit` changes, each with its text on disk and the edited text.
+pub(super) fn workspace_edit(
+    service: &Service,
+    edit: &Value,
+    encoding: Encoding,
+) -> Result<Vec<FileEdit>, CommandError> {
+    let mut by_uri: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for change in changes {
+            if let Some(kind) = change.get("kind").and_then(Value::as_str) {
+                return Err(Error::Unsupported(format!(
+                    "the server's edit would {kind} a file; Stardust previews only edits inside \
+                     files that exist"
+                ))
+                .into());
+            }
+            let uri = change["textDocument"]["uri"].as_str().unwrap_or_default().to_owned();
+            by_uri.entry(uri).or_default().extend(as_list(&change["edits"]));
+        }
+    } else if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for (uri, edits) in changes {
+            by_uri.entry(uri.clone()).or_default().extend(as_list(edits));
+        }
+    }
+    by_uri.retain(|_, edits| !edits.is_empty());
+    if by_uri.is_empty() {
+        return Err(Error::Unsupported(
+            "the server's rename changes nothing; check the new name and the place".into(),
+        )
+        .into());
+    }
+    if by_uri.len() > MAX_EDITED_FILES {
+        return Err(Error::Unsupported(format!(
+            "the edit touches {} files; a code edit may touch at most {MAX_EDITED_FILES}",
+            by_uri.len()
+        ))
+        .into());
+    }
+    let roots = service.roots();
+    let mut files = Vec::with_capacity(by_uri.len());
+    for (uri, edits) in by_uri {
+        let resolved = roots.uri_to_store_path(&uri)?;
+        let path = resolved.path.clone();
+        if crate::scan::is_document_path(service.store.snapshot().analysis.config(), &path) {
+            return Err(Error::Unsupported(format!(
+                "the server's edit touches the document {path}; rename entities with \
+                 stardust.entity.rename"
+            ))
+            .into());
+        }
+        let target = service.code_target_of(resolved)?;
+        let before = super::code::read_text(&target.file, &path)?;
+        if service.code_buffer(&path).is_some_and(|held| *held != *before) {
+            return Err(Error::Conflict(format!(
+                "{path} has unsaved changes in an editor; save or close it there, then ask again"
+            ))
+            .into());
+        }
+        let after = apply(&before, &edits, encoding, &path)?;
+        files.push(FileEdit { target, before, after });
+    }
+    Ok(files)
+}
+
+/// `text` with LSP `TextEdit`s (ranges in `encoding`) applied; overlapping edits are refused.
+fn apply(text: &str, edits: &[Value], encoding: Encoding, path: &str) -> Result<String, Error> {
+    let index = LineIndex::new(text);
+    let offset = |at: &Value| -> Option<usize> {
+        let position = Position {
+            line: u32::try_from(at["line"].as_u64()?).ok()?,
+            column: u32::try_from(at["character"].as_u64()?).ok()?,
+        };
+        index.offset(text, position, encoding).map(|o| o as usize)
+    };
+    let mut spans = Vec::with_capacity(edits.len());
+    for edit in edits {
+        let (Some(start), Some(end), Some(new)) = (
+            offset(&edit["range"]["start"]),
+            offset(&edit["range"]["end"]),
+            edit["newText"].as_str(),
+        ) else {
+            return Err(Error::Unsupported(format!(
+                "the server sent an edit of {path} outside its text; ask again once the server \
+                 has caught up"
+            )));
+        };
+        if start > end {
+            return Err(Error::Unsupported(format!("the server sent a reversed range in {path}")));
+        }
+        spans.push((start, end, new));
+    }
+    // Stable: edits at one place apply in the order sent (LSP's rule for inserts).
+    spans.sort_by_key(|(start, end, _)| (*start, *end));
+    if let Some(pair) = spans.windows(2).find(|w| w[0].1 > w[1].0) {
+        return Err(Error::Unsupported(format!(
+            "the server's edits of {path} overlap (bytes {}..{} and {}..{}); Stardust applies \
+             only edits that do not",
+            pair[0].0, pair[0].1, pair[1].0, pair[1].1
+        )));
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end, new) in spans {
+        out.push_str(&text[at..start]);
+        out.push_str(new);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// The diagnostics the servers give for the edited texts against those for the texts now:
+/// every edited text is given to its server, each file's diagnostics collected, and the texts
+/// given back. Diagnostics are matched by file, severity, code and message (their ranges move
+/// with the edit); new ones are shown in the edited text, resolved ones in the text now.
+pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
+    let _alone = service.speculating();
+    let mut before = Vec::with_capacity(files.len());
+    for file in files {
+        match service.code_diagnostics_unlocked(&file.target, &file.before) {
+            Ok(answer) => before.push(as_list(&answer.result)),
+            Err(err) => return Delta::Unknown(format!("before the edit: {err}")),
+        }
+    }
+    let mut after = Vec::with_capacity(files.len());
+    let mut failure = None;
+    for file in files {
+        if let Err(err) = service.code_give(&file.target, &file.after) {
+            failure = Some(format!("giving {} its edited text: {err}", file.target.path));
+            break;
+        }
+    }
+    if failure.is_none() {
+        for file in files {
+            match service.code_diagnostics_unlocked(&file.target, &file.after) {
+                Ok(answer) => after.push(as_list(&answer.result)),
+                Err(err) => {
+                    failure = Some(format!("with the edit: {err}"));
+                    break;
+                }
+            }
+        }
+    }
+    // Back to the texts every session sees, whatever happened; a server that crashed is
+    // given them again when it restarts.
+    for file in files {
+        let now =
+            service.code_text(&file.target).map_or_else(|_| file.before.clone(), |t| t.to_string());
+        if let Err(err) = service.code_give(&file.target, &now) {
+            tracing::warn!("cannot give {} its text back after a preview: {err}", file.target.path);
+        }
+    }
+    if let Some(reason) = failure {
+        return Delta::Unknown(reason);
+    }
+    let mut new = Vec::new();
+    let mut resolved = Vec::new();
+    for ((file, old), now) in files.iter().zip(&before).zip(&after) {
+        let encoding = service.code_encoding(file.target.server());
+        let (added, removed) = unmatched(old, now);
+        let show = |text: &str, list: Vec<&Value>| -> Vec<Value> {
+            let text: (Arc<str>, LineIndex) = (Arc::from(text), LineIndex::new(text));
+            list.into_iter().map(|d| shown(&file.target, &text, d, encoding)).collect()
+        };
+        new.extend(show(&file.after, added));
+        resolved.extend(show(&file.before, removed));
+    }
+    Delta::Known { new, resolved }
+}
+
+/// What matches a diagnostic across an edit.
+fn identity(d: &Value) -> (String, String, String) {
+    (severity(&d["severity"]).to_owned(), d["code"].to_string(), d["message"].to_string())
+}
+
+/// The diagnostics of `after` not in `before` and those of `before` not in `after`, each
+/// counted: two equal diagnostics before and three after are one new.
+fn unmatched<'a>(before: &'a [Value], after: &'a [Value]) -> (Vec<&'a Value>, Vec<&'a Value>) {
+    let mut left: HashMap<(String, String, String), usize> = HashMap::new();
+    for d in before {
+        *left.entry(identity(d)).or_default() += 1;
+    }
+    let mut added = Vec::new();
+    for d in after {
+        match left.get_mut(&identity(d)) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => added.push(d),
+        }
+    }
+    let mut seen: HashMap<(String, String, String), usize> = HashMap::new();
+    for d in after {
+        *seen.entry(identity(d)).or_default() += 1;
+    }
+    let mut removed = Vec::new();
+    for d in before {
+        match seen.get_mut(&identity(d)) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => removed.push(d),
+        }
+    }
+    (added, removed)
+}
+
+/// A server's diagnostic as the `diagnostics` tool shows it.
+fn shown(
+    target: &CodeTarget,
+    text: &(Arc<str>, LineIndex),
+    d: &Value,
+    encoding: Encoding,
+) -> Value {
+    let start = mcp_position(Some(text), &d["range"]["start"], encoding);
+    let end = mcp_position(Some(text), &d["range"]["end"], encoding);
+    let mut item = json!({
+        "path": target.path,
+        "range": {"line": start.0, "column": start.1, "endLine": end.0, "endColumn": end.1},
+        "severity": severity(&d["severity"]),
+        "message": d["message"],
+        "server": target.server(),
+    });
+    if let Some(code) = d.get("code").filter(|c| !c.is_null()) {
+        item["code"] = code.clone();
+    }
+    item
+}
+
+/// Hold the preview of `files` for the call's session and answer it.
+fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) -> Value {
+    let service = call.service;
+    let refuse = call.snapshot.analysis.config().refuse_code_errors;
+    let lifetime = service.preview_lifetime;
+    let (new, resolved, unknown) = match delta {
+        Delta::Known { new, resolved } => (new, resolved, None),
+        Delta::Unknown(reason) => (Vec::new(), Vec::new(), Some(reason)),
+    };
+    // The save authority's rule for code (`code-error`): an edit adding errors is refused,
+    // and so is one whose diagnostics could not be had, since nobody can say it adds none.
+    let mut reasons: Vec<String> = Vec::new();
+    if refuse {
+        reasons.extend(new.iter().filter(|d| d["severity"] == "error").map(|d| {
+            format!(
+                "{}:{}:{}: error[code-error] {} ({})",
+                d["path"].as_str().unwrap_or_default(),
+                d["range"]["line"],
+                d["range"]["column"],
+                d["message"].as_str().unwrap_or_default(),
+                d["server"].as_str().unwrap_or_default()
+            )
+        }));
+        if let Some(reason) = &unknown {
+            reasons.push(format!(
+                "the language server's diagnostics for the edit are unknown ({reason}), and \
+                 [save] refuse lists code-error"
+            ));
+        }
+    }
+    let mut documents = Vec::with_capacity(files.len());
+    let mut planned = Vec::with_capacity(files.len());
+    for file in files {
+        let before = Version::of(file.before.as_bytes());
+        let after = Version::of(file.after.as_bytes());
+        documents.push(json!({
+            "path": file.target.path,
+            "change": "changed",
+            "before": before.to_string(),
+            "after": after.to_string(),
+            "diff": preview::unified_diff(&file.target.path, Some(&file.before), Some(&file.after)),
+            "server": file.target.server(),
+        }));
+        planned.push((file.target.path, Some(before), Some(file.after)));
+    }
+    let snapshot = &call.snapshot;
+    let id = preview::new_id();
+    let mut json = json!({
+        "previewId": id,
+        "expiresAt": rfc3339(SystemTime::now() + lifetime),
+        "seq": snapshot.seq,
+        "command": command,
+        "documents": documents,
+        "entities": {"created": [], "changed": [], "deleted": []},
+        "resolved": {},
+        "diagnostics": {"new": new, "resolved": resolved},
+        "committable": reasons.is_empty(),
+        "reasons": reasons,
+    });
+    if let Some(reason) = unknown {
+        json["diagnosticsUnknown"] = json!(true);
+        json["diagnosticsUnknownReason"] = json!(reason);
+    }
+    let held = Preview::of_files(
+        id,
+        command,
+        Instant::now() + lifetime,
+        planned,
+        json.clone(),
+        reasons,
+        snapshot.seq,
+        snapshot.analysis.clone(),
+    );
+    lock(&service.previews).insert(call.session.id, held);
+    json
+}

@@ -1,0 +1,316 @@
+//! Code edits as previews in the core (SPEC §18), with a `CodeHost` double whose diagnostics
+//! follow the text it holds: a rename's edits become whole-file diffs, the speculative delta
+//! lists what the edited texts add and resolve and leaves every server with the text it had,
+//! `code-error` refuses a confirm that adds errors, a confirm commits the files as one
+//! transaction, and edits that cannot be previewed are refused when the preview is made.
+
+mod common;
+
+use common::code::{Canned, Fixture, check, fixture, range, run};
+use common::write;
+use expect_test::expect;
+use serde_json::{Value, json};
+use stardust_core::service::{Front, Service, Session};
+
+/// An error on every line that mentions `broken` (a server that checks the text it holds).
+fn broken_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains("broken"))
+        .map(|(i, line)| {
+            let at = line.find("broken").unwrap() as u32;
+            json!({"range": range(i as u32, at, i as u32, at + 6), "severity": 1,
+                   "message": "broken is not defined", "code": "undefined"})
+        })
+        .collect()
+}
+
+const LIB: &str = "def hello():\n    return 1\n";
+const APP: &str = "from lib import hello\nprint(hello())\n";
+
+/// The server's rename of `hello` (lib.py line 1, app.py lines 1 and 2) to `name`.
+fn rename_hello(f: &Fixture, name: &str) -> Value {
+    json!({"changes": {
+        f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": name}],
+        f.uri("app.py"): [
+            {"range": range(1, 6, 1, 11), "newText": name},
+            {"range": range(0, 16, 0, 21), "newText": name},
+        ],
+    }})
+}
+
+fn host_renaming(edit: Value) -> Canned {
+    Canned {
+        capabilities: json!({"diagnosticProvider": {}}),
+        diagnose: Some(broken_lines),
+        ..Canned::default()
+    }
+    .with("textDocument/rename", edit)
+}
+
+fn at_hello(name: &str) -> Value {
+    json!({"path": "lib.py", "position": {"line": 1, "column": 6}, "newName": name})
+}
+
+/// What a preview shows of its files and its delta.
+fn summary(preview: &Value) -> Value {
+    let docs = preview["documents"].as_array().unwrap();
+    json!({
+        "diffs": docs.iter().map(|d| d["diff"].clone()).collect::<Vec<_>>(),
+        "new": preview["diagnostics"]["new"],
+        "resolved": preview["diagnostics"]["resolved"],
+        "committable": preview["committable"],
+        "reasons": preview["reasons"],
+    })
+}
+
+/// The store's config: agents named `trusted-agent` may confirm, plus `extra` lines.
+fn config(f: &Fixture, extra: &str) {
+    let text = format!(
+        "[store]\n[mcp]\nmutation = \"gated\"\nmutation_allowlist = [\"trusted-agent\"]\n{extra}"
+    );
+    write(&f.store, "stardust.toml", &text);
+}
+
+/// An agent's session that may confirm its previews.
+fn agent(f: &Fixture, service: &Service) -> Session {
+    let _ = f;
+    service.open_session(Front::Mcp, "trusted-agent")
+}
+
+fn read(f: &Fixture, rel: &str) -> String {
+    std::fs::read_to_string(f.store.join(rel)).unwrap()
+}
+
+#[test]
+fn a_clean_rename_previews_every_file_and_commits_them_as_one_transaction() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, host) = f.service(host_renaming(rename_hello(&f, "greet")));
+    let session = agent(&f, &service);
+    let seq = service.store().snapshot().seq;
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    check(
+        &summary(&preview),
+        expect![[r#"
+            {
+              "diffs": [
+                "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-from lib import hello\n-print(hello())\n+from lib import greet\n+print(greet())\n",
+                "--- a/lib.py\n+++ b/lib.py\n@@ -1,2 +1,2 @@\n-def hello():\n+def greet():\n     return 1\n"
+              ],
+              "new": [],
+              "resolved": [],
+              "committable": true,
+              "reasons": []
+            }"#]],
+    );
+    // Nothing was written, and the server holds the files' own texts again.
+    assert_eq!((read(&f, "lib.py"), read(&f, "app.py")), (LIB.into(), APP.into()));
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("app.py")].0, APP);
+    let gave: Vec<String> = host.texts_given.lock().unwrap().clone();
+    assert!(gave.iter().any(|t| t.contains("print(greet())")), "{gave:?}");
+
+    let committed = run(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(committed["seq"], seq + 1);
+    assert_eq!(read(&f, "lib.py"), "def greet():\n    return 1\n");
+    assert_eq!(read(&f, "app.py"), "from lib import greet\nprint(greet())\n");
+    let txn = &service.store().transactions(seq, 10).unwrap()[0];
+    let paths: Vec<&str> = txn.documents.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["app.py", "lib.py"]);
+    assert_eq!(txn.origin.to_string(), "mcp:trusted-agent");
+    // One-shot.
+    let again = service
+        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
+        .unwrap_err();
+    assert_eq!(again.code().as_str(), "preview-not-found");
+}
+
+#[test]
+fn the_delta_lists_new_and_resolved_errors_and_code_error_refuses_the_confirm() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP), ("old.py", "x = broken\n")]);
+    config(&f, "[save]\nrefuse = [\"syntax\", \"code-error\"]\n");
+    let edit = json!({"changes": {
+        f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": "broken"}],
+        f.uri("old.py"): [{"range": range(0, 4, 0, 10), "newText": "fixed"}],
+    }});
+    let (service, _, _) = f.service(host_renaming(edit));
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    check(
+        &summary(&preview),
+        expect![[r#"
+            {
+              "diffs": [
+                "--- a/lib.py\n+++ b/lib.py\n@@ -1,2 +1,2 @@\n-def hello():\n+def broken():\n     return 1\n",
+                "--- a/old.py\n+++ b/old.py\n@@ -1 +1 @@\n-x = broken\n+x = fixed\n"
+              ],
+              "new": [
+                {
+                  "path": "lib.py",
+                  "range": {
+                    "line": 1,
+                    "column": 5,
+                    "endLine": 1,
+                    "endColumn": 11
+                  },
+                  "severity": "error",
+                  "message": "broken is not defined",
+                  "server": "canned",
+                  "code": "undefined"
+                }
+              ],
+              "resolved": [
+                {
+                  "path": "old.py",
+                  "range": {
+                    "line": 1,
+                    "column": 5,
+                    "endLine": 1,
+                    "endColumn": 11
+                  },
+                  "severity": "error",
+                  "message": "broken is not defined",
+                  "server": "canned",
+                  "code": "undefined"
+                }
+              ],
+              "committable": false,
+              "reasons": [
+                "lib.py:1:5: error[code-error] broken is not defined (canned)"
+              ]
+            }"#]],
+    );
+    let err = service
+        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
+        .unwrap_err();
+    assert_eq!(err.code().as_str(), "refused", "{err}");
+    assert!(err.to_string().contains("broken is not defined"), "{err}");
+    assert_eq!(read(&f, "lib.py"), LIB);
+}
+
+#[test]
+fn without_code_error_an_edit_adding_errors_commits() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, _) = f.service(host_renaming(rename_hello(&f, "broken")));
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    assert_eq!(preview["diagnostics"]["new"].as_array().unwrap().len(), 3, "{preview}");
+    assert_eq!(preview["committable"], true);
+    run(&service, &session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    assert_eq!(read(&f, "lib.py"), "def broken():\n    return 1\n");
+}
+
+#[test]
+fn a_file_changed_after_the_preview_makes_it_stale() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, _) = f.service(host_renaming(rename_hello(&f, "greet")));
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    write(&f.store, "app.py", "from lib import hello\nprint(hello(), 2)\n");
+    let err = service
+        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
+        .unwrap_err();
+    assert_eq!(err.code().as_str(), "preview-stale", "{err}");
+    assert_eq!(read(&f, "lib.py"), LIB, "nothing is written");
+}
+
+#[test]
+fn a_crash_during_the_check_answers_diagnostics_unknown() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let host = Canned {
+        capabilities: json!({"diagnosticProvider": {}}),
+        failing: Some("textDocument/diagnostic"),
+        ..Canned::default()
+    }
+    .with("textDocument/rename", rename_hello(&f, "greet"));
+    let (service, _, _) = f.service(host);
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    assert_eq!(preview["diagnosticsUnknown"], true, "{preview}");
+    let reason = preview["diagnosticsUnknownReason"].as_str().unwrap();
+    assert!(reason.contains("canned exited while answering"), "{reason}");
+    assert_eq!(preview["diagnostics"]["new"], json!([]));
+}
+
+#[test]
+fn edits_that_cannot_be_previewed_are_refused_when_the_preview_is_made() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP), ("people/ann.json", "{}\n")]);
+    config(&f, "");
+    let outside = format!("file://{}", f.outside.join("x.py").display());
+    std::fs::write(f.outside.join("x.py"), "x\n").unwrap();
+    let many: serde_json::Map<String, Value> = (0..1001)
+        .map(|i| {
+            (f.uri(&format!("gen/m{i}.py")), json!([{"range": range(0, 0, 0, 0), "newText": "x"}]))
+        })
+        .collect();
+    let cases = [
+        (
+            json!({"documentChanges": [{"kind": "create", "uri": f.uri("new.py")}]}),
+            "unsupported",
+            "create a file",
+        ),
+        (
+            json!({"changes": {f.uri("lib.py"): [
+                {"range": range(0, 0, 0, 9), "newText": "a"},
+                {"range": range(0, 4, 0, 11), "newText": "b"},
+            ]}}),
+            "unsupported",
+            "overlap",
+        ),
+        (
+            json!({"changes": {outside: [{"range": range(0, 0, 0, 1), "newText": "y"}]}}),
+            "outside-store",
+            "outside",
+        ),
+        (
+            json!({"changes": {f.uri("people/ann.json"): [{"range": range(0, 0, 0, 1), "newText": "["}]}}),
+            "unsupported",
+            "stardust.entity.rename",
+        ),
+        (
+            Value::Object(serde_json::Map::from_iter([(
+                "changes".to_owned(),
+                Value::Object(many),
+            )])),
+            "unsupported",
+            "1001 files",
+        ),
+        (json!({"changes": {}}), "unsupported", "changes nothing"),
+    ];
+    for (edit, code, says) in cases {
+        let (service, _, _) = f.service(host_renaming(edit.clone()));
+        let session = agent(&f, &service);
+        let err = service.execute(&session, "rename_preview", at_hello("greet")).unwrap_err();
+        assert_eq!(err.code().as_str(), code, "{edit}: {err}");
+        assert!(err.to_string().contains(says), "{edit}: {err}");
+    }
+    assert_eq!(read(&f, "lib.py"), LIB);
+
+    // A file an editor holds with unsaved changes: the preview would write them too.
+    let (service, _, _) = f.service(host_renaming(rename_hello(&f, "greet")));
+    let session = agent(&f, &service);
+    service.code_open(&session, "app.py", "from lib import hello\nprint(hello())  # typing\n");
+    let err = service.execute(&session, "rename_preview", at_hello("greet")).unwrap_err();
+    assert_eq!(err.code().as_str(), "conflict", "{err}");
+    assert!(err.to_string().contains("app.py has unsaved changes"), "{err}");
+}
+
+#[test]
+fn a_rename_preview_on_a_document_renames_the_entity_at_the_place() {
+    let f = fixture(&[("people/ann.json", "{\"id\": \"person/ann\", \"type\": \"person\"}\n")]);
+    config(&f, "");
+    let (service, session, _) = f.service(Canned::default());
+    let args = json!({"path": "people/ann.json", "position": {"line": 1, "column": 10}, "newName": "person/anne"});
+    let preview = run(&service, &session, "rename_preview", args);
+    assert_eq!(preview["entities"]["created"], json!(["person/anne"]), "{preview}");
+    assert_eq!(preview["entities"]["deleted"], json!(["person/ann"]), "{preview}");
+    assert_eq!(preview["command"], "rename_preview");
+}

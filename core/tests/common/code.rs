@@ -1,0 +1,196 @@
+//! A `CodeHost` double for the core's code-file tests: canned LSP JSON by method, a record
+//! of every request, and a store whose `.py` and `.txt` files the user's `[servers.canned]`
+//! serves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
+use expect_test::Expect;
+use serde_json::{Value, json};
+use stardust_core::codefiles::{CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec};
+use stardust_core::service::{Front, Service, Session};
+use stardust_core::text::Encoding;
+
+use super::{open, write};
+
+/// A language server's side of the interface, canned: answers by method (`hover` echoes the
+/// position it was asked at and the text it holds, when no answer is canned), the diagnostics it
+/// "published", and a record of every request.
+#[derive(Default)]
+pub struct Canned {
+    pub encoding: Option<Encoding>,
+    pub capabilities: Value,
+    pub answers: BTreeMap<String, Value>,
+    /// What was published for a file: for how many versions before the current one (0: for
+    /// the text it was last given), and the diagnostics.
+    pub published: Mutex<BTreeMap<PathBuf, (i64, Vec<Value>)>>,
+    pub texts: Mutex<BTreeMap<PathBuf, (String, i64)>>,
+    pub requests: Mutex<Vec<(String, Value)>>,
+    /// Every text the host was given, in order.
+    pub texts_given: Mutex<Vec<String>>,
+    /// When set, `textDocument/diagnostic` answers what this finds in the file's text as
+    /// the host holds it (a server that checks the text it was given).
+    pub diagnose: Option<fn(&str) -> Vec<Value>>,
+    /// A method the server fails (`server-unavailable`, as when it crashed mid-request).
+    pub failing: Option<&'static str>,
+}
+
+impl Canned {
+    pub fn with(mut self, method: &str, answer: Value) -> Canned {
+        self.answers.insert(method.to_owned(), answer);
+        self
+    }
+}
+
+pub fn uri_path(uri: &str) -> PathBuf {
+    PathBuf::from(uri.strip_prefix("file://").unwrap())
+}
+
+impl CodeHost for Canned {
+    fn request(
+        &self,
+        _spec: &LaunchSpec,
+        method: &str,
+        params: Value,
+    ) -> Result<CodeAnswer, CodeError> {
+        self.requests.lock().unwrap().push((method.to_owned(), params.clone()));
+        if self.failing == Some(method) {
+            return Err(CodeError {
+                code: stardust_core::Code::ServerUnavailable,
+                message: "canned exited while answering".into(),
+                server: "canned".into(),
+            });
+        }
+        let result = match self.answers.get(method) {
+            Some(answer) => answer.clone(),
+            None if method == "textDocument/diagnostic" && self.diagnose.is_some() => {
+                let file = uri_path(params["textDocument"]["uri"].as_str().unwrap());
+                let text = self.texts.lock().unwrap().get(&file).map(|t| t.0.clone());
+                json!({"kind": "full", "items": (self.diagnose.unwrap())(&text.unwrap_or_default())})
+            }
+            None if method == "textDocument/hover" => {
+                let file = uri_path(params["textDocument"]["uri"].as_str().unwrap());
+                let text = self.texts.lock().unwrap().get(&file).map(|t| t.0.clone());
+                let at = &params["position"];
+                let end =
+                    json!({"line": at["line"], "character": at["character"].as_u64().unwrap() + 1});
+                json!({"contents": {"kind": "plaintext", "value": text}, "range": {"start": at, "end": end}})
+            }
+            None => {
+                return Err(CodeError {
+                    code: stardust_core::Code::Unsupported,
+                    message: format!("canned server has no {method}"),
+                    server: "canned".into(),
+                });
+            }
+        };
+        Ok(CodeAnswer { result, indexing: false })
+    }
+
+    fn sync(&self, _: &LaunchSpec, path: &Path, _: &str, text: &str) -> Result<(), CodeError> {
+        self.texts_given.lock().unwrap().push(text.to_owned());
+        let mut texts = self.texts.lock().unwrap();
+        let entry = texts.entry(path.to_owned()).or_insert_with(|| (String::new(), 0));
+        if entry.0 != text || entry.1 == 0 {
+            *entry = (text.to_owned(), entry.1 + 1);
+        }
+        Ok(())
+    }
+
+    fn close(&self, _: &str, path: &Path) {
+        self.texts.lock().unwrap().remove(path);
+    }
+
+    fn encoding(&self, _: &str) -> Option<Encoding> {
+        self.encoding
+    }
+
+    fn capabilities(&self, _: &str) -> Option<Value> {
+        Some(self.capabilities.clone())
+    }
+
+    fn published(&self, _: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {
+        let (behind, items) = self.published.lock().unwrap().get(path).cloned()?;
+        Some((self.version("canned", path).map(|v| v - behind), items))
+    }
+
+    fn version(&self, _: &str, path: &Path) -> Option<i64> {
+        self.texts.lock().unwrap().get(path).map(|t| t.1)
+    }
+
+    fn status(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    fn restart(&self, _: &LaunchSpec) -> Result<Value, CodeError> {
+        Ok(json!({}))
+    }
+
+    fn subscribe(&self) -> Receiver<CodeEvent> {
+        std::sync::mpsc::channel().1
+    }
+
+    fn shutdown(&self) {}
+}
+
+/// A store (canonical path) whose `.py` and `.txt` files the user's `[servers.canned]` serves,
+/// and a folder outside it.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub store: PathBuf,
+    pub outside: PathBuf,
+    pub config: PathBuf,
+}
+
+pub fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let store = base.join("store");
+    write(&store, "stardust.toml", "[store]\n");
+    for (rel, text) in files {
+        write(&store, rel, text);
+    }
+    let config = base.join("config");
+    // The command is never run (the host is canned), but must be an executable file.
+    let command = std::env::current_exe().unwrap();
+    write(
+        &config,
+        "servers.toml",
+        &format!(
+            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\n",
+            command.to_str().unwrap()
+        ),
+    );
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    Fixture { _dir: dir, store, outside, config }
+}
+
+impl Fixture {
+    pub fn service(&self, host: Canned) -> (Service, Session, Arc<Canned>) {
+        let host = Arc::new(host);
+        let service = Service::new(open(&self.store))
+            .with_code_config_dir(Some(self.config.clone()))
+            .with_code_host(host.clone());
+        let session = service.open_session(Front::Mcp, "test-agent");
+        (service, session, host)
+    }
+
+    pub fn uri(&self, rel: &str) -> String {
+        format!("file://{}", self.store.join(rel).display())
+    }
+}
+
+pub fn run(service: &Service, session: &Session, tool: &str, args: Value) -> Value {
+    service.execute(session, tool, args.clone()).unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+}
+
+pub fn check(actual: &Value, expected: Expect) {
+    expected.assert_eq(&serde_json::to_string_pretty(actual).unwrap());
+}
+
+pub fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
+    json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+}
