@@ -76,9 +76,15 @@ impl Mixed {
     /// `stardust mcp` on the store, through rmcp's client; the core it starts stops 2 s after
     /// its last client.
     async fn connect(&self) -> Client {
+        self.connect_with(&[]).await
+    }
+
+    /// [`Mixed::connect`] with more arguments for `stardust mcp`.
+    async fn connect_with(&self, args: &[&str]) -> Client {
         let command =
             tokio::process::Command::new(env!("CARGO_BIN_EXE_stardust")).configure(|cmd| {
                 cmd.arg("mcp")
+                    .args(args)
                     .arg("--store")
                     .arg(&self.store)
                     .env("XDG_CONFIG_HOME", self.dir.path().join("xdg"))
@@ -332,6 +338,108 @@ async fn pyright_answers_the_code_tools() {
 
     restart_answers_again(peer, "pyright", at("py/shop/catalog.py", 18, 45)).await;
     client.cancel().await.unwrap();
+}
+
+/// The diffs of a preview by path, and its new diagnostics as `path:line severity`.
+fn preview_files(preview: &Value) -> (Vec<String>, Vec<String>) {
+    let docs = preview["documents"].as_array().unwrap_or_else(|| panic!("{preview}"));
+    let new = preview["diagnostics"]["new"].as_array().unwrap();
+    (
+        docs.iter().map(|d| d["path"].as_str().unwrap().to_owned()).collect(),
+        new.iter()
+            .map(|d| {
+                format!(
+                    "{}:{} {}",
+                    d["path"].as_str().unwrap(),
+                    d["range"]["line"],
+                    d["severity"].as_str().unwrap()
+                )
+            })
+            .collect(),
+    )
+}
+
+/// SPEC §18 with pyright: a rename across three files previews three diffs and an empty
+/// delta; a rename that breaks the module shows the new error, which `code-error` refuses at
+/// confirm; the clean one commits as one transaction that `stardust log` shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
+    let mixed = Mixed::new();
+    mixed.append(
+        "stardust.toml",
+        "\n[save]\nrefuse = [\"syntax\", \"schema\", \"duplicate-id\", \"invalid-id\", \"code-error\"]\n",
+    );
+    mixed.trust();
+    let client = mixed.connect_with(&["--allow-mutation"]).await;
+    let peer = client.peer();
+    hover_when_ready(peer, at("py/shop/catalog.py", 18, 45), "def with_tax").await;
+    let seq = |store: &PathBuf| -> u64 {
+        let out = Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .args(["log", store.to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap();
+        let text = util::text(&out.stdout);
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|t| t["seq"].as_u64())
+            .max()
+            .unwrap_or(0)
+    };
+    let before = std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap();
+
+    // `format_price` renamed to `with_tax`: pricing.py declares `with_tax` twice, and
+    // catalog.py's `format_price(with_tax(..))` becomes `with_tax(with_tax(..))`, which passes
+    // a str where an int is wanted.
+    let mut args = at("py/shop/pricing.py", 11, 6);
+    args["newName"] = json!("with_tax");
+    let breaking = call(peer, "rename_preview", args).await;
+    let (files, new) = preview_files(&breaking);
+    assert_eq!(files, ["py/shop/catalog.py", "py/shop/pricing.py"], "{breaking}");
+    assert_eq!(new, ["py/shop/catalog.py:18 error", "py/shop/pricing.py:6 error"], "{breaking}");
+    let codes: Vec<&Value> =
+        breaking["diagnostics"]["new"].as_array().unwrap().iter().map(|d| &d["code"]).collect();
+    assert_eq!(codes, ["reportArgumentType", "reportRedeclaration"], "{breaking}");
+    assert_eq!(breaking["committable"], false, "{breaking}");
+    let refused = fail(peer, "preview_confirm", json!({"previewId": breaking["previewId"]})).await;
+    assert_eq!(refused["code"], "refused", "{refused}");
+    assert_eq!(std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap(), before);
+
+    // `with_tax` renamed to `add_tax`: its definition, catalog.py's import and call, and
+    // __init__.py's import and `__all__`; nothing new.
+    let mut args = at("py/shop/pricing.py", 6, 6);
+    args["newName"] = json!("add_tax");
+    let clean = call(peer, "rename_preview", args).await;
+    let (files, new) = preview_files(&clean);
+    assert_eq!(
+        files,
+        ["py/shop/__init__.py", "py/shop/catalog.py", "py/shop/pricing.py"],
+        "{clean}"
+    );
+    assert_eq!(new, Vec::<String>::new(), "{clean}");
+    assert_eq!(clean["committable"], true, "{clean}");
+    assert!(
+        clean["documents"][1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+from shop.pricing import format_price, add_tax"),
+        "{clean}"
+    );
+    let head = seq(&mixed.store);
+    let committed = call(peer, "preview_confirm", json!({"previewId": clean["previewId"]})).await;
+    assert_eq!(committed["seq"].as_u64(), Some(head + 1), "{committed}");
+    let pricing = std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap();
+    assert!(pricing.contains("def add_tax("), "{pricing}");
+    assert!(
+        std::fs::read_to_string(mixed.store.join("py/shop/__init__.py"))
+            .unwrap()
+            .contains("\"add_tax\"]")
+    );
+    // The server agrees: hover at the call in catalog.py names the new function.
+    hover_when_ready(peer, at("py/shop/catalog.py", 18, 45), "def add_tax").await;
+    client.cancel().await.unwrap();
+    let log = mixed.stardust(&["log", mixed.store.to_str().unwrap()]);
+    let text = util::text(&log.stdout);
+    assert!(text.contains("py/shop/catalog.py") && text.contains("mcp:mcp-code-test"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,7 @@ use crate::text::{Encoding, LineIndex, Position};
 
 /// How long `diagnostics` waits for a server to publish diagnostics for the text it was just
 /// given, when it publishes them (push) and has not yet.
-const PUBLISH_WAIT: Duration = Duration::from_secs(10);
+pub(super) const PUBLISH_WAIT: Duration = Duration::from_secs(10);
 
 /// The code-file state of one core: the host, and the code files editors hold open.
 #[derive(Default)]
@@ -106,7 +106,7 @@ impl Service {
         self
     }
 
-    fn host(&self, server: &str) -> Result<&Arc<dyn CodeHost>, CommandError> {
+    pub(super) fn host(&self, server: &str) -> Result<&Arc<dyn CodeHost>, CommandError> {
         self.code.host.as_ref().ok_or_else(|| {
             CommandError::Server(CodeError {
                 code: Code::ServerUnavailable,
@@ -300,6 +300,22 @@ impl Service {
     pub(super) fn code_give(&self, target: &CodeTarget, text: &str) -> Result<(), CommandError> {
         let host = self.host(target.server())?;
         Ok(host.sync(&target.spec, &target.file, &target.language_id, text)?)
+    }
+
+    /// Files of a commit: each code file a server has open is given its new text (or the
+    /// editor's buffer, while one is open), so the server's view of the project follows the
+    /// commit, not only the files asked about next.
+    pub(super) fn code_committed(&self, paths: &[String]) {
+        let Some(host) = &self.code.host else { return };
+        let config = self.store.snapshot().analysis.config().clone();
+        for path in paths.iter().filter(|p| !crate::scan::is_document_path(&config, p)) {
+            let Ok(target) = self.code_target(path) else { continue };
+            if host.version(target.server(), &target.file).is_some()
+                && let Err(err) = self.code_sync(&target)
+            {
+                tracing::warn!("cannot give {path} its committed text: {err}");
+            }
+        }
     }
 
     /// The text an editor holds for the code file at store path `path`, if one does.

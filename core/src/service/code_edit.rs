@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
@@ -183,32 +183,11 @@ fn apply(text: &str, edits: &[Value], encoding: Encoding, path: &str) -> Result<
 /// with the edit); new ones are shown in the edited text, resolved ones in the text now.
 pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
     let _alone = service.speculating();
-    let mut before = Vec::with_capacity(files.len());
-    for file in files {
-        match service.code_diagnostics_unlocked(&file.target, &file.before) {
-            Ok(answer) => before.push(as_list(&answer.result)),
-            Err(err) => return Delta::Unknown(format!("before the edit: {err}")),
-        }
-    }
-    let mut after = Vec::with_capacity(files.len());
-    let mut failure = None;
-    for file in files {
-        if let Err(err) = service.code_give(&file.target, &file.after) {
-            failure = Some(format!("giving {} its edited text: {err}", file.target.path));
-            break;
-        }
-    }
-    if failure.is_none() {
-        for file in files {
-            match service.code_diagnostics_unlocked(&file.target, &file.after) {
-                Ok(answer) => after.push(as_list(&answer.result)),
-                Err(err) => {
-                    failure = Some(format!("with the edit: {err}"));
-                    break;
-                }
-            }
-        }
-    }
+    let before = match collect(service, files, |f| &f.before) {
+        Ok(found) => found,
+        Err(err) => return Delta::Unknown(format!("before the edit: {err}")),
+    };
+    let after = collect(service, files, |f| &f.after);
     // Back to the texts every session sees, whatever happened; a server that crashed is
     // given them again when it restarts.
     for file in files {
@@ -218,9 +197,10 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
             tracing::warn!("cannot give {} its text back after a preview: {err}", file.target.path);
         }
     }
-    if let Some(reason) = failure {
-        return Delta::Unknown(reason);
-    }
+    let after = match after {
+        Ok(found) => found,
+        Err(err) => return Delta::Unknown(format!("with the edit: {err}")),
+    };
     let mut new = Vec::new();
     let mut resolved = Vec::new();
     for ((file, old), now) in files.iter().zip(&before).zip(&after) {
@@ -234,6 +214,80 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
         resolved.extend(show(&file.before, removed));
     }
     Delta::Known { new, resolved }
+}
+
+/// How long a server that only publishes diagnostics must stay quiet about the edited files
+/// before what it published counts as its answer: pyright, for one, first publishes what it
+/// has at once and its checker's findings later, for the same version.
+const SETTLE: Duration = Duration::from_millis(400);
+
+/// Every file's diagnostics with the text `text_of` picks given to its server: pulled where
+/// the server offers it, else what it publishes for that text once it has published for
+/// every file and then been quiet for [`SETTLE`] (bounded by the diagnostics tool's wait).
+fn collect(
+    service: &Service,
+    files: &[FileEdit],
+    text_of: impl Fn(&FileEdit) -> &String,
+) -> Result<Vec<Vec<Value>>, CommandError> {
+    for file in files {
+        service.code_give(&file.target, text_of(file))?;
+    }
+    let mut found: Vec<Option<Vec<Value>>> = vec![None; files.len()];
+    let mut waiting = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let target = &file.target;
+        let capabilities = service.code_capabilities(target.server());
+        if capabilities.get("diagnosticProvider").is_some_and(|p| !p.is_null()) {
+            found[i] =
+                Some(as_list(&service.code_diagnostics_unlocked(target, text_of(file))?.result));
+        } else {
+            waiting.push(i);
+        }
+    }
+    let deadline = Instant::now() + super::code::PUBLISH_WAIT;
+    let mut seen: Vec<Option<Vec<Value>>> = vec![None; files.len()];
+    let mut quiet_since = Instant::now();
+    while !waiting.is_empty() {
+        let mut all_published = true;
+        for &i in &waiting {
+            let target = &files[i].target;
+            let host = service.host(target.server())?;
+            let sent = host.version(target.server(), &target.file);
+            let now = match host.published(target.server(), &target.file) {
+                Some((v, items)) if v.is_none() || v >= sent => Some(items),
+                _ => None,
+            };
+            all_published &= now.is_some();
+            if now != seen[i] {
+                seen[i] = now;
+                quiet_since = Instant::now();
+            }
+        }
+        if all_published && quiet_since.elapsed() >= SETTLE {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let missing: Vec<&str> = waiting
+                .iter()
+                .filter(|&&i| seen[i].is_none())
+                .map(|&i| files[i].target.path.as_str())
+                .collect();
+            if missing.is_empty() {
+                break;
+            }
+            return Err(Error::Unsupported(format!(
+                "the language server published no diagnostics for {} within {} s",
+                missing.join(", "),
+                super::code::PUBLISH_WAIT.as_secs()
+            ))
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in waiting {
+        found[i] = seen[i].take();
+    }
+    Ok(found.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// What matches a diagnostic across an edit.

@@ -439,7 +439,11 @@ impl Service {
             .take(id, session.id)
             .ok_or_else(|| CommandError::PreviewNotFound(id.to_owned()))?;
         let subject = format!("preview {} ({})", preview.id, preview.command);
+        let paths = preview.paths();
         let outcome = preview.commit(&self.store, session.origin());
+        if outcome.is_ok() {
+            self.code_committed(&paths);
+        }
         match &outcome {
             Ok(value) => self.record_decision(
                 "save",

@@ -43,6 +43,11 @@ impl Preview {
         self.json.clone()
     }
 
+    /// The store paths the preview writes.
+    pub fn paths(&self) -> Vec<String> {
+        self.documents.iter().map(|(path, _, _)| path.clone()).collect()
+    }
+
     /// A preview of whole file texts computed outside the analysis (a code edit): each
     /// `(path, version read, planned text)`, with what refuses its confirmation.
     #[allow(clippy::too_many_arguments)]
