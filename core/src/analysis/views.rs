@@ -200,21 +200,21 @@ pub(super) fn local_problems(doc: &Document) -> Vec<Diagnostic> {
         }
         let Some((node, value)) = doc.entity_node(i) else { continue };
         let id = entity.id.as_deref().unwrap_or_default();
-        if let Some((member, query)) = node.member(value, "query") {
-            if let Err((span, message)) = Query::read_in(query, &member.value) {
-                out.push(
-                    Diagnostic::new(DiagnosticCode::InvalidQuery, span, message)
-                        .with_data(json!({"id": id})),
-                );
-            }
+        if let Some((member, query)) = node.member(value, "query")
+            && let Err((span, message)) = Query::read_in(query, &member.value)
+        {
+            out.push(
+                Diagnostic::new(DiagnosticCode::InvalidQuery, span, message)
+                    .with_data(json!({"id": id})),
+            );
         }
-        if let Some((member, Value::String(path))) = node.member(value, "path") {
-            if let Some(problem) = builtin::view_path_problem(path) {
-                out.push(
-                    Diagnostic::new(DiagnosticCode::ViewPath, member.value.span, problem)
-                        .with_data(json!({"id": id, "path": path})),
-                );
-            }
+        if let Some((member, Value::String(path))) = node.member(value, "path")
+            && let Some(problem) = builtin::view_path_problem(path)
+        {
+            out.push(
+                Diagnostic::new(DiagnosticCode::ViewPath, member.value.span, problem)
+                    .with_data(json!({"id": id, "path": path})),
+            );
         }
     }
     out

@@ -60,12 +60,11 @@ pub fn compute(analysis: &Analysis, def: &ViewDef, seq: u64, max_bindings: u64) 
     Rendered { id: def.id.clone(), path, format, seq, bytes: bytes.into(), error, rows, time }
 }
 
+/// A view's columns (as row keys) and rows.
+type Table = (Vec<String>, Vec<Vec<Value>>);
+
 /// The view's columns (as row keys) and rows, or why there are none.
-fn rows_of(
-    analysis: &Analysis,
-    def: &ViewDef,
-    max_bindings: u64,
-) -> Result<(Vec<String>, Vec<Vec<Value>>), (Code, String)> {
+fn rows_of(analysis: &Analysis, def: &ViewDef, max_bindings: u64) -> Result<Table, (Code, String)> {
     let Some(value) = &def.query else {
         return Err((
             Code::InvalidArguments,
