@@ -535,9 +535,9 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     util::copy_store(&util::repo().join("examples/broken"), tmp.path());
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let all = mcp.ok("diagnostics", json!({"limit": 500}));
-    assert_eq!(all["total"], 16, "{all}");
+    assert_eq!(all["total"], 20, "{all}");
     let errors = mcp.ok("diagnostics", json!({"severity": "error", "limit": 5}));
-    assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(15), json!(5)));
+    assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(19), json!(5)));
     let one = mcp.ok("diagnostics", json!({"path": "dangling-ref.dust"}));
     let d = &one["diagnostics"][0];
     assert_eq!(d["code"], "dangling-ref");
