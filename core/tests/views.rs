@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fixture::{analyse, check_fixtures, render};
+use stardust_core::query::Query;
 use stardust_core::store::{Change, Origin};
 use stardust_core::views::{self, Live};
 
@@ -25,6 +26,15 @@ fn render_views(fixture: &str) -> String {
         let result = views::compute(&analysis, def, 7, max_bindings);
         let shown = result.path.as_deref().unwrap_or("(not shown)");
         writeln!(out, "== {} {} {} rows={}", result.id, result.format, shown, result.rows).unwrap();
+        // What makes the view stale: the types and fields its query reads (`*`: any).
+        if let Some(query) = def.query.as_ref().and_then(|q| Query::from_json(q).ok()) {
+            let reads = query.reads();
+            let list = |set: Option<std::collections::BTreeSet<String>>| {
+                set.map_or("*".to_owned(), |s| s.into_iter().collect::<Vec<_>>().join(" "))
+            };
+            writeln!(out, "reads types: {} fields: {}", list(reads.types), list(reads.attrs))
+                .unwrap();
+        }
         let text = String::from_utf8_lossy(&result.bytes);
         if result.format == "dust" && result.error.is_none() {
             let parse = stardust_core::syntax::parse(&text, stardust_core::syntax::Lang::Dust);
