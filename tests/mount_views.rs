@@ -138,7 +138,7 @@ fn views_are_read_only_files_that_follow_commits() {
         .map(|p| fs::read_to_string(p).unwrap())
         .collect::<String>();
     assert!(why.contains("view-path"), "{why}");
-    drop(serve);
+    assert!(serve.stop().success(), "serve stops on SIGTERM with the views running");
 }
 
 trait Mode {

@@ -117,15 +117,20 @@ pub fn mount(
     let inval = std::thread::Builder::new()
         .name("stardust-fuse-inval".to_owned())
         .spawn(move || invalidate(&notifier, &rx))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Stopped by `stop`: the views may outlive the mount (the core's service shares them).
     let view_thread = {
-        let (nodes, tx) = (nodes.clone(), tx.clone());
+        let (nodes, tx, stop) = (nodes.clone(), tx.clone(), stop.clone());
         std::thread::Builder::new().name("stardust-fuse-views".to_owned()).spawn(move || {
-            for event in view_events {
-                forward_views(&event, &nodes, &tx);
+            while !stop.load(Ordering::Relaxed) {
+                match view_events.recv_timeout(Duration::from_millis(200)) {
+                    Ok(event) => forward_views(&event, &nodes, &tx),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
             }
         })?
     };
-    let stop = Arc::new(AtomicBool::new(false));
     let feed = {
         let stop = stop.clone();
         let subscription = store.subscribe();
@@ -185,8 +190,8 @@ impl Mount {
         if let Some(feed) = self.feed.take() {
             let _ = feed.join();
         }
-        // The filesystem (and its share of the views) went with the session: the last share
-        // stops the views' thread, which ends the stream of events.
+        // The filesystem's share of the views went with the session; `stop` ends the thread
+        // forwarding their events.
         if let Some((views, thread)) = self.views.take() {
             drop(views);
             let _ = thread.join();
