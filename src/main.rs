@@ -53,6 +53,14 @@ enum Command {
         #[arg(long, conflicts_with = "since")]
         verify: bool,
     },
+    /// Print a view's result (an entity of type view) as of the store's current seq: the
+    /// bytes the mount shows at the view's path. Exit 1 when it is the view's error object.
+    View {
+        /// The store directory.
+        store: PathBuf,
+        /// The view's id, e.g. view/books-by-year.
+        id: String,
+    },
     /// Run a query (DUST or JSON text; `-` reads it from standard input) and print a page
     /// of its rows.
     Query {
@@ -226,6 +234,7 @@ fn main() -> ExitCode {
         Command::Query { store, query, format, explain } => {
             cmd::query::run(&store, &query, format, explain)
         }
+        Command::View { store, id } => cmd::view::run(&store, &id),
         Command::Eval { store, expression, entity, format } => {
             cmd::eval::run(&store, &expression, entity.as_deref(), format)
         }

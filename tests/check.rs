@@ -29,6 +29,9 @@ fn the_broken_store_shows_every_code_and_fails() {
         "duplicate-id",
         "dangling-ref",
         "ref-type",
+        "invalid-query",
+        "view-path",
+        "duplicate-view-path",
     ] {
         assert!(stdout.contains(&format!("[{code}]")), "no {code} in:\n{stdout}");
     }

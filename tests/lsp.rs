@@ -619,6 +619,40 @@ fn commands_are_advertised_with_their_contracts() {
 }
 
 #[test]
+fn a_view_whose_result_changes_is_a_derived_document_change() {
+    let tmp = util::library();
+    std::fs::write(
+        tmp.path().join("views.dust"),
+        "id view/dune-pages\ntype view\nformat csv\npath views/dune.csv\nquery {find [?p] where [[?b type book] [?b id book/dune] [?b pages ?p]]}\n",
+    )
+    .unwrap();
+    let (mut client, _) = subscribed(tmp.path(), "e2e-editor");
+    let preview = client.run(
+        "stardust.mutation.execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 413}}),
+    );
+    let confirmed =
+        client.run("stardust.preview.confirm", json!({"previewId": preview["previewId"]}));
+    let seq = confirmed["seq"].as_u64().expect("a seq");
+    let derived = client.wait(|m| {
+        m["method"] == "stardust/documentsChanged" && m["params"]["documents"][0]["derived"] == true
+    });
+    let expected = util::stardust(&["view", tmp.path().to_str().unwrap(), "view/dune-pages"]);
+    assert_eq!(util::text(&expected.stdout), "p\r\n413\r\n");
+    assert_eq!(
+        derived["params"],
+        json!({"seq": seq, "documents": [{
+            "uri": client.uri("views/dune.csv"),
+            "path": "views/dune.csv",
+            "change": "changed",
+            "version": stardust_core::analysis::version_of(&expected.stdout),
+            "derived": true,
+        }]})
+    );
+    client.shutdown();
+}
+
+#[test]
 fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
     let tmp = util::library();
     let (mut client, _) = subscribed(tmp.path(), "e2e-editor");

@@ -301,7 +301,10 @@ fn navigation_by_position_and_by_entity() {
         .iter()
         .map(|t| t["uriTemplate"].as_str().unwrap())
         .collect();
-    assert_eq!(templates, ["stardust://documents/{+path}", "stardust://entities/{+id}"]);
+    assert_eq!(
+        templates,
+        ["stardust://documents/{+path}", "stardust://entities/{+id}", "stardust://views/{+id}"]
+    );
     let read = mcp.request("resources/read", json!({"uri": "stardust://entities/book/dune"}));
     let entity: Value =
         serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
@@ -532,9 +535,9 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     util::copy_store(&util::repo().join("examples/broken"), tmp.path());
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let all = mcp.ok("diagnostics", json!({"limit": 500}));
-    assert_eq!(all["total"], 16, "{all}");
+    assert_eq!(all["total"], 20, "{all}");
     let errors = mcp.ok("diagnostics", json!({"severity": "error", "limit": 5}));
-    assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(15), json!(5)));
+    assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(19), json!(5)));
     let one = mcp.ok("diagnostics", json!({"path": "dangling-ref.dust"}));
     let d = &one["diagnostics"][0];
     assert_eq!(d["code"], "dangling-ref");
@@ -582,6 +585,46 @@ fn edits_made_behind_the_servers_back_notify_subscribers_too() {
     assert!(read["result"]["contents"][0]["text"].as_str().unwrap().contains("pages      414"));
     let bad = mcp.request("resources/subscribe", json!({"uri": "file:///etc/passwd"}));
     assert_eq!(bad["error"]["data"]["code"], "invalid-arguments", "{bad}");
+}
+
+#[test]
+fn views_are_resources_that_update_when_a_commit_changes_their_result() {
+    let tmp = util::library();
+    std::fs::write(
+        tmp.path().join("views.dust"),
+        "id view/dune-pages\ntype view\nformat jsonl\npath views/dune.jsonl\nquery {find [?p] where [[?b type book] [?b id book/dune] [?b pages ?p]]}\n",
+    )
+    .unwrap();
+    let mut mcp = Mcp::open(tmp.path(), &["--allow-mutation"], "test-agent");
+    let uri = "stardust://views/view/dune-pages";
+    let listed = mcp.request("resources/list", json!({}));
+    let resources = listed["result"]["resources"].as_array().unwrap();
+    let view = resources.iter().find(|r| r["uri"] == uri).expect("the view is listed");
+    assert_eq!(view["mimeType"], "application/jsonl");
+    let read = mcp.request("resources/read", json!({"uri": uri}));
+    assert_eq!(read["result"]["contents"][0]["text"], "{\"p\":412}\n", "{read}");
+    let first_seq = read["result"]["contents"][0]["_meta"]["seq"].as_u64().unwrap();
+    assert_eq!(mcp.request("resources/subscribe", json!({"uri": uri}))["result"], json!({}));
+    let preview = mcp.ok(
+        "mutation_execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 413}}),
+    );
+    let committed = mcp.ok("preview_confirm", json!({"previewId": preview["previewId"]}));
+    let seq = committed["seq"].as_u64().unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while !mcp
+        .notification("notifications/resources/updated", Duration::from_millis(200))
+        .iter()
+        .any(|n| n["params"]["uri"] == uri)
+    {
+        assert!(Instant::now() < deadline, "no update for the view");
+    }
+    let read = mcp.request("resources/read", json!({"uri": uri}));
+    assert_eq!(read["result"]["contents"][0]["text"], "{\"p\":413}\n", "{read}");
+    let new_seq = read["result"]["contents"][0]["_meta"]["seq"].as_u64().unwrap();
+    assert!(new_seq == seq && new_seq > first_seq, "{read}");
+    let missing = mcp.request("resources/read", json!({"uri": "stardust://views/view/none"}));
+    assert_eq!(missing["error"]["data"]["code"], "not-found", "{missing}");
 }
 
 #[test]

@@ -159,6 +159,8 @@ impl Config {
                 DiagnosticCode::Schema,
                 DiagnosticCode::DuplicateId,
                 DiagnosticCode::InvalidId,
+                DiagnosticCode::ViewPath,
+                DiagnosticCode::DuplicateViewPath,
             ],
             Some(codes) => codes
                 .iter()
@@ -451,7 +453,7 @@ formats = "assert"
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
             expect![[
-                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "code-error""#
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "code-error""#
             ]],
         );
         check_err(

@@ -23,10 +23,16 @@ pub enum DiagnosticCode {
     DuplicateId,
     DanglingRef,
     RefType,
+    /// A view's query cannot be read (SPEC §19); the view's file holds the error.
+    InvalidQuery,
+    /// A view's path leaves the store, is under a private folder, or is a stored document's.
+    ViewPath,
+    /// Two views claim one path.
+    DuplicateViewPath,
 }
 
 impl DiagnosticCode {
-    pub const ALL: [DiagnosticCode; 8] = [
+    pub const ALL: [DiagnosticCode; 11] = [
         DiagnosticCode::Syntax,
         DiagnosticCode::DuplicateKey,
         DiagnosticCode::Schema,
@@ -35,6 +41,9 @@ impl DiagnosticCode {
         DiagnosticCode::DuplicateId,
         DiagnosticCode::DanglingRef,
         DiagnosticCode::RefType,
+        DiagnosticCode::InvalidQuery,
+        DiagnosticCode::ViewPath,
+        DiagnosticCode::DuplicateViewPath,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +56,9 @@ impl DiagnosticCode {
             DiagnosticCode::DuplicateId => "duplicate-id",
             DiagnosticCode::DanglingRef => "dangling-ref",
             DiagnosticCode::RefType => "ref-type",
+            DiagnosticCode::InvalidQuery => "invalid-query",
+            DiagnosticCode::ViewPath => "view-path",
+            DiagnosticCode::DuplicateViewPath => "duplicate-view-path",
         }
     }
 

@@ -18,6 +18,7 @@ pub mod format;
 pub mod ide;
 pub mod model;
 pub mod patch;
+pub mod qlang;
 pub mod query;
 pub mod scan;
 pub mod schema;
@@ -28,5 +29,6 @@ pub mod store;
 pub mod sync;
 pub mod syntax;
 pub mod text;
+pub mod views;
 
 pub use error::{Code, Error, Result};

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
 use stardust_core::store::{ChangeKind, Notice, Store};
+use stardust_core::views::{Live, ViewEvent};
 
 use crate::fs::{Inval, StardustFs};
 use crate::nodes::Nodes;
@@ -48,6 +49,8 @@ pub struct Mount {
     stop: Arc<AtomicBool>,
     feed: Option<JoinHandle<()>>,
     inval: Option<JoinHandle<()>>,
+    /// The views' results, and the thread turning their changes into invalidations.
+    views: Option<(Arc<Live>, JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -79,8 +82,11 @@ pub fn mount(
     }
     let nodes = Arc::new(Mutex::new(Nodes::default()));
     let (tx, rx) = mpsc::channel();
+    let views = Live::of(&store)?;
+    let view_events = views.subscribe();
     let filesystem = StardustFs::new(
         store.clone(),
+        views.clone(),
         dir.clone(),
         options.max_file_size,
         tx.clone(),
@@ -112,6 +118,19 @@ pub fn mount(
         .name("stardust-fuse-inval".to_owned())
         .spawn(move || invalidate(&notifier, &rx))?;
     let stop = Arc::new(AtomicBool::new(false));
+    // Stopped by `stop`: the views may outlive the mount (the core's service shares them).
+    let view_thread = {
+        let (nodes, tx, stop) = (nodes.clone(), tx.clone(), stop.clone());
+        std::thread::Builder::new().name("stardust-fuse-views".to_owned()).spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match view_events.recv_timeout(Duration::from_millis(200)) {
+                    Ok(event) => forward_views(&event, &nodes, &tx),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        })?
+    };
     let feed = {
         let stop = stop.clone();
         let subscription = store.subscribe();
@@ -123,7 +142,15 @@ pub fn mount(
             }
         })?
     };
-    Ok(Mount { dir, unmounter, session: Some(session), stop, feed: Some(feed), inval: Some(inval) })
+    Ok(Mount {
+        dir,
+        unmounter,
+        session: Some(session),
+        stop,
+        feed: Some(feed),
+        inval: Some(inval),
+        views: Some((views, view_thread)),
+    })
 }
 
 impl Mount {
@@ -163,6 +190,12 @@ impl Mount {
         if let Some(feed) = self.feed.take() {
             let _ = feed.join();
         }
+        // The filesystem's share of the views went with the session; `stop` ends the thread
+        // forwarding their events.
+        if let Some((views, thread)) = self.views.take() {
+            drop(views);
+            let _ = thread.join();
+        }
         if let Some(inval) = self.inval.take() {
             let _ = inval.join();
         }
@@ -199,6 +232,22 @@ fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
             for (ino, _) in nodes.all() {
                 let _ = tx.send(Inval::Inode(ino));
             }
+        }
+    }
+}
+
+/// Turn a change of views' results into the kernel cache entries it outdates: each path's
+/// inode and name (a view's file can appear or go), and the index.
+fn forward_views(event: &ViewEvent, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
+    let nodes = sync::lock(nodes);
+    let index = format!("{}/views.json", stardust_core::store::PRIVATE_DIR);
+    for path in event.paths.iter().chain([&index]) {
+        if let Some(ino) = nodes.get(path) {
+            let _ = tx.send(Inval::Inode(ino));
+        }
+        if let Some(parent) = nodes.get(nodes::parent(path)) {
+            let name = path.rsplit('/').next().unwrap_or(path).to_owned();
+            let _ = tx.send(Inval::Entry(parent, name));
         }
     }
 }

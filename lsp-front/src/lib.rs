@@ -21,5 +21,6 @@ mod state;
 mod structure;
 mod sync;
 mod tokens;
+mod views;
 
 pub use server::{run_attached, run_stdio};

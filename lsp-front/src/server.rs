@@ -241,6 +241,9 @@ fn finish_initialize(
     if let Some(service) = shared.connection().and_then(|c| c.service()) {
         crate::relay::start(shared, client.clone(), service, &params.capabilities);
     }
+    if let Some(live) = shared.connection().and_then(|c| c.service()).and_then(|s| s.views()) {
+        crate::views::forward(live, client.clone(), Arc::downgrade(shared));
+    }
     if let Some(subscription) = subscription {
         crate::commands::forward_changes(subscription, client, Arc::downgrade(shared));
     }

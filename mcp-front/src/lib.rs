@@ -18,6 +18,7 @@ mod jsonrpc;
 mod lines;
 mod server;
 mod tools;
+mod views;
 
 use std::sync::Arc;
 

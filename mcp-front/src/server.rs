@@ -26,6 +26,7 @@ use stardust_core::service::{Front, Service, Session, SessionOptions};
 use stardust_core::store::Notice;
 
 use crate::tools::{self, CONFIRM_TOOL};
+use crate::views::{self, VIEWS};
 
 /// How a server was started.
 #[derive(Clone, Copy, Debug, Default)]
@@ -208,8 +209,12 @@ impl Conn {
                 Some(r)
             })
         });
-        let mut all: Vec<Resource> =
-            documents.chain(entities).skip(offset).take(RESOURCE_PAGE + 1).collect();
+        let mut all: Vec<Resource> = documents
+            .chain(entities)
+            .chain(views::list(&self.service))
+            .skip(offset)
+            .take(RESOURCE_PAGE + 1)
+            .collect();
         let more = all.len() > RESOURCE_PAGE;
         all.truncate(RESOURCE_PAGE);
         let mut result = ListResourcesResult::with_all_items(all);
@@ -223,6 +228,9 @@ impl Conn {
         let not_found = |what: String| {
             McpError::resource_not_found(what, Some(json!({"code": Code::NotFound})))
         };
+        if let Some(result) = views::read(&self.service, uri) {
+            return result;
+        }
         let snapshot = self.service.store().snapshot();
         if let Some(path) = uri.strip_prefix(DOCUMENTS) {
             let doc = snapshot.analysis.document(path).ok_or_else(|| {
@@ -245,7 +253,7 @@ impl Conn {
             return Ok(ReadResourceResult::new(vec![contents]));
         }
         Err(not_found(format!(
-            "no resource {uri}; resources are {DOCUMENTS}<path> and {ENTITIES}<id>"
+            "no resource {uri}; resources are {DOCUMENTS}<path>, {ENTITIES}<id> and {VIEWS}<id>"
         )))
     }
 
@@ -256,6 +264,12 @@ impl Conn {
         if self.feed_started.swap(true, Ordering::SeqCst) {
             return;
         }
+        views::start_feed(
+            &self.service,
+            self.subscriptions.clone(),
+            self.closed.clone(),
+            peer.clone(),
+        );
         let feed = self.service.store().subscribe();
         let subscriptions = self.subscriptions.clone();
         let closed = self.closed.clone();
@@ -383,6 +397,9 @@ impl ServerHandler for McpServer {
             ResourceTemplate::new(format!("{ENTITIES}{{+id}}"), "entity")
                 .with_description("an entity by id: its value, document path, range and version")
                 .with_mime_type("application/json"),
+            ResourceTemplate::new(format!("{VIEWS}{{+id}}"), "view").with_description(
+                "a view's latest result (its file in the mount), with its seq in _meta",
+            ),
         ]))
     }
 
@@ -403,11 +420,11 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        if !request.uri.starts_with(DOCUMENTS) && !request.uri.starts_with(ENTITIES) {
+        if ![DOCUMENTS, ENTITIES, VIEWS].iter().any(|p| request.uri.starts_with(p)) {
             return Err(protocol_error(
                 Code::InvalidArguments,
                 format!(
-                    "cannot subscribe to {}; resources are {DOCUMENTS}<path> and {ENTITIES}<id>",
+                    "cannot subscribe to {}; resources are {DOCUMENTS}<path>, {ENTITIES}<id> and {VIEWS}<id>",
                     request.uri
                 ),
             ));

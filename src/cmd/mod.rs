@@ -13,6 +13,7 @@ pub(crate) mod query;
 pub(crate) mod sdk;
 pub(crate) mod serve;
 pub(crate) mod trust;
+pub(crate) mod view;
 
 use std::process::ExitCode;
 

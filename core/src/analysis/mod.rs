@@ -10,7 +10,8 @@
 //! - local: depend only on the document's text (syntax, duplicate keys, id rule, missing type);
 //! - validation: depend on the document, the schemas and the types of the entities it
 //!   references (schema, unknown-type, ref-type), computed per document;
-//! - store-wide: duplicate ids and dangling references, read from the id index on demand.
+//! - store-wide: duplicate ids and dangling references, read from the id index on demand;
+//!   views' paths against the store's documents and each other (views.rs).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -33,10 +34,12 @@ use crate::text::{LineIndex, Span};
 mod docs;
 mod memo;
 mod splice;
+mod views;
 
 use docs::Docs;
 use memo::Memo;
 use splice::Splice;
+pub use views::{ViewDef, Views};
 
 /// What every analysis of one store shares: where it is and how it is configured.
 #[derive(Debug)]
@@ -165,7 +168,7 @@ impl Document {
         }
         let dollar_schema = dollar_schema(&path, &parse);
         let line_index = LineIndex::new(&text);
-        Document {
+        let mut doc = Document {
             path,
             lang,
             text: text.into(),
@@ -177,7 +180,10 @@ impl Document {
             references,
             local,
             dollar_schema,
-        }
+        };
+        let views = views::local_problems(&doc);
+        doc.local.extend(views);
+        doc
     }
 
     /// The store document the top-level `$schema` names, and the span of its value; `None`
@@ -595,6 +601,7 @@ impl Analysis {
             return self.docs.keys().chain(before.docs.keys()).map(|p| p.to_string()).collect();
         }
         let mut out: BTreeSet<String> = changed.iter().cloned().collect();
+        self.views_affected_by(before, changed, &mut out);
         let mut ids = HashSet::new();
         for path in changed {
             for snapshot in [before, self] {
@@ -703,6 +710,7 @@ impl Analysis {
         }
         out.extend(self.duplicate_ids(doc));
         out.extend(self.dangling_refs(doc));
+        out.extend(self.view_problems(doc));
         out.sort_by_key(|d| (d.span.start, d.span.end, d.code));
         out
     }

@@ -84,6 +84,13 @@ impl Document {
         if held.is_some() != new_entity.is_some() {
             return None;
         }
+        // A view's local problems read its whole entity (views.rs): parse the document again.
+        let is_view = |e: &model::Entity| e.ty.as_deref() == Some(crate::builtin::VIEW);
+        if new_entity.as_ref().is_some_and(is_view)
+            || held.is_some_and(|j| is_view(&self.entities[j]))
+        {
+            return None;
+        }
         let new_refs = match held {
             Some(j) => model::entity_references(&node, &value, j),
             None => Vec::new(),

@@ -15,11 +15,11 @@
 
 mod eval;
 mod exec;
-pub mod expr;
 mod index;
-mod parse;
 mod plan;
-mod value;
+
+pub use crate::qlang::expr;
+use crate::qlang::{parse, value};
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -35,9 +35,9 @@ use parse::{Agg, FindItem, binds, bit};
 use plan::Step;
 use value::FastBuild;
 
+pub use crate::qlang::Val;
+pub use crate::qlang::{MAX_CLAUSES, MAX_FILTERS, MAX_NESTING, MAX_VARS, Query};
 pub use index::{Attr, AttrIndex, EntityNum, QueryIndex};
-pub use parse::{MAX_CLAUSES, MAX_FILTERS, MAX_NESTING, MAX_VARS, Query};
-pub use value::Val;
 
 /// Rows per page when neither the query nor the caller says.
 pub const DEFAULT_LIMIT: u64 = 100;

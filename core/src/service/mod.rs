@@ -216,6 +216,8 @@ pub struct Service {
     preview_lifetime: Duration,
     /// The language servers of code files and the code files editors hold open.
     code: code::CodeFiles,
+    /// The views' results (SPEC §19), kept fresh from the first time a front asks.
+    views: std::sync::OnceLock<Arc<crate::views::Live>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -272,6 +274,22 @@ impl Service {
             mount: Mutex::new(None),
             preview_lifetime: PREVIEW_LIFETIME,
             code: code::CodeFiles::default(),
+            views: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The views of the store, kept fresh by a background thread from the first call on (the
+    /// mount of this process shares them). `None` when the thread cannot start.
+    pub fn views(&self) -> Option<Arc<crate::views::Live>> {
+        if let Some(live) = self.views.get() {
+            return Some(live.clone());
+        }
+        match crate::views::Live::of(&self.store) {
+            Ok(live) => Some(self.views.get_or_init(|| live).clone()),
+            Err(err) => {
+                tracing::warn!("views are not available: cannot start their thread: {err}");
+                None
+            }
         }
     }
 

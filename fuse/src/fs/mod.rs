@@ -31,7 +31,7 @@ use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
     ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, Request, TimeOrNow, WriteFlags,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
@@ -42,12 +42,14 @@ use stardust_core::store::saves::{
     special_file,
 };
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
+use stardust_core::views::Live;
 
 use crate::nodes::{self, Nodes, ROOT};
 use crate::private;
 
 mod attr;
 mod rename;
+mod views;
 
 use attr::{disk_attr, mem_attr, time_of, timespec};
 
@@ -92,6 +94,8 @@ enum Handle {
 
 pub struct StardustFs {
     store: Arc<Store>,
+    /// The views' latest results (views.rs).
+    views: Arc<Live>,
     root: PathBuf,
     mountpoint: PathBuf,
     max_size: u64,
@@ -143,6 +147,7 @@ fn refusal_errno(refusal: Refusal) -> Errno {
 impl StardustFs {
     pub fn new(
         store: Arc<Store>,
+        views: Arc<Live>,
         mountpoint: PathBuf,
         max_size: u64,
         inval: mpsc::Sender<Inval>,
@@ -152,6 +157,7 @@ impl StardustFs {
         let owner = fs::metadata(&root).map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
         StardustFs {
             store,
+            views,
             root,
             mountpoint,
             max_size,
@@ -218,7 +224,14 @@ impl StardustFs {
     }
 
     fn kind(&self, path: &str) -> PathKind {
-        if path.is_empty() { PathKind::Plain } else { self.store.path_kind(path) }
+        if path.is_empty() {
+            PathKind::Plain
+        } else if self.is_view_path(path) {
+            // A view's file is derived: read-only, like the private folder.
+            PathKind::Private
+        } else {
+            self.store.path_kind(path)
+        }
     }
 
     fn is_private(path: &str) -> bool {
@@ -257,6 +270,9 @@ impl StardustFs {
 
     /// The attributes of `path` (and its inode number, given on first sight).
     fn stat(&self, path: &str) -> Result<(FileAttr, Duration), Errno> {
+        if let Some(node) = self.view_node(path) {
+            return Ok(self.view_attr(path, &node));
+        }
         if Self::is_private(path) {
             let attr = self.private_attr(path)?;
             let ino = self.ino_of(path);
@@ -442,6 +458,9 @@ impl StardustFs {
 
     /// Open a file of the virtual private folder for reading.
     fn open_private(&self, ino: u64, path: &str) -> Result<(u64, FopenFlags), Errno> {
+        if let Some(node) = self.view_node(path) {
+            return self.open_view(node, false);
+        }
         match private::resolve(&self.store, &self.mountpoint, path) {
             Some(private::Entry::File(bytes)) => {
                 Ok((self.fh(Handle::Bytes(bytes)), FopenFlags::FOPEN_DIRECT_IO))
@@ -507,6 +526,12 @@ impl StardustFs {
     }
 
     fn listing(&self, path: &str) -> Result<Vec<(String, FileType)>, Errno> {
+        let mut entries = self.listing_of(path)?;
+        self.add_view_entries(path, &mut entries);
+        Ok(entries)
+    }
+
+    fn listing_of(&self, path: &str) -> Result<Vec<(String, FileType)>, Errno> {
         if Self::is_private(path) {
             let names = private::list(&self.store, path).ok_or(Errno::ENOTDIR)?;
             return Ok(names
@@ -515,6 +540,9 @@ impl StardustFs {
                     (name, if dir { FileType::Directory } else { FileType::RegularFile })
                 })
                 .collect());
+        }
+        if let Some(views::ViewNode::Dir) = self.view_node(path) {
+            return Ok(Vec::new());
         }
         let mut entries = Vec::new();
         for entry in fs::read_dir(self.abs(path)).map_err(io_errno)? {
@@ -727,7 +755,7 @@ impl Filesystem for StardustFs {
     ) {
         let result = (|| {
             let path = self.path_of(ino)?;
-            if Self::is_private(&path) {
+            if Self::is_private(&path) || self.is_view_path(&path) {
                 return Err(Errno::EROFS);
             }
             if let Some(size) = size {
@@ -814,7 +842,7 @@ impl Filesystem for StardustFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, name).and_then(|path| {
-            if Self::is_private(&path) {
+            if Self::is_private(&path) || self.is_view_path(&path) {
                 return Err(Errno::EROFS);
             }
             if lock(&self.mem).contains_key(&path) {
@@ -860,7 +888,7 @@ impl Filesystem for StardustFs {
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|path| {
-            if Self::is_private(&path) {
+            if Self::is_private(&path) || self.is_view_path(&path) {
                 return Err(Errno::EROFS);
             }
             let prefix = format!("{path}/");
@@ -1272,6 +1300,36 @@ impl Filesystem for StardustFs {
         reply: ReplyEmpty,
     ) {
         reply.ok();
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let value = self
+            .path_of(ino)
+            .map(|path| name.to_str().and_then(|name| self.view_xattr(&path, name)));
+        match value {
+            Err(e) => reply.error(e),
+            Ok(None) => reply.error(Errno::NO_XATTR),
+            Ok(Some(value)) if size == 0 => reply.size(value.len() as u32),
+            Ok(Some(value)) if value.len() > size as usize => reply.error(Errno::ERANGE),
+            Ok(Some(value)) => reply.data(&value),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let names = match self.path_of(ino) {
+            Err(e) => return reply.error(e),
+            Ok(path) => match self.view_xattr(&path, views::SEQ_XATTR) {
+                Some(_) => format!("{}\0", views::SEQ_XATTR).into_bytes(),
+                None => Vec::new(),
+            },
+        };
+        if size == 0 {
+            reply.size(names.len() as u32);
+        } else if names.len() > size as usize {
+            reply.error(Errno::ERANGE);
+        } else {
+            reply.data(&names);
+        }
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
+use super::attr::Attr;
 use super::expr::{self, Expression, Scope};
-use super::index::Attr;
 use crate::error::{Error, Result};
 use crate::syntax::{self, Lang, Node, NodeKind, Parse};
 use crate::text::{Encoding, LineIndex, Span};
@@ -149,7 +149,8 @@ impl Query {
     pub fn parse(text: &str) -> Result<Query> {
         let parse = parse_text(text)?;
         let root = parse.root.as_ref();
-        let reader = Reader { text: Some((text, LineIndex::new(text))) };
+        let reader =
+            Reader { text: Some((text, LineIndex::new(text))), failed_at: Default::default() };
         reader.query(At { value: &parse.value, node: root })
     }
 
@@ -157,8 +158,22 @@ impl Query {
     pub fn from_json(value: &Value) -> Result<Query> {
         match value {
             Value::String(text) => Query::parse(text),
-            other => Reader { text: None }.query(At { value: other, node: None }),
+            other => Reader { text: None, failed_at: Default::default() }
+                .query(At { value: other, node: None }),
         }
+    }
+
+    /// Read a query written inside a document (a view's `query`): `value` with its syntax
+    /// node. A mistake comes back with the range of the value it is about (the query's own
+    /// range when the reader names none) and the reader's message.
+    pub fn read_in(value: &Value, node: &Node) -> std::result::Result<Query, (Span, String)> {
+        if let Value::String(text) = value {
+            return Query::parse(text).map_err(|e| (node.span, e.to_string()));
+        }
+        let reader = Reader { text: None, failed_at: Default::default() };
+        reader
+            .query(At { value, node: Some(node) })
+            .map_err(|e| (reader.failed_at.get().unwrap_or(node.span), e.to_string()))
     }
 
     /// The column names: `find` as written, normalised (`?b`, `count(?b)`).
@@ -242,6 +257,8 @@ impl<'v> At<'v> {
 
 struct Reader<'t> {
     text: Option<(&'t str, LineIndex)>,
+    /// Where the first mistake was found, when the query's nodes are known.
+    failed_at: std::cell::Cell<Option<Span>>,
 }
 
 /// The state of reading one query.
@@ -254,6 +271,9 @@ const KEYS: &[&str] = &["find", "where", "filter", "order", "limit", "offset", "
 
 impl Reader<'_> {
     fn error(&self, span: Option<Span>, message: impl std::fmt::Display) -> Error {
+        if self.failed_at.get().is_none() {
+            self.failed_at.set(span);
+        }
         match (&self.text, span) {
             (Some((text, index)), Some(span)) => {
                 let pos = index.position(text, span.start, Encoding::Utf32);
