@@ -117,3 +117,105 @@ fn a_burst_of_whole_texts_is_published_as_its_last() {
         [("schema".to_owned(), bad_line(&last) as u64)]
     );
 }
+
+/// A one-item entity array whose line 3 holds a title with escapes and a character outside
+/// the BMP before a year that is not an integer; CRLF line ends.
+fn escaped(year: &str) -> String {
+    format!(
+        "[\r\n  {{\"id\": \"book/list-0\", \"type\": \"book\", \"author\": \"@person/frank-herbert\",\r\n   \"status\": \"draft\",\r\n   \"title\": \"\\\"D\\u00fcne\\\" \\\\ 😀\", \"year\": {year}}}\r\n]\r\n"
+    )
+}
+
+/// Every message is decoded once, before the main loop (lsp-front/src/frames.rs): a whole text
+/// with escaped quotes and backslashes, a `\u` escape, a surrogate pair and CRLF is taken as
+/// the client meant it, and positions after the pair are counted in UTF-16 code units.
+#[test]
+fn a_whole_text_with_escapes_and_a_surrogate_pair_is_taken_as_sent() {
+    let tmp = util::library();
+    let mut client = initialized(tmp.path(), json!({"textDocument": {"diagnostic": {}}}));
+    let uri = format!("file://{}", tmp.path().join("books/list.json").display());
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "json", "version": 1, "text": escaped("1965")}}),
+    );
+    // Sent with `params` before `method` and every non-ASCII character escaped, surrogate
+    // pairs included: what the reader decodes is the JSON, not the bytes' look.
+    let text = escaped("\"x\"");
+    let body = format!(
+        r#"{{"params":{{"textDocument":{{"uri":"{uri}","version":2}},"contentChanges":[{{"text":{}}}]}},"jsonrpc":"2.0","method":"textDocument/didChange"}}"#,
+        ascii_json(&text)
+    );
+    assert!(body.contains(r"\ud83d\ude00"), "the pair is sent escaped");
+    client.send_raw(body.as_bytes());
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    let line = &text.split("\r\n").nth(3).unwrap();
+    let column = line[..line.find("\"x\"").unwrap()].encode_utf16().count();
+    assert_eq!(found(&pulled["items"]), [("schema".to_owned(), 3)]);
+    assert_eq!(pulled["items"][0]["range"]["start"]["character"], column as u64);
+
+    // A range edit in UTF-16 columns after the pair lands on the year: the text is exact.
+    let range = json!({"start": {"line": 3, "character": column}, "end": {"line": 3, "character": column + 3}});
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"range": range, "text": "1966"}]}),
+    );
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(found(&pulled["items"]), []);
+    let hover = client.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": column + 1}}),
+    );
+    assert!(hover.to_string().contains("year"), "the hover is on the year: {hover}");
+}
+
+/// `text` as a JSON string with every character outside ASCII escaped (as `\uXXXX`, a pair
+/// for those outside the BMP), which is what many clients send.
+fn ascii_json(text: &str) -> String {
+    let mut out = String::new();
+    for c in serde_json::to_string(text).unwrap().chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
+/// Malformed frames between whole-text changes are dropped with a warning and the session goes
+/// on: a truncated body, parameters of the wrong shape, and the server's own stand-in method,
+/// which no client may send (it would take another message's parameters).
+#[test]
+fn malformed_frames_among_whole_texts_are_dropped() {
+    let tmp = util::library();
+    let mut client = initialized(tmp.path(), json!({"textDocument": {"diagnostic": {}}}));
+    let uri = format!("file://{}", tmp.path().join("books/list.json").display());
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "json", "version": 1, "text": books(40, None)}}),
+    );
+    let bad = books(40, Some(3));
+    let change = json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+        "params": {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": bad}]}})
+    .to_string();
+    client.send_raw(&change.as_bytes()[..change.len() / 2]);
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": "three"}, "contentChanges": [{"text": bad}]}),
+    );
+    client.notify("$/stardust/decoded", json!(0));
+    client.send_raw(br#"{"jsonrpc":"2.0","id":3000000000,"method":"shutdown"}"#);
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(found(&pulled["items"]), [], "no malformed change was applied");
+
+    let last = books(40, Some(5));
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 4}, "contentChanges": [{"text": last}]}),
+    );
+    let pulled = client.request("textDocument/diagnostic", json!({"textDocument": {"uri": uri}}));
+    assert_eq!(found(&pulled["items"]), [("schema".to_owned(), bad_line(&last) as u64)]);
+}

@@ -74,10 +74,13 @@ fn run(
     let result = runtime.block_on(async move {
         let in_flight = Arc::new(crate::inflight::InFlight::default());
         let counted = in_flight.clone();
+        let decoded = Arc::new(crate::frames::Decoded::default());
+        let restored = decoded.clone();
         let (main_loop, _) = async_lsp::MainLoop::new_server(|client| {
             let relay =
                 crate::relay::RelayLayer { shared: state_shared.clone(), client: client.clone() };
             ServiceBuilder::new()
+                .layer(crate::frames::DecodedLayer(restored))
                 .layer(crate::inflight::InFlightLayer(counted))
                 .layer(TracingLayer::default())
                 .layer(LifecycleLayer::default())
@@ -89,7 +92,7 @@ fn run(
                 .layer(relay)
                 .service(router(State { client, shared: state_shared, store }))
         });
-        let input = crate::frames::checked_input(input, in_flight);
+        let input = crate::frames::checked_input(input, in_flight, decoded);
         let output = crate::frames::ThreadWriter::new(output);
         // Dropping the main loop drops its queues, which ends the reader and writer threads.
         let served = main_loop.run(input, output);

@@ -351,3 +351,31 @@ fn a_burst_of_whole_texts_is_coalesced_to_the_latest() {
     buffers.edit("notes.json", 103, [Edit::Replace(text(103))], bytes);
     assert!(buffers.close("notes.json", |b| assert_eq!(b.text(), text(103))));
 }
+
+/// An editor opening a saved file sends the text the store holds: the buffer takes the
+/// document's line index instead of building one, and the open's analysis is the store's
+/// snapshot itself (its documents shared, nothing parsed or validated again). Another text
+/// gets its own index.
+#[test]
+fn opening_the_stored_text_reuses_its_analysis() {
+    let dir = store();
+    let buffers = open(dir.path());
+    let stored = buffers.store().unwrap().snapshot().analysis.clone();
+    assert!(buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ()));
+    assert_eq!(buffers.lock().reused, 1, "the stored text's index is taken");
+    let overlay = buffers.snapshot();
+    let buffer = overlay.buffer("notes.json").unwrap();
+    assert_eq!(*buffer.index(), LineIndex::new(NOTES), "the line index is that of the text");
+    assert!(std::ptr::eq(
+        Arc::as_ptr(stored.document("notes.json").unwrap()),
+        document_ptr(&overlay, "notes.json")
+    ));
+
+    let other = NOTES.replace("\"A\"", "\"A\"\r\n");
+    assert!(buffers.open_buffer("notes.json".to_owned(), other.clone(), 2, ()));
+    assert!(buffers.open_buffer("new.json".to_owned(), "[]".to_owned(), 1, ()));
+    assert_eq!(buffers.lock().reused, 1, "a text the store does not hold is indexed");
+    let overlay = buffers.snapshot();
+    assert_eq!(*overlay.buffer("notes.json").unwrap().index(), LineIndex::new(&other));
+    assert_eq!(text_of(&overlay, "notes.json"), other);
+}
