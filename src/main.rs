@@ -114,6 +114,10 @@ enum Command {
         /// the endpoint is `http://ADDR/mcp`), through this core.
         #[arg(long, value_name = "ADDR")]
         mcp_http: Option<std::net::SocketAddr>,
+        /// Let editors confirm or discard the previews of every session of this core (an
+        /// agent's proposed edit, listed by stardust.previews.list), as `[previews] share`.
+        #[arg(long)]
+        share_previews: bool,
     },
     /// Serve the Language Server Protocol on standard input and output.
     Lsp {
@@ -243,8 +247,8 @@ fn main() -> ExitCode {
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
         }
-        Command::Serve { store, mount, idle_exit, mcp_http } => {
-            cmd::serve::run(&store, mount.as_deref(), idle_exit, mcp_http)
+        Command::Serve { store, mount, idle_exit, mcp_http, share_previews } => {
+            cmd::serve::run(&store, mount.as_deref(), idle_exit, mcp_http, share_previews)
         }
         Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
         Command::Mcp { store, allow_mutation, mcp_http } => {

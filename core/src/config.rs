@@ -41,6 +41,9 @@ pub struct Config {
     /// from its file's language server is refused. Off by default, so a work-in-progress save
     /// of code is never blocked unless asked.
     pub refuse_code_errors: bool,
+    /// `[previews] share` (SPEC §18): an editor's session may confirm or discard the previews
+    /// of every session of the core, as `stardust.previews.list` shows them.
+    pub share_previews: bool,
     pub mcp_mutation: MutationPosture,
     pub mcp_mutation_allowlist: Vec<String>,
     pub max_pending: usize,
@@ -240,6 +243,7 @@ impl Config {
             types,
             refuse,
             refuse_code_errors,
+            share_previews: raw.previews.share.unwrap_or(false),
             mcp_mutation,
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
@@ -296,6 +300,8 @@ struct RawConfig {
     #[serde(default)]
     validation: RawValidation,
     #[serde(default)]
+    previews: RawPreviews,
+    #[serde(default)]
     servers: BTreeMap<String, servers::ServerTable>,
 }
 
@@ -338,6 +344,12 @@ struct RawMcp {
 #[serde(deny_unknown_fields)]
 struct RawNotifications {
     max_pending: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPreviews {
+    share: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]

@@ -314,3 +314,68 @@ fn a_rename_preview_on_a_document_renames_the_entity_at_the_place() {
     assert_eq!(preview["entities"]["deleted"], json!(["person/ann"]), "{preview}");
     assert_eq!(preview["command"], "rename_preview");
 }
+
+#[test]
+fn an_editor_lists_an_agents_preview_and_confirms_it_when_previews_are_shared() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "[previews]\nshare = true\n");
+    let (service, _, _) = f.service(host_renaming(rename_hello(&f, "greet")));
+    let agent = agent(&f, &service);
+    let other_agent = service.open_session(Front::Mcp, "trusted-agent");
+    let editor = service.open_session(Front::Lsp, "test-editor");
+    let preview = run(&service, &agent, "rename_preview", at_hello("greet"));
+    let id = preview["previewId"].clone();
+
+    let listed = run(&service, &editor, "stardust.previews.list", json!({}));
+    assert_eq!(listed["shared"], true);
+    let item = &listed["previews"][0];
+    assert_eq!(
+        (&item["previewId"], &item["mine"], &item["client"], &item["front"], &item["files"]),
+        (&id, &json!(false), &json!("trusted-agent"), &json!("mcp"), &json!(["app.py", "lib.py"])),
+        "{listed}"
+    );
+    assert_eq!(item["diagnostics"], json!({"new": [], "resolved": []}));
+    // Another agent sees it but may not act on it, even with its own gate open.
+    let seen = run(&service, &other_agent, "stardust.previews.list", json!({}));
+    assert_eq!((&seen["shared"], &seen["previews"][0]["previewId"]), (&json!(false), &Value::Null));
+    let err = service
+        .execute(&other_agent, "stardust.preview.confirm", json!({"previewId": id}))
+        .unwrap_err();
+    assert_eq!(err.code().as_str(), "preview-not-found", "{err}");
+
+    let committed = run(&service, &editor, "stardust.preview.confirm", json!({"previewId": id}));
+    let seq = committed["seq"].as_u64().unwrap();
+    let txn = &service.store().transactions(seq - 1, 1).unwrap()[0];
+    assert_eq!(txn.origin.to_string(), "lsp:test-editor");
+    assert_eq!(read(&f, "lib.py"), "def greet():\n    return 1\n");
+    // The agent's session sees the commit, and its preview is spent.
+    let since = run(&service, &agent, "stardust.changes.since", json!({"seq": seq - 1}));
+    assert_eq!(since["seq"], seq);
+    let err =
+        service.execute(&agent, "stardust.preview.confirm", json!({"previewId": id})).unwrap_err();
+    assert_eq!(err.code().as_str(), "preview-not-found", "{err}");
+    assert_eq!(run(&service, &editor, "stardust.previews.list", json!({}))["previews"], json!([]));
+}
+
+#[test]
+fn without_sharing_an_editor_sees_other_previews_but_not_their_ids() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, _) = f.service(host_renaming(rename_hello(&f, "greet")));
+    let agent = agent(&f, &service);
+    let editor = service.open_session(Front::Lsp, "test-editor");
+    let preview = run(&service, &agent, "rename_preview", at_hello("greet"));
+    let listed = run(&service, &editor, "stardust.previews.list", json!({}));
+    assert_eq!(listed["shared"], false);
+    assert_eq!(listed["previews"][0]["previewId"], Value::Null, "{listed}");
+    assert_eq!(listed["previews"][0]["files"], json!(["app.py", "lib.py"]));
+    let discard = json!({"previewId": preview["previewId"]});
+    let discarded = run(&service, &editor, "stardust.preview.discard", discard.clone());
+    assert_eq!(discarded["discarded"], false, "not shared: another session's preview stays");
+    assert_eq!(run(&service, &agent, "stardust.preview.discard", discard)["discarded"], true);
+    drop(service);
+    // `serve --share-previews` shares them as the config would.
+    let shared = Service::new(common::open(&f.store)).with_shared_previews(true);
+    let editor = shared.open_session(Front::Lsp, "test-editor");
+    assert_eq!(run(&shared, &editor, "stardust.previews.list", json!({}))["shared"], true);
+}

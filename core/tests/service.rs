@@ -89,15 +89,16 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
             "stardust.backup.define",
             "stardust.preview.confirm",
             "stardust.preview.discard",
+            "stardust.previews.list",
             "stardust.changes.since",
         ]
     "#]]
     .assert_debug_eq(&names);
     assert_eq!(names, shown_in(Front::Lsp).map(|c| c.name).collect::<Vec<_>>());
-    assert_eq!(names.len(), 14);
+    assert_eq!(names.len(), 15);
     assert_eq!(
         registry().len(),
-        14 + 8 + 9 + 1 + 1,
+        15 + 8 + 9 + 1 + 1,
         "the navigation tools (SPEC §13, §17), rename_preview (§18) and stardust.backup.run"
     );
     let create = &described["commands"][6];
@@ -489,7 +490,7 @@ fn dispatch_goes_through_the_contract_shown_in_the_sessions_front() {
     // answers the commands, a navigation tool answers a page.
     for session in [&editor, &agent, &cli] {
         let described = run(&service, session, "stardust.commands.describe", json!({}));
-        assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+        assert_eq!(described["commands"].as_array().unwrap().len(), 15);
     }
     let symbols = run(&service, &agent, "workspace_symbols", json!({"query": "dune"}));
     assert_eq!(symbols["symbols"][0]["id"], "book/dune", "{symbols}");

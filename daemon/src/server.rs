@@ -70,6 +70,7 @@ impl Daemon {
     pub fn start(
         store: &Path,
         code: Option<Arc<dyn stardust_core::codefiles::CodeHost>>,
+        share_previews: bool,
     ) -> anyhow::Result<Daemon> {
         let store = Store::open(store, OpenOptions::default())?;
         let root = store.root().to_owned();
@@ -86,10 +87,13 @@ impl Daemon {
             .context("cannot write .stardust/run/daemon.json")?;
         tracing::info!("serving {} on {}", root.display(), socket.display());
         Ok(Daemon {
-            service: Arc::new(match code {
-                Some(host) => Service::new(store).with_code_host(host),
-                None => Service::new(store),
-            }),
+            service: Arc::new(
+                match code {
+                    Some(host) => Service::new(store).with_code_host(host),
+                    None => Service::new(store),
+                }
+                .with_shared_previews(share_previews),
+            ),
             root,
             folder,
             socket,
@@ -336,7 +340,7 @@ mod tests {
         let definition =
             format!("id backup/b\ntype backup\ntarget '{}'\nkeep 1\n", target.display());
         std::fs::write(root.join("backup.dust"), definition).unwrap();
-        let daemon = Arc::new(Daemon::start(&root, None).unwrap());
+        let daemon = Arc::new(Daemon::start(&root, None, false).unwrap());
         let never: Handler = Arc::new(|_, _, _, _| anyhow::bail!("no LSP or MCP here"));
         let handlers = Handlers { lsp: never.clone(), mcp: never };
         let accepting = daemon.clone();

@@ -129,6 +129,7 @@ mod tests {
                 "backup_define",
                 "preview_confirm",
                 "preview_discard",
+                "previews_list",
                 "changes_since",
                 "diagnostics",
                 "hover",

@@ -20,6 +20,7 @@ pub(crate) fn run(
     mount: Option<&Path>,
     idle_exit: Option<u64>,
     mcp_http: Option<SocketAddr>,
+    share_previews: bool,
 ) -> anyhow::Result<ExitCode> {
     if let Some(addr) = mcp_http.filter(|a| !a.ip().is_loopback()) {
         return Err(stardust_core::Error::InvalidArguments(format!(
@@ -34,7 +35,7 @@ pub(crate) fn run(
     signals.add(Signal::SIGTERM);
     signals.thread_block()?;
 
-    let daemon = Arc::new(Daemon::start(store, Some(super::code_host()?))?);
+    let daemon = Arc::new(Daemon::start(store, Some(super::code_host()?), share_previews)?);
     // The mount shares the core's store: its saves and every other path's commits are one
     // history, and each invalidates the other's caches.
     let mounted = match mount {

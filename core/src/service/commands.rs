@@ -87,6 +87,10 @@ pub(super) fn preview_confirm(call: &mut Call<'_>) -> CommandResult {
     call.service.confirm(call.session, &call.text("previewId"))
 }
 
+pub(super) fn previews_list(call: &mut Call<'_>) -> CommandResult {
+    Ok(call.service.previews_list(call.session))
+}
+
 pub(super) fn preview_discard(call: &mut Call<'_>) -> CommandResult {
     let discarded = call.service.discard(call.session, &call.text("previewId"));
     Ok(json!({ "discarded": discarded }))

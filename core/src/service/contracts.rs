@@ -421,6 +421,17 @@ fn previews() -> Vec<Spec> {
             json!({"type": "object", "required": ["discarded"], "properties": {"discarded": {"type": "boolean"}}}),
             commands::preview_discard,
         ),
+        Spec::new(
+            "stardust.previews.list",
+            "List the open previews",
+            Effect::Read,
+            object(json!({}), &[]),
+            json!({"type": "object", "required": ["previews", "shared"], "properties": {
+                "previews": {"type": "array", "items": {"type": "object", "required": ["previewId", "mine", "session", "command", "files", "diagnostics", "committable"]}},
+                "shared": {"type": "boolean", "description": "whether this session may confirm or discard other sessions' previews"},
+            }}),
+            commands::previews_list,
+        ),
     ]
 }
 
@@ -639,11 +650,11 @@ mod tests {
     fn every_front_sees_its_own_list_from_the_one_registry() {
         let names = |front| shown_in(front).map(|c| c.name).collect::<Vec<_>>();
         let (lsp, mcp, cli) = (names(Front::Lsp), names(Front::Mcp), names(Front::Cli));
-        assert_eq!(lsp.len(), 14, "{lsp:?}");
+        assert_eq!(lsp.len(), 15, "{lsp:?}");
         assert_eq!(names(Front::Sdk), lsp);
-        assert_eq!(mcp[..14], lsp[..]);
+        assert_eq!(mcp[..15], lsp[..]);
         assert_eq!(
-            mcp[14..],
+            mcp[15..],
             [
                 "diagnostics",
                 "hover",
@@ -665,10 +676,10 @@ mod tests {
                 "server_restart",
             ]
         );
-        assert_eq!(cli[..14], lsp[..]);
-        assert_eq!(cli[14..], [BACKUP_RUN]);
+        assert_eq!(cli[..15], lsp[..]);
+        assert_eq!(cli[15..], [BACKUP_RUN]);
         let described = describe();
-        assert_eq!(described["commands"].as_array().unwrap().len(), 14);
+        assert_eq!(described["commands"].as_array().unwrap().len(), 15);
         assert_eq!(described["commands"][0]["fronts"], json!(["lsp", "mcp", "cli"]));
     }
 }

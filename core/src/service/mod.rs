@@ -218,6 +218,9 @@ pub struct Service {
     code: code::CodeFiles,
     /// The views' results (SPEC §19), kept fresh from the first time a front asks.
     views: std::sync::OnceLock<Arc<crate::views::Live>>,
+    /// `serve --share-previews` (or `[previews] share` in the store's config): editors may
+    /// confirm or discard every session's previews (SPEC §18).
+    share_previews: bool,
 }
 
 impl std::fmt::Debug for Service {
@@ -275,6 +278,7 @@ impl Service {
             preview_lifetime: PREVIEW_LIFETIME,
             code: code::CodeFiles::default(),
             views: std::sync::OnceLock::new(),
+            share_previews: false,
         }
     }
 
@@ -454,7 +458,7 @@ impl Service {
             return Err(CommandError::MutationDisabled(confirm.reason.clone()));
         }
         let preview = lock(&self.previews)
-            .take(id, session.id)
+            .take(id, session.id, self.may_share(session))
             .ok_or_else(|| CommandError::PreviewNotFound(id.to_owned()))?;
         let subject = format!("preview {} ({})", preview.id, preview.command);
         let paths = preview.paths();
@@ -476,6 +480,55 @@ impl Service {
 
     /// Drop preview `id` of `session`; whether there was one.
     fn discard(&self, session: &Session, id: &str) -> bool {
-        lock(&self.previews).take(id, session.id).is_some()
+        lock(&self.previews).take(id, session.id, self.may_share(session)).is_some()
+    }
+
+    /// Let editors confirm or discard every session's previews (`serve --share-previews`).
+    pub fn with_shared_previews(mut self, share: bool) -> Service {
+        self.share_previews = share;
+        self
+    }
+
+    /// Whether `session` may act on another session's preview: an editor's (or an SDK
+    /// program's) session while previews are shared. An agent never may: the mutation gate
+    /// decides only about its own.
+    fn may_share(&self, session: &Session) -> bool {
+        matches!(session.front, Front::Lsp | Front::Sdk)
+            && (self.share_previews || self.store.snapshot().analysis.config().share_previews)
+    }
+
+    /// `stardust.previews.list`: every open preview of every session, with who made it, the
+    /// files it touches and its diagnostics delta. Another session's preview shows its id only
+    /// to a session that may act on it.
+    fn previews_list(&self, session: &Session) -> Value {
+        let share = self.may_share(session);
+        let sessions = lock(&self.sessions);
+        let previews = lock(&self.previews);
+        let items: Vec<Value> = previews
+            .open()
+            .into_iter()
+            .map(|p| {
+                let json = p.to_json();
+                let owner = sessions.get(&p.session());
+                let mine = p.session() == session.id;
+                json!({
+                    "previewId": if mine || share { json["previewId"].clone() } else { Value::Null },
+                    "mine": mine,
+                    "session": p.session(),
+                    "front": owner.map(|s| s.front.as_str()),
+                    "client": owner.map(|s| s.client.clone()),
+                    "command": json["command"],
+                    "seq": json["seq"],
+                    "expiresAt": json["expiresAt"],
+                    "files": p.paths(),
+                    "documents": json["documents"],
+                    "diagnostics": json["diagnostics"],
+                    "diagnosticsUnknown": json.get("diagnosticsUnknown").cloned().unwrap_or(json!(false)),
+                    "committable": json["committable"],
+                    "reasons": json["reasons"],
+                })
+            })
+            .collect();
+        json!({"previews": items, "shared": share})
     }
 }

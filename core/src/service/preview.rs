@@ -43,6 +43,11 @@ impl Preview {
         self.json.clone()
     }
 
+    /// The session that made the preview.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
     /// The store paths the preview writes.
     pub fn paths(&self) -> Vec<String> {
         self.documents.iter().map(|(path, _, _)| path.clone()).collect()
@@ -133,13 +138,22 @@ impl Previews {
         self.by_id.insert(preview.id.clone(), preview);
     }
 
-    /// Remove and return preview `id` if `session` made it. Another session's preview is left
-    /// alone and reported as not found, so ids cannot be probed or consumed across sessions.
-    pub fn take(&mut self, id: &str, session: u64) -> Option<Preview> {
+    /// Remove and return preview `id` if `session` made it, or if `any` (an editor's session
+    /// while previews are shared). Another session's preview is otherwise left alone and
+    /// reported as not found, so ids cannot be probed or consumed across sessions.
+    pub fn take(&mut self, id: &str, session: u64, any: bool) -> Option<Preview> {
         match self.by_id.get(id) {
-            Some(p) if p.session == session => self.by_id.remove(id),
+            Some(p) if any || p.session == session => self.by_id.remove(id),
             _ => None,
         }
+    }
+
+    /// Every preview that has not expired, oldest first (then by id).
+    pub fn open(&self) -> Vec<&Preview> {
+        let now = Instant::now();
+        let mut open: Vec<&Preview> = self.by_id.values().filter(|p| p.expires > now).collect();
+        open.sort_by(|a, b| a.expires.cmp(&b.expires).then_with(|| a.id.cmp(&b.id)));
+        open
     }
 
     pub fn drop_session(&mut self, session: u64) {
