@@ -28,6 +28,8 @@ The systems:
   stardust  `stardust mcp --store STORE`, tools `hover` / `definition` / `references` with
             {path, position: {line, column}} (1-based); the store trusted in a private
             XDG_CONFIG_HOME, the background core stopped between runs;
+  inproc    (not in the default set) the same on a copy of the store where no core can start,
+            so `stardust mcp` serves it from its own process: Stardust without the hop;
   mcpls     `mcpls --config CFG`, tools `get_hover` / `get_definition` / `get_references`
             with {file_path (absolute), line, character} (1-based);
   deixis    `deixis --root ROOT --config CFG`, tools `hover` / `definition` / `references` with
@@ -415,6 +417,27 @@ class Stardust:
         return [self.rpc.p.pid] + ([pid] if pid else [])
 
 
+class InProcess(Stardust):
+    """`stardust mcp` serving the store from its own process, the fallback when no core can run
+    (here `.stardust/run` is a file in a copy of the store, so none can start): the same MCP
+    front and core with no hop between processes, to tell what the hop costs."""
+    name = "inproc"
+    copies = {}
+
+    def __init__(self, cfg, fx):
+        store = fx[0]
+        if store not in InProcess.copies:
+            copy = store.parent / "store-inproc"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(store, copy, ignore=shutil.ignore_patterns(".stardust"))
+            (copy / ".stardust").mkdir()
+            (copy / ".stardust" / "run").write_text("not a folder: no core can start here\n")
+            InProcess.copies[store] = (copy, copy / "py", fx[2], fx[3])
+            super().__init__(cfg, InProcess.copies[store])
+            self.trust()
+        super().__init__(cfg, InProcess.copies[store])
+
+
 class Mcpls:
     name = "mcpls"
 
@@ -482,7 +505,8 @@ class Deixis:
         return [self.rpc.p.pid]
 
 
-SYSTEMS = {"direct": Direct, "stardust": Stardust, "mcpls": Mcpls, "deixis": Deixis}
+SYSTEMS = {"direct": Direct, "stardust": Stardust, "inproc": InProcess, "mcpls": Mcpls,
+           "deixis": Deixis}
 
 
 # --- /proc ------------------------------------------------------------------------------
@@ -868,10 +892,10 @@ def markdown(report, systems, kinds):
             cold = [c["seconds"] for c in res["cold"][s]]
             cells.append("%.2f (%s)" % (statistics.median(cold), ", ".join("%.2f" % c for c in cold)))
             out.append("| %s | " % s + " | ".join(cells) + " |")
-        noop = [r["noop"] for s in systems for r in res["warm"][s] if "noop" in r]
+        noop = [(s, r["noop"]) for s in systems for r in res["warm"][s] if "noop" in r]
         if noop:
             out += ["", "Stardust `server_status` (answered by the core, no language server): p50 / p95 "
-                    + ", ".join("%.2f / %.2f ms" % (r["p50"], r["p95"]) for r in noop)]
+                    + ", ".join("%s %.2f / %.2f ms" % (s, r["p50"], r["p95"]) for s, r in noop)]
         refs = {s: res["warm"][s][0]["references"].get("locations") for s in systems}
         out += ["", "references answer: locations counted per system %s" % json.dumps(refs), ""]
         if "memory" in res:

@@ -513,3 +513,112 @@ fn a_store_copied_with_its_record_gets_its_own_core() {
     drop(editor);
     assert!(serve.stop().success());
 }
+
+/// The inode of the pipe behind `fd` in this process.
+fn pipe_inode(fd: impl std::os::fd::AsFd) -> u64 {
+    nix::sys::stat::fstat(fd).unwrap().st_ino
+}
+
+/// What descriptor `fd` of process `pid` is (`pipe:[INODE]`, a path, ...).
+fn fd_link(pid: u64, fd: u32) -> String {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .map_or_else(|e| format!("({e})"), |link| link.display().to_string())
+}
+
+/// Whether process `pid` holds the pipe `inode`.
+fn holds_pipe(pid: u64, inode: u64) -> bool {
+    let wanted = format!("pipe:[{inode}]");
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == &*wanted))
+    })
+}
+
+#[test]
+fn an_agents_pipes_are_served_by_the_core_and_released_when_the_agent_ends_or_goes() {
+    use util::mcp::Mcp;
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let mut leaving = Mcp::open(&store, &[], "leaving");
+    let mut killed = Mcp::open(&store, &[], "killed");
+    let core = record(&store).unwrap()["pid"].as_u64().unwrap();
+    for agent in [&mut leaving, &mut killed] {
+        let status = agent.ok("server_status", json!({}));
+        assert!(status["servers"].is_array(), "{status}");
+        // The core reads the agent's own stdin pipe; `stardust mcp` holds neither end.
+        let stdin = pipe_inode(agent.stdin.as_ref().unwrap());
+        assert!(holds_pipe(core, stdin), "the core does not hold the agent's stdin pipe");
+        let attacher = u64::from(agent.child.id());
+        assert!(!holds_pipe(attacher, stdin), "stardust mcp still holds its stdin pipe");
+        assert_eq!(fd_link(attacher, 0), "/dev/null");
+        assert_eq!(fd_link(attacher, 1), "/dev/null");
+    }
+    // Killed: the core sees its socket hang up and ends the session, though the client still
+    // holds its end of stdin; the client's stdout ends.
+    let stdin = pipe_inode(killed.stdin.as_ref().unwrap());
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    wait_until("the core has released the killed agent's pipes", || !holds_pipe(core, stdin));
+    let deadline = Instant::now() + TIMEOUT;
+    while killed.next(deadline).is_some() {}
+    assert!(Instant::now() < deadline, "the killed agent's stdout did not end");
+    // Stdin closed: the session ends in the core, and `stardust mcp` exits 0.
+    let stdin = pipe_inode(leaving.stdin.as_ref().unwrap());
+    assert!(holds_pipe(core, stdin));
+    assert!(leaving.close(), "stardust mcp did not exit 0 after its stdin closed");
+    assert!(!holds_pipe(core, stdin), "the core kept the pipe of a session that ended");
+    wait_until("the idle core has stopped", || !running(core));
+}
+
+#[test]
+fn an_editor_killed_while_its_client_keeps_the_pipes_open_ends_its_session_in_the_core() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let mut editor = attach(&store, "killed-editor");
+    let core = record(&store).unwrap()["pid"].as_u64().unwrap();
+    let stdin = pipe_inode(&editor.stdin);
+    assert!(holds_pipe(core, stdin), "the core does not hold the editor's stdin pipe");
+    assert_eq!(fd_link(u64::from(editor.pid()), 0), "/dev/null");
+    editor.child.kill().unwrap();
+    editor.child.wait().unwrap();
+    // The front's reader waits on a pipe the client still writes to: the session's end must
+    // stop it, not the client.
+    wait_until("the core has released the editor's pipes", || !holds_pipe(core, stdin));
+    wait_until("the idle core has stopped", || !running(core));
+}
+
+#[test]
+fn an_agent_whose_output_is_a_file_is_relayed_and_still_answered() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let out = dir.path().join("../answers.jsonl");
+    let mut agent = exe()
+        .args(["mcp", "--store"])
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = agent.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "file", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let answers = || std::fs::read_to_string(&out).unwrap_or_default();
+    wait_until("initialize is answered", || answers().lines().count() == 1);
+    let core = record(&store).unwrap()["pid"].as_u64().unwrap();
+    // Not passed (a file has no readiness to wait for): the relay holds the pipe.
+    assert!(!holds_pipe(core, pipe_inode(&stdin)));
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .unwrap();
+    let status = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "server_status", "arguments": {}}});
+    writeln!(stdin, "{status}").unwrap();
+    wait_until("server_status is answered", || answers().lines().count() == 2);
+    let second: Value = serde_json::from_str(answers().lines().nth(1).unwrap()).unwrap();
+    assert_eq!(second["id"], 2, "{second}");
+    assert_eq!(second["result"]["isError"], false, "{second}");
+    drop(stdin);
+    assert!(agent.wait().unwrap().success());
+}

@@ -1,6 +1,8 @@
-//! Attaching to a store's core: find it (or start it in the background), say hello, and relay.
+//! Attaching to a store's core: find it (or start it in the background), say hello, and hand
+//! it standard input and output (or relay them).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -103,6 +105,76 @@ pub fn connect(
     hello: &Hello,
     autostart: Option<Autostart<'_>>,
 ) -> anyhow::Result<UnixStream> {
+    handshake(store, hello, autostart).map(|(stream, _)| stream)
+}
+
+/// A connection for this process's standard input and output, said hello on.
+#[derive(Debug)]
+pub struct Attached {
+    stream: UnixStream,
+    /// The core takes the standard input and output (it answered `"stdio": true`).
+    takes_stdio: bool,
+}
+
+/// Connect to the core of `store` (as [`connect`]) for a session on this process's standard
+/// input and output, offering to pass them when they are pipes or sockets.
+pub fn connect_stdio(
+    store: &Path,
+    hello: &Hello,
+    autostart: Option<Autostart<'_>>,
+) -> anyhow::Result<Attached> {
+    let offer =
+        crate::pass::passable(io::stdin().as_fd()) && crate::pass::passable(io::stdout().as_fd());
+    let hello = Hello { pass_stdio: offer, ..hello.clone() };
+    let (stream, answer) = handshake(store, &hello, autostart)?;
+    Ok(Attached { stream, takes_stdio: offer && answer["stdio"] == true })
+}
+
+impl Attached {
+    /// Run the session until the core closes the connection: the core serves it on this
+    /// process's standard input and output, passed to it, while this process only waits
+    /// (the core notices when it is killed: the socket hangs up); or, when they cannot be
+    /// passed, this process relays them to the socket.
+    pub fn run(self) -> io::Result<()> {
+        if self.takes_stdio {
+            // The relay stays for what cannot be passed: a terminal or a file (see
+            // `pass`), a core too old to take them, or a failed `sendmsg`.
+            match crate::pass::send(&self.stream, io::stdin().as_fd(), io::stdout().as_fd()) {
+                Ok(()) => {
+                    crate::pass::release_stdio()?;
+                    return wait_closed(self.stream);
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        "cannot pass standard input and output to the core ({err}): relaying them"
+                    );
+                    crate::pass::decline(&self.stream)?;
+                }
+            }
+        }
+        relay_stdio(self.stream)
+    }
+}
+
+/// Block until the core closes `stream` (it sends nothing after the hello's answer).
+fn wait_closed(mut stream: UnixStream) -> io::Result<()> {
+    let mut buffer = [0u8; 64];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Connect and say `hello`: the stream and the core's answer.
+fn handshake(
+    store: &Path,
+    hello: &Hello,
+    autostart: Option<Autostart<'_>>,
+) -> anyhow::Result<(UnixStream, Value)> {
     let record = match (record::live(store), autostart) {
         (Some(record), _) => record,
         (None, None) => anyhow::bail!("no core runs for {}", store.display()),
@@ -128,7 +200,7 @@ pub fn connect(
         }
         .into());
     }
-    Ok(stream)
+    Ok((stream, answer))
 }
 
 /// Whether a core runs for `store` now.

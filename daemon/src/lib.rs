@@ -5,6 +5,7 @@
 
 pub mod attach;
 pub mod hangup;
+pub mod pass;
 pub mod record;
 pub mod server;
 
@@ -27,10 +28,22 @@ pub struct Hello {
     /// `stardust mcp --allow-mutation`: the attacher's own flag, passed to the MCP front.
     #[serde(default)]
     pub allow_mutation: bool,
+    /// The attacher offers its own standard input and output (`stardust mcp`, `stardust
+    /// lsp`): a core that takes them answers `{"ok": true, "stdio": true}` and then receives
+    /// them over the socket (see [`server`]), so the session's bytes no longer pass through
+    /// the attacher. A core that ignores the field answers as before and the attacher relays.
+    #[serde(default)]
+    pub pass_stdio: bool,
 }
 
 impl Hello {
     pub fn new(front: Front, client: &str) -> Hello {
-        Hello { stardust: PROTOCOL, front, client: client.to_owned(), allow_mutation: false }
+        Hello {
+            stardust: PROTOCOL,
+            front,
+            client: client.to_owned(),
+            allow_mutation: false,
+            pass_stdio: false,
+        }
     }
 }

@@ -3,13 +3,16 @@
 //! Each connection starts with one line of JSON, the [`Hello`], answered by one line (`{"ok":
 //! true}` or `{"error": {...}}`); after that the connection speaks its front's protocol. LSP
 //! and MCP connections are handed to the fronts (the binary supplies them as [`Handlers`], so
-//! this crate depends on none); `cli` connections speak JSON lines of the registry's commands
-//! shown to the command line.
+//! this crate depends on none), either on the socket or, when the attacher passed them
+//! ([`crate::pass`]), on its own standard input and output, the socket then only telling
+//! each side that the other is gone; `cli` connections speak JSON lines of the registry's
+//! commands shown to the command line.
 //! Every connection is a session of the one [`Service`], so a commit made through any of them
 //! reaches every subscriber at once.
 
 use stardust_core::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -28,10 +31,31 @@ use crate::hangup::{Hangup, Watcher};
 use crate::record::{self, Record};
 use crate::{Hello, PROTOCOL};
 
-/// Serves one connection of a front on the shared service, until the connection ends or its
+/// Serves one connection of a front on the shared service, until its input ends or its
 /// [`Hangup`] resolves (the peer has gone, though the front may not have read all its input).
+/// When it returns, the core closes the connection, which ends the attacher.
 pub type Handler =
-    Arc<dyn Fn(Arc<Service>, &Hello, UnixStream, Hangup) -> anyhow::Result<()> + Send + Sync>;
+    Arc<dyn Fn(Arc<Service>, &Hello, Io, Hangup) -> anyhow::Result<()> + Send + Sync>;
+
+/// Where a front's session reads and writes: the connection's socket (two copies of it), or
+/// the attacher's own standard input and output, passed over the socket.
+#[derive(Debug)]
+pub struct Io {
+    /// What the client writes.
+    pub input: OwnedFd,
+    /// Where the answers go. Passed ones are a pipe or socket the client holds the other end
+    /// of: shutting the connection's socket down does not end a read or write on them.
+    pub output: OwnedFd,
+}
+
+impl Io {
+    fn socket(stream: &UnixStream) -> std::io::Result<Io> {
+        Ok(Io {
+            input: OwnedFd::from(stream.try_clone()?),
+            output: OwnedFd::from(stream.try_clone()?),
+        })
+    }
+}
 
 /// The fronts the core hands LSP and MCP connections to.
 #[derive(Clone)]
@@ -206,19 +230,41 @@ fn connection(
             anyhow::bail!("a bad hello: {why}");
         }
     };
-    answer(&mut writer, Ok(()))?;
+    // Only a front with a handler takes the attacher's standard input and output.
+    let takes_stdio = hello.pass_stdio && hello.front != Front::Cli;
+    answer(&mut writer, Ok(takes_stdio))?;
     let stream = reader.into_inner();
-    stream.set_read_timeout(None)?;
     tracing::info!("a {} connection from {}", hello.front.as_str(), hello.client);
     let handler = match hello.front {
         Front::Lsp | Front::Sdk => &handlers.lsp,
         Front::Mcp => &handlers.mcp,
         // Answers are written one at a time, so a gone peer fails the next write.
-        Front::Cli => return cli(&service, &hello, stream),
+        Front::Cli => {
+            stream.set_read_timeout(None)?;
+            return cli(&service, &hello, stream);
+        }
     };
+    // The descriptors follow the answer at once: still under the hello's timeout.
+    let passed = if takes_stdio {
+        crate::pass::receive(&stream).context("no standard input and output came")?
+    } else {
+        None
+    };
+    let io = match passed {
+        Some((input, output)) => {
+            tracing::debug!("serving the {} session on the attacher's stdio", hello.front.as_str());
+            Io { input, output }
+        }
+        None => Io::socket(&stream)?,
+    };
+    stream.set_read_timeout(None)?;
     // Dropped (its thread stopped) when this function returns, after the front is done.
     let watcher = Watcher::start(&stream)?;
-    handler(service, &hello, stream, watcher.hangup())
+    let served = handler(service, &hello, io, watcher.hangup());
+    // The session is over and the front has closed its input and output: closing the socket
+    // ends a front's read still waiting on it and tells the attacher, which then exits.
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    served
 }
 
 fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
@@ -242,9 +288,12 @@ fn read_hello(reader: &mut BufReader<UnixStream>) -> Result<Hello, String> {
     Ok(hello)
 }
 
-fn answer(writer: &mut UnixStream, result: Result<(), (Code, String)>) -> std::io::Result<()> {
+/// The answer to a hello: `{"ok": true}`, with `"stdio": true` when the core takes the
+/// attacher's standard input and output, or the error.
+fn answer(writer: &mut UnixStream, result: Result<bool, (Code, String)>) -> std::io::Result<()> {
     let line = match result {
-        Ok(()) => json!({"ok": true}),
+        Ok(false) => json!({"ok": true}),
+        Ok(true) => json!({"ok": true, "stdio": true}),
         Err((code, message)) => json!({"error": error_object(code, &message, Value::Null)}),
     };
     writeln!(writer, "{line}")

@@ -94,7 +94,15 @@ impl Paths {
 
     /// As [`Paths::relative`], with the core's error (`outside-store`, `invalid-arguments`).
     pub fn resolve(&self, uri: &Url) -> Result<String, stardust_core::Error> {
-        self.roots.uri_to_store_path(uri.as_str()).map(|r| r.path)
+        self.resolved(uri).map(|r| r.path)
+    }
+
+    /// As [`Paths::resolve`], with the root the URI is under.
+    pub fn resolved(
+        &self,
+        uri: &Url,
+    ) -> Result<stardust_core::ide::Resolved, stardust_core::Error> {
+        self.roots.uri_to_store_path(uri.as_str())
     }
 
     /// The URI of store path `rel` under the client's root.

@@ -39,7 +39,7 @@ use lsp_types::{
 };
 use serde_json::{Map, Value, json};
 use stardust_core::Code;
-use stardust_core::ide::Edit;
+use stardust_core::ide::{Edit, Resolved};
 use stardust_core::service::code::Edited;
 use stardust_core::service::{CommandError, Service, Session};
 use stardust_core::sync::lock;
@@ -286,19 +286,20 @@ enum Route {
     Empty,
     /// The item back as it is (a resolve of an item the core made).
     Unchanged,
-    /// The language server of the code file the client names by this URI.
-    Code(String),
+    /// A code file's request, through its server; the path when routing resolved it.
+    Code(String, Option<Resolved>),
     /// The core's entities and the servers' symbols.
     WorkspaceSymbol,
 }
 
 impl<S> Relay<S> {
-    /// The session and store path when `uri` names a code file of this connection's store.
-    fn code_file(&self, uri: &str) -> Option<(Arc<Service>, Session, String)> {
+    /// The session and resolved path when `uri` names a code file of this connection's store:
+    /// resolved once, here, and handed on to the request's target.
+    fn code_file(&self, uri: &str) -> Option<(Arc<Service>, Session, Resolved)> {
         let conn = self.shared.connection()?;
-        let path = conn.paths.resolve(&Url::parse(uri).ok()?).ok()?;
+        let resolved = conn.paths.resolved(&Url::parse(uri).ok()?).ok()?;
         let (service, session) = self.shared.service().ok()?;
-        service.is_code_path(&path).ok()?.then_some((service, session, path))
+        service.is_code(&resolved).then_some((service, session, resolved))
     }
 
     fn route(&self, req: &AnyRequest) -> Route {
@@ -314,25 +315,26 @@ impl<S> Relay<S> {
         let item_uri = match method {
             "completionItem/resolve" | "codeAction/resolve" | "inlayHint/resolve" => {
                 return match tagged_uri(&req.params) {
-                    Some(uri) => Route::Code(uri),
+                    Some(uri) => Route::Code(uri, None),
                     None if relay_only => Route::Unchanged,
                     None => Route::Inner,
                 };
             }
             "callHierarchy/incomingCalls" | "callHierarchy/outgoingCalls" => {
-                return tagged_uri(&req.params["item"]).map_or(Route::Empty, Route::Code);
+                return tagged_uri(&req.params["item"])
+                    .map_or(Route::Empty, |uri| Route::Code(uri, None));
             }
             _ => req.params["textDocument"]["uri"].as_str(),
         };
         let Some(uri) = item_uri.filter(|_| method.starts_with("textDocument/")) else {
             return Route::Inner;
         };
-        if self.code_file(uri).is_some() {
+        if let Some((_, _, resolved)) = self.code_file(uri) {
             let relayed = RELAYED.iter().any(|(m, _)| *m == method);
             // The core's other features (semantic tokens, links, lenses) have no server
             // counterpart relayed: nothing for a code file.
             return if relayed || method == "textDocument/diagnostic" {
-                Route::Code(uri.to_owned())
+                Route::Code(uri.to_owned(), Some(resolved))
             } else {
                 Route::Empty
             };
@@ -359,11 +361,11 @@ where
             Route::Inner => Box::pin(self.inner.call(req)),
             Route::Empty => Box::pin(async { Ok(Value::Null) }),
             Route::Unchanged => Box::pin(async move { Ok(req.params) }),
-            Route::Code(uri) => {
+            Route::Code(uri, resolved) => {
                 let shared = self.shared.clone();
                 Box::pin(async move {
                     tokio::task::spawn_blocking(move || {
-                        relay(&shared, &req.method, req.params, &uri)
+                        relay(&shared, &req.method, req.params, &uri, resolved)
                     })
                     .await
                     .map_err(internal)?
@@ -408,9 +410,9 @@ where
         ];
         if sync.contains(&method)
             && let Some(uri) = notif.params["textDocument"]["uri"].as_str()
-            && let Some((service, session, path)) = self.code_file(uri)
+            && let Some((service, session, resolved)) = self.code_file(uri)
         {
-            self.text_sync(&service, &session, &path, notif);
+            self.text_sync(&service, &session, &resolved.path, notif);
             return ControlFlow::Continue(());
         }
         self.inner.notify(notif)
@@ -515,22 +517,28 @@ fn command_error(service: &Service, err: &CommandError) -> ResponseError {
     crate::commands::command_error(err, &service.store().snapshot().analysis)
 }
 
-/// One request for the code file the client names `uri`, through its server.
+/// One request for the code file the client names `uri` (`resolved` when routing has already
+/// resolved it), through its server.
 fn relay(
     shared: &Shared,
     method: &str,
     mut params: Value,
     uri: &str,
+    resolved: Option<Resolved>,
 ) -> Result<Value, ResponseError> {
     let (service, _) = shared.service()?;
     let conn = shared.connection().ok_or_else(|| internal("no connection"))?;
     let failed = |err: CommandError| command_error(&service, &err);
     // By its store path: the client's root may be a mount the core has not recorded.
-    let path = Url::parse(uri).ok().and_then(|u| conn.paths.relative(&u));
+    let resolved =
+        resolved.or_else(|| Url::parse(uri).ok().and_then(|u| conn.paths.resolved(&u).ok()));
+    let target = match resolved {
+        Some(resolved) => service.code_target_of(resolved),
+        // The core says why it cannot resolve it.
+        None => service.code_target(uri),
+    };
     // Started and given the current text first: its encoding is known once it runs.
-    let target = service
-        .code_target(path.as_deref().unwrap_or(uri))
-        .and_then(|target| service.code_sync(&target).map(|()| target));
+    let target = target.and_then(|target| service.code_sync(&target).map(|()| target));
     let target = match target {
         Ok(target) => target,
         // A pulling client asks after every change: a file whose server cannot take it

@@ -13,6 +13,7 @@
 #![deny(clippy::print_stdout)]
 
 mod bounded;
+mod fdio;
 mod http;
 mod jsonrpc;
 mod lines;
@@ -29,19 +30,25 @@ pub use http::run_http;
 pub use server::{McpServer, Options};
 pub use tools::{CONFIRM_TOOL, command_of, tool_name};
 
-/// Serve one MCP connection of a store's core (`stardust serve`) on `stream`, a session of the
-/// shared `service`, until the client closes it or `gone` resolves (the core saw the client
-/// go, which the session may not notice while it holds back on a client that stopped reading).
+/// Serve one MCP connection of a store's core (`stardust serve`), reading `input` and writing
+/// `output` (two copies of the connection's socket, or the pipes or sockets the attacher
+/// passed), a session of the shared `service`, until the client closes its input or `gone`
+/// resolves (the core saw the client go, which the session may not notice while it holds back
+/// on a client that stopped reading). Both are closed, with their flags as found, on return.
 pub fn run_attached(
     service: Arc<Service>,
     options: Options,
-    stream: std::os::unix::net::UnixStream,
+    input: std::os::fd::OwnedFd,
+    output: std::os::fd::OwnedFd,
     gone: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    // Restored after the runtime, and with it every copy the session holds, has gone (in the
+    // reverse order, for input and output that are one file description).
+    let _input_flags = fdio::Nonblocking::set(&input)?;
+    let _output_flags = fdio::Nonblocking::set(&output)?;
     let runtime = runtime()?;
-    runtime.block_on(async move {
-        stream.set_nonblocking(true)?;
-        let (read, write) = tokio::net::UnixStream::from_std(stream)?.into_split();
+    let served: anyhow::Result<()> = runtime.block_on(async {
+        let (read, write) = (fdio::reader(&input)?, fdio::writer(&output)?);
         let running = McpServer::new(service, options)
             .serve(lines::transport(read, write))
             .await
@@ -62,7 +69,9 @@ pub fn run_attached(
             }
         }
         Ok(())
-    })
+    });
+    drop(runtime);
+    served
 }
 
 /// The runtime of one MCP server. Requests run on its blocking pool: two cores gain nothing

@@ -43,18 +43,19 @@ pub(crate) fn idle_exit() -> std::time::Duration {
     std::time::Duration::from_secs(seconds.unwrap_or(300))
 }
 
-/// Relay standard input and output to the core of the store at `root` (canonical), starting
-/// one in the background when none runs. `Ok(false)` when no core can run there (another kind
-/// of process owns the store): the caller then serves the store from its own process.
+/// Serve standard input and output by the core of the store at `root` (canonical), starting
+/// one in the background when none runs: passed to it, or relayed when they cannot be. Returns
+/// once the core ends the session. `Ok(false)` when no core can run there (another kind of
+/// process owns the store): the caller then serves the store from its own process.
 pub(crate) fn attach_stdio(
     root: &std::path::Path,
     hello: &stardust_daemon::Hello,
 ) -> anyhow::Result<bool> {
     let exe = std::env::current_exe()?;
     let start = stardust_daemon::attach::Autostart { exe: &exe, idle_exit: idle_exit() };
-    match stardust_daemon::attach::connect(root, hello, Some(start)) {
-        Ok(stream) => {
-            stardust_daemon::attach::relay_stdio(stream)?;
+    match stardust_daemon::attach::connect_stdio(root, hello, Some(start)) {
+        Ok(attached) => {
+            attached.run()?;
             Ok(true)
         }
         Err(err) => {

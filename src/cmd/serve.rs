@@ -53,25 +53,23 @@ pub(crate) fn run(
         None => None,
     };
     let handlers = Handlers {
-        lsp: Arc::new(|service, hello, stream, gone| {
-            let (output, closer) = (stream.try_clone()?, stream.try_clone()?);
+        lsp: Arc::new(|service, hello, io, gone| {
+            // The front's reader and writer threads may wait on the client's pipes, which
+            // closing our copies would not end: dropping `stop` ends them.
+            let stop = stardust_daemon::pass::Stop::new()?;
+            let (input, output) = (stop.guard(io.input)?, stop.guard(io.output)?);
             // The SDK speaks LSP too; its session commits as `sdk:<client>`.
             let front = match hello.front {
                 Front::Sdk => Front::Sdk,
                 _ => Front::Lsp,
             };
-            let served = stardust_lsp::run_attached(service, front, stream, output, gone);
-            // The front's reader may still wait on the socket: closing it ends that wait and
-            // tells the attacher the session is over.
-            let _ = closer.shutdown(std::net::Shutdown::Both);
+            let served = stardust_lsp::run_attached(service, front, input, output, gone);
+            drop(stop);
             served
         }),
-        mcp: Arc::new(|service, hello, stream, gone| {
-            let closer = stream.try_clone()?;
+        mcp: Arc::new(|service, hello, io, gone| {
             let options = stardust_mcp::Options { allow_mutation: hello.allow_mutation };
-            let served = stardust_mcp::run_attached(service, options, stream, gone);
-            let _ = closer.shutdown(std::net::Shutdown::Both);
-            served
+            stardust_mcp::run_attached(service, options, io.input, io.output, gone)
         }),
     };
     // MCP over HTTP shares the core's service: its sessions see every other front's commits.

@@ -178,13 +178,10 @@ impl Service {
         self
     }
 
-    /// Whether `given` (a path or `file:` URI under the store or a mount of it) is a code file:
-    /// a path of the store that is not a document. Paths outside the store are
-    /// `outside-store`.
-    pub fn is_code_path(&self, given: &str) -> Result<bool, CommandError> {
-        let resolved = self.roots().to_store_path(given)?;
-        let config = self.store.snapshot().analysis.config().clone();
-        Ok(!crate::scan::is_document_path(&config, &resolved.path))
+    /// Whether `resolved` (a path under the store or a mount of it) is a code file: a path of
+    /// the store that is not a document.
+    pub fn is_code(&self, resolved: &crate::ide::Resolved) -> bool {
+        !crate::scan::is_document_path(self.store.snapshot().analysis.config(), &resolved.path)
     }
 
     /// The code file `given` names and the server that answers for it, if that server may
@@ -194,8 +191,9 @@ impl Service {
         self.code_target_of(self.roots().to_store_path(given)?)
     }
 
-    /// [`Service::code_target`] of a path already resolved.
-    pub(super) fn code_target_of(
+    /// [`Service::code_target`] of a path already resolved (a front that resolved it to choose
+    /// where a request goes need not resolve it again).
+    pub fn code_target_of(
         &self,
         resolved: crate::ide::Resolved,
     ) -> Result<CodeTarget, CommandError> {
