@@ -171,6 +171,11 @@ fn library() -> Mounted {
     ])
 }
 
+fn text_of(out: &Output) -> String {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 fn changed(path: &str) -> (String, Vec<(String, String)>) {
     ("mount".to_owned(), vec![(path.to_owned(), "changed".to_owned())])
 }
@@ -260,10 +265,34 @@ fn projections_read_as_json_and_python_rewrites_keep_the_dust_comments() {
     let out = m.sh("ls .stardust/rejected");
     assert!(text(&out.stdout).contains(&rejected[0].0), "the mount shows the kept bytes");
 
+    // A save by another path shows at once: content and size (the kernel's cached attributes
+    // are invalidated by the commit).
+    let projection = m.dir.join(".stardust/json/books/dune.dust.json");
+    let before = fs::metadata(&projection).unwrap().len();
+    let text = fs::read_to_string(m.dir.join("books/dune.dust")).unwrap();
+    fs::write(m.dir.join("books/dune.dust"), text.replace("'Dune'", "'Dune, the novel'")).unwrap();
+    // The commit invalidates the cached attributes at once, well before their 1 s TTL ends.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while fs::metadata(&projection).unwrap().len() == before {
+        assert!(Instant::now() < deadline, "the projection's size is stale: {}", m.log());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = m.sh("stat -c %s .stardust/json/books/dune.dust.json .stardust/entities/book/dune.json; cat .stardust/entities/book/dune.json");
+    let out = text_of(&out);
+    let (sizes, entity) = out.split_once('{').unwrap();
+    let entity = format!("{{{entity}");
+    let value: serde_json::Value = serde_json::from_str(&entity).unwrap();
+    assert_eq!(value["title"], "Dune, the novel");
+    let sizes: Vec<u64> = sizes.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(sizes, [before + 11, entity.len() as u64]);
+
     // Nothing but a derived file's name is writable in the derived folders.
     let out = m.sh("mkdir .stardust/json/x; touch .stardust/store.json");
     assert!(!out.status.success());
-    assert_eq!(m.saves(), vec![changed("books/dune.dust"), changed("people/frank.dust")]);
+    assert_eq!(
+        m.saves(),
+        vec![changed("books/dune.dust"), changed("people/frank.dust"), changed("books/dune.dust")]
+    );
 }
 
 #[test]
