@@ -183,6 +183,23 @@ fn invalid_json_is_refused_with_its_position_in_the_written_bytes() {
 }
 
 #[test]
+fn a_refusal_in_the_rewritten_document_is_placed_in_its_new_text() {
+    let schema = r#"{"type": "object", "properties": {"year": {"type": "integer"}}}"#;
+    let (_dir, store) = store(&[
+        ("schemas/book.schema.json", schema),
+        ("books/x.dust", "id     book/x\ntype   book\ntitle  X\n"),
+    ]);
+    let path = ".stardust/entities/book/x.json";
+    let bytes = br#"{"id": "book/x", "type": "book", "title": "X", "year": "late"}"#.to_vec();
+    let err = store.commit(Origin::Mount, vec![Change::put(path, bytes.clone())]).unwrap_err();
+    assert_eq!(err.code(), "refused", "{err}");
+    let kept = store.keep_rejected(path, &bytes, &err).unwrap();
+    let why = fs::read_to_string(store.rejected_dir().join(format!("{kept}.why"))).unwrap();
+    // `year   late` is the fourth line of the rewritten document, its value at column 8.
+    assert!(why.contains("books/x.dust:4:8: error[schema] "), "{why}");
+}
+
+#[test]
 fn kinds_of_derived_paths_in_a_store() {
     let (_dir, store) = store(&[("books/all.dust", BOOKS)]);
     use stardust_core::store::PathKind::*;

@@ -19,7 +19,7 @@ use crate::scan;
 use crate::text::{Encoding, LineIndex};
 
 use super::error::{StoreError, StoreResult};
-use super::{PRIVATE_DIR, Store, projections, rfc3339};
+use super::{Change, Op, PRIVATE_DIR, Store, projections, rfc3339};
 
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
@@ -616,9 +616,29 @@ impl Store {
         };
         let snapshot = self.snapshot();
         let saved = String::from_utf8_lossy(bytes);
+        // A derived file's save rewrote its document: positions there are in the rewritten text.
+        let rewritten: Vec<(String, String)> = match projections::area(path) {
+            None => Vec::new(),
+            Some(_) => {
+                let change = Change::put(path, bytes.to_vec());
+                projections::translate(&snapshot.analysis, vec![change])
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|c| match c.op {
+                        Op::Put(b) | Op::Create(b) => {
+                            Some((c.path, String::from_utf8_lossy(&b).into_owned()))
+                        }
+                        Op::Delete => None,
+                    })
+                    .collect()
+            }
+        };
         for (doc_path, d) in problems {
+            let rewrite = rewritten.iter().find(|(p, _)| p == doc_path);
             let (text, index) = if doc_path == path {
                 (saved.to_string(), LineIndex::new(&saved))
+            } else if let Some((_, text)) = rewrite {
+                (text.clone(), LineIndex::new(text))
             } else {
                 match snapshot.analysis.document(doc_path) {
                     Some(doc) => (doc.text.to_string(), doc.line_index.clone()),
