@@ -276,9 +276,10 @@ impl StardustFs {
         if Self::is_private(path) {
             let attr = self.private_attr(path)?;
             let ino = self.ino_of(path);
-            // Derived files are cached like documents: commits invalidate them (`lib.rs`).
+            // Derived files are cached like documents: commits invalidate them (`lib.rs`). The
+            // folder itself never changes, and every path to a derived file walks through it.
             let derived = stardust_core::store::projections::area(path).is_some();
-            let ttl = if derived { TTL } else { Duration::ZERO };
+            let ttl = if derived || path == PRIVATE_DIR { TTL } else { Duration::ZERO };
             return Ok((FileAttr { ino: INodeNo(ino), ..attr }, ttl));
         }
         let meta = self.disk_meta(path).map_err(io_errno)?;
