@@ -691,7 +691,10 @@ impl Filesystem for StardustFs {
         // `O_TRUNC` must arrive with the open it belongs to: without this the kernel truncates
         // by path first, which would look like a save of an empty document.
         // `ls -l` gets names and attributes in one round trip where the kernel offers it.
-        let plus = InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO;
+        // Always, not READDIRPLUS_AUTO: that gives attributes only with a folder's first chunk,
+        // and `ls -l` reads every name before it stats, so each later name cost a LOOKUP (a
+        // folder of 50,000 entity files, SPEC §19).
+        let plus = InitFlags::FUSE_DO_READDIRPLUS;
         if config.add_capabilities(plus).is_err() {
             tracing::debug!("the kernel does not offer READDIRPLUS");
         }
