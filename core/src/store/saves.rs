@@ -19,7 +19,7 @@ use crate::scan;
 use crate::text::{Encoding, LineIndex};
 
 use super::error::{StoreError, StoreResult};
-use super::{Change, Op, PRIVATE_DIR, Store, projections, rfc3339};
+use super::{Change, Op as ChangeOp, PRIVATE_DIR, Store, projections, rfc3339};
 
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
@@ -625,10 +625,10 @@ impl Store {
                     .unwrap_or_default()
                     .into_iter()
                     .filter_map(|c| match c.op {
-                        Op::Put(b) | Op::Create(b) => {
+                        ChangeOp::Put(b) | ChangeOp::Create(b) => {
                             Some((c.path, String::from_utf8_lossy(&b).into_owned()))
                         }
-                        Op::Delete => None,
+                        ChangeOp::Delete => None,
                     })
                     .collect()
             }
