@@ -19,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
+use stardust_core::store::projections::{self, Target};
 use stardust_core::store::{ChangeKind, Notice, Store};
 use stardust_core::views::{Live, ViewEvent};
 
@@ -215,7 +216,8 @@ impl Drop for Mount {
 fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
     let nodes = sync::lock(nodes);
     match notice {
-        Notice::Changes { documents, .. } => {
+        Notice::Changes { documents, entities, .. } => {
+            derived(documents, entities, &nodes, tx);
             for doc in documents {
                 if let Some(ino) = nodes.get(&doc.path) {
                     let _ = tx.send(Inval::Inode(ino));
@@ -247,6 +249,32 @@ fn forward_views(event: &ViewEvent, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inva
         }
         if let Some(parent) = nodes.get(nodes::parent(path)) {
             let name = path.rsplit('/').next().unwrap_or(path).to_owned();
+            let _ = tx.send(Inval::Entry(parent, name));
+        }
+    }
+}
+
+/// The derived files (SPEC §19) a commit outdates: the projection of each changed document
+/// and the file of each changed entity (and the folder entries of those created or deleted).
+fn derived(
+    documents: &[stardust_core::store::DocumentNotice],
+    entities: &[stardust_core::store::EntityNotice],
+    nodes: &Nodes,
+    tx: &mpsc::Sender<Inval>,
+) {
+    let targets = documents
+        .iter()
+        .map(|d| (Target::Projection(d.path.clone()), d.change))
+        .chain(entities.iter().map(|e| (Target::Entity(e.id.clone()), e.change)));
+    for (target, change) in targets {
+        let path = projections::path_of(&target);
+        if let Some(ino) = nodes.get(&path) {
+            let _ = tx.send(Inval::Inode(ino));
+        }
+        if change != ChangeKind::Changed
+            && let Some(parent) = nodes.get(nodes::parent(&path))
+        {
+            let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
             let _ = tx.send(Inval::Entry(parent, name));
         }
     }

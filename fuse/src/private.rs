@@ -1,10 +1,11 @@
 //! The virtual, read-only `.stardust/` folder of the mount: `transactions/<seq>.json` (one
 //! file per transaction, 20-digit seq), `rejected/` (the refused saves the core kept) and
-//! `store.json` (which store and which daemon socket the mount belongs to).
+//! `store.json` (which store and which daemon socket the mount belongs to). Its derived
+//! folders `json/` and `entities/` are listed here and shown by `fs/projections.rs`.
 
 use std::path::PathBuf;
 
-use stardust_core::store::{PRIVATE_DIR, Store};
+use stardust_core::store::{PRIVATE_DIR, Store, projections};
 
 const TRANSACTIONS: &str = "transactions";
 const REJECTED: &str = "rejected";
@@ -44,6 +45,8 @@ pub fn list(store: &Store, path: &str) -> Option<Vec<(String, bool)>> {
     let rest = path.strip_prefix(PRIVATE_DIR)?;
     match rest {
         "" => Some(vec![
+            (projections::JSON_DIR.to_owned(), true),
+            (projections::ENTITIES_DIR.to_owned(), true),
             (TRANSACTIONS.to_owned(), true),
             (REJECTED.to_owned(), true),
             (STORE_JSON.to_owned(), false),

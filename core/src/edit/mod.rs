@@ -227,8 +227,8 @@ impl Differ<'_> {
         let alone_before = self.text[line_start..start].trim().is_empty();
         let rest_end = self.text[end..].find('\n').map_or(self.text.len(), |i| end + i);
         let rest = &self.text[end..rest_end];
-        if alone_before && rest.trim().is_empty() {
-            // Whole lines: remove them with their newline.
+        if alone_before && (rest.trim().is_empty() || rest.trim_start().starts_with(';')) {
+            // Whole lines, with a comment that ends the last: remove them with their newline.
             let cut_end = if rest_end < self.text.len() { rest_end + 1 } else { rest_end };
             return Span::new(line_start as u32, cut_end as u32);
         }

@@ -36,6 +36,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+pub mod projections;
 mod reaper;
 pub mod saves;
 mod time;
@@ -344,6 +345,12 @@ impl Store {
                     .to_owned(),
             ));
         }
+        // A change of a derived file (SPEC §19) is a change of the document it derives from.
+        let changes = if changes.iter().any(|c| projections::area(&c.path).is_some()) {
+            projections::translate(&self.snapshot().analysis, changes)?
+        } else {
+            changes
+        };
         self.inner.commit(origin, changes, prepared)
     }
 

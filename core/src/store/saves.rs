@@ -19,7 +19,7 @@ use crate::scan;
 use crate::text::{Encoding, LineIndex};
 
 use super::error::{StoreError, StoreResult};
-use super::{PRIVATE_DIR, Store, rfc3339};
+use super::{Change, Op as ChangeOp, PRIVATE_DIR, Store, projections, rfc3339};
 
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
@@ -32,8 +32,12 @@ pub enum PathKind {
     /// An editor's or a tool's temporary file: held outside the store until it is renamed onto
     /// a document path, and never written into the store.
     Scratch,
-    /// Stardust's private folder or something in it.
+    /// Stardust's private folder or something in it (read-only).
     Private,
+    /// A derived file (SPEC §19: `.stardust/json/<path>.json`, `.stardust/entities/<id>.json`,
+    /// see `projections`): read as generated JSON; a save, a create or a delete of it is a
+    /// change of the document it derives from, through the save authority.
+    Derived,
     /// Any other file: passed through as an ordinary file, never validated.
     Plain,
 }
@@ -93,6 +97,9 @@ pub enum Held {
 pub enum Refusal {
     /// A mode the mount does not offer (`RENAME_EXCHANGE`, `RENAME_WHITEOUT`).
     Unsupported,
+    /// A derived file moved, or a document moved onto one: a derived file has no bytes of its
+    /// own to move. Answered like a move across filesystems, so tools copy and delete instead.
+    CrossDerived,
     /// The private folder is read-only.
     ReadOnly,
     /// The target exists and the caller asked not to replace it.
@@ -202,7 +209,7 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
                 return Refuse(Refusal::IsFolder);
             }
             match r.to_kind {
-                PathKind::Document => Save { from: Source::Memory },
+                PathKind::Document | PathKind::Derived => Save { from: Source::Memory },
                 PathKind::Scratch => Scratch { from: Source::Memory },
                 // Private is refused above.
                 PathKind::Plain | PathKind::Private => Plain { from: Source::Memory },
@@ -215,12 +222,18 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
                 return Refuse(Refusal::IsFolder);
             }
             let regular = r.from_held == Held::File;
+            if r.from_kind == PathKind::Derived {
+                return Refuse(Refusal::CrossDerived);
+            }
             match (r.from_kind == PathKind::Document && regular, r.to_kind) {
                 (true, PathKind::Document) => MoveDocument,
+                (true, PathKind::Derived) => Refuse(Refusal::CrossDerived),
                 (true, PathKind::Scratch) => BackupAway,
                 (true, PathKind::Plain | PathKind::Private) => LeaveDocuments,
-                (false, PathKind::Document) if regular => Save { from: Source::Disk },
-                (false, PathKind::Document) => Refuse(Refusal::NotRegular),
+                (false, PathKind::Document | PathKind::Derived) if regular => {
+                    Save { from: Source::Disk }
+                }
+                (false, PathKind::Document | PathKind::Derived) => Refuse(Refusal::NotRegular),
                 (false, PathKind::Scratch) if regular => Scratch { from: Source::Disk },
                 // A link or a FIFO keeps what it is: only the name changes.
                 (false, _) => Plain { from: Source::Disk },
@@ -245,7 +258,9 @@ pub enum MovedDocument {
 pub fn moved_document(new_kind: PathKind) -> MovedDocument {
     match new_kind {
         PathKind::Document => MovedDocument::Document,
-        PathKind::Scratch | PathKind::Plain | PathKind::Private => MovedDocument::LeavesDocuments,
+        PathKind::Scratch | PathKind::Plain | PathKind::Private | PathKind::Derived => {
+            MovedDocument::LeavesDocuments
+        }
     }
 }
 
@@ -275,7 +290,7 @@ pub fn create_effect(
     }
     Ok(match (kind, exists) {
         (_, true) => CreateEffect::Open,
-        (PathKind::Document | PathKind::Scratch, false) => CreateEffect::Memory,
+        (PathKind::Document | PathKind::Derived | PathKind::Scratch, false) => CreateEffect::Memory,
         (PathKind::Plain | PathKind::Private, false) => CreateEffect::Disk,
     })
 }
@@ -292,6 +307,9 @@ pub enum OpenEffect {
     Buffered,
     /// The file on disk (a document opened for reading always reads the committed content).
     Disk,
+    /// A derived file opened for reading: its content generated from one snapshot, fixed at
+    /// open.
+    Derived,
 }
 
 /// How a path of kind `kind` is opened (`in_memory`: the mount holds a memory file there;
@@ -301,7 +319,8 @@ pub fn open_effect(kind: PathKind, in_memory: bool, write: bool) -> Result<OpenE
         PathKind::Private if write => return Err(Refusal::ReadOnly),
         PathKind::Private => OpenEffect::Private,
         _ if in_memory => OpenEffect::Memory,
-        PathKind::Document if write => OpenEffect::Buffered,
+        PathKind::Document | PathKind::Derived if write => OpenEffect::Buffered,
+        PathKind::Derived => OpenEffect::Derived,
         _ => OpenEffect::Disk,
     })
 }
@@ -325,7 +344,7 @@ pub fn delete_effect(kind: PathKind, held: Held) -> Result<DeleteEffect, Refusal
         (_, Held::Memory) => Ok(DeleteEffect::Memory),
         (_, Held::Nothing) => Err(Refusal::Missing),
         (_, Held::Folder) => Err(Refusal::IsFolder),
-        (PathKind::Document, Held::File) => Ok(DeleteEffect::Document),
+        (PathKind::Document | PathKind::Derived, Held::File) => Ok(DeleteEffect::Document),
         _ => Ok(DeleteEffect::Disk),
     }
 }
@@ -337,7 +356,7 @@ pub fn special_file(kind: PathKind) -> Result<(), Refusal> {
     match kind {
         PathKind::Private => Err(Refusal::ReadOnly),
         PathKind::Plain => Ok(()),
-        PathKind::Document | PathKind::Scratch => Err(Refusal::NotPlain),
+        PathKind::Document | PathKind::Derived | PathKind::Scratch => Err(Refusal::NotPlain),
     }
 }
 
@@ -369,7 +388,7 @@ pub enum ResizeEffect {
 pub fn resize_effect(kind: PathKind, in_memory: bool) -> ResizeEffect {
     match kind {
         _ if in_memory => ResizeEffect::Memory,
-        PathKind::Document => ResizeEffect::Save,
+        PathKind::Document | PathKind::Derived => ResizeEffect::Save,
         PathKind::Scratch | PathKind::Plain | PathKind::Private => ResizeEffect::Disk,
     }
 }
@@ -379,7 +398,7 @@ pub fn resize_effect(kind: PathKind, in_memory: bool) -> ResizeEffect {
 /// after that the disk holds it, or there is nothing to keep. A scratch file lives until it is
 /// deleted or renamed.
 pub fn keeps_memory_file(kind: PathKind, open: u32) -> bool {
-    open > 0 || kind != PathKind::Document
+    open > 0 || !matches!(kind, PathKind::Document | PathKind::Derived)
 }
 
 /// Documents renamed onto a scratch name (Vim's backup before it writes anew, see
@@ -505,7 +524,7 @@ impl Pending {
         let Some(kind) = kind else { return false };
         match self.holds {
             Holds::Document => self.written || (self.truncated && when != Moment::Flush),
-            Holds::Memory => self.written && kind == PathKind::Document,
+            Holds::Memory => self.written && matches!(kind, PathKind::Document | PathKind::Derived),
         }
     }
 
@@ -526,7 +545,11 @@ impl Store {
     pub fn path_kind(&self, rel: &str) -> PathKind {
         let first = rel.split('/').next().unwrap_or("");
         if first == PRIVATE_DIR {
-            return PathKind::Private;
+            if projections::area(rel).is_none() {
+                return PathKind::Private;
+            }
+            let snapshot = self.snapshot();
+            return projections::kind(&snapshot.analysis, rel).unwrap_or(PathKind::Private);
         }
         let config = &self.inner.ctx.config;
         if scan::PRIVATE_DIRS.contains(&first) || config.ignore_set.is_match(rel) {
@@ -593,9 +616,29 @@ impl Store {
         };
         let snapshot = self.snapshot();
         let saved = String::from_utf8_lossy(bytes);
+        // A derived file's save rewrote its document: positions there are in the rewritten text.
+        let rewritten: Vec<(String, String)> = match projections::area(path) {
+            None => Vec::new(),
+            Some(_) => {
+                let change = Change::put(path, bytes.to_vec());
+                projections::translate(&snapshot.analysis, vec![change])
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|c| match c.op {
+                        ChangeOp::Put(b) | ChangeOp::Create(b) => {
+                            Some((c.path, String::from_utf8_lossy(&b).into_owned()))
+                        }
+                        ChangeOp::Delete => None,
+                    })
+                    .collect()
+            }
+        };
         for (doc_path, d) in problems {
+            let rewrite = rewritten.iter().find(|(p, _)| p == doc_path);
             let (text, index) = if doc_path == path {
                 (saved.to_string(), LineIndex::new(&saved))
+            } else if let Some((_, text)) = rewrite {
+                (text.clone(), LineIndex::new(text))
             } else {
                 match snapshot.analysis.document(doc_path) {
                     Some(doc) => (doc.text.to_string(), doc.line_index.clone()),
@@ -1071,6 +1114,51 @@ mod tests {
             }
         }
         all
+    }
+
+    /// Derived files (`.stardust/entities/<id>.json`, `.stardust/json/<path>.json`): saved
+    /// like documents, never moved.
+    #[test]
+    fn derived_files_are_saved_and_deleted_like_documents_and_never_moved() {
+        use Held::*;
+        use PathKind::{Derived, Document, Plain, Scratch};
+        let rename = |from_kind, from_held, to_kind, to_held| {
+            rename_effect(&Rename {
+                from: "a",
+                to: "b",
+                from_kind,
+                to_kind,
+                from_held,
+                to_held,
+                mode: RenameMode::Replace,
+            })
+        };
+        let cross = RenameEffect::Refuse(Refusal::CrossDerived);
+        // sed -i, mkstemp + os.replace in a derived folder; a plain file moved onto one.
+        assert_eq!(
+            rename(Scratch, Memory, Derived, File),
+            RenameEffect::Save { from: Source::Memory }
+        );
+        assert_eq!(rename(Plain, File, Derived, File), RenameEffect::Save { from: Source::Disk });
+        // A derived file has no bytes of its own to move, and a document is not one.
+        for (to_kind, to_held) in
+            [(Derived, Nothing), (Document, File), (Scratch, Nothing), (Plain, Nothing)]
+        {
+            assert_eq!(rename(Derived, File, to_kind, to_held), cross, "to {to_kind:?}");
+        }
+        assert_eq!(rename(Document, File, Derived, File), cross);
+        assert_eq!(create_effect(Derived, false, false), Ok(CreateEffect::Memory));
+        assert_eq!(create_effect(Derived, true, false), Ok(CreateEffect::Open));
+        assert_eq!(open_effect(Derived, false, false), Ok(OpenEffect::Derived));
+        assert_eq!(open_effect(Derived, false, true), Ok(OpenEffect::Buffered));
+        assert_eq!(open_effect(Derived, true, true), Ok(OpenEffect::Memory));
+        assert_eq!(delete_effect(Derived, File), Ok(DeleteEffect::Document));
+        assert_eq!(resize_effect(Derived, false), ResizeEffect::Save);
+        assert_eq!(special_file(Derived), Err(Refusal::NotPlain));
+        assert!(!keeps_memory_file(Derived, 0));
+        let mut pending = Pending::memory();
+        pending.write();
+        assert!(pending.due(Moment::Flush, Some(Derived)));
     }
 
     #[test]

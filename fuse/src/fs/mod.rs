@@ -41,13 +41,14 @@ use stardust_core::store::saves::{
     create_effect, delete_effect, hard_link, keeps_memory_file, open_effect, resize_effect,
     special_file,
 };
-use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError};
+use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError, Version};
 use stardust_core::views::Live;
 
 use crate::nodes::{self, Nodes, ROOT};
 use crate::private;
 
 mod attr;
+mod projections;
 mod rename;
 mod views;
 
@@ -108,6 +109,8 @@ pub struct StardustFs {
     dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
     next_fh: AtomicU64,
     inval: mpsc::Sender<Inval>,
+    /// The document version each derived file was last opened at, which a save of it expects.
+    seen: Mutex<HashMap<String, Version>>,
     /// Owner and time of the virtual files.
     owner: (u32, u32),
     started: SystemTime,
@@ -136,6 +139,7 @@ fn errno_of(e: &io::Error) -> Errno {
 fn refusal_errno(refusal: Refusal) -> Errno {
     match refusal {
         Refusal::Unsupported | Refusal::NotRegular => Errno::EINVAL,
+        Refusal::CrossDerived => Errno::EXDEV,
         Refusal::ReadOnly => Errno::EROFS,
         Refusal::Exists => Errno::EEXIST,
         Refusal::IsFolder => Errno::EISDIR,
@@ -168,6 +172,7 @@ impl StardustFs {
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             inval,
+            seen: Mutex::new(HashMap::new()),
             owner,
             started: SystemTime::now(),
         }
@@ -215,7 +220,13 @@ impl StardustFs {
     /// What `path`, whose lookup on disk gave `meta`, holds: its memory file if it has one,
     /// else what the disk holds.
     fn held_with(&self, path: &str, meta: &io::Result<fs::Metadata>) -> Held {
-        if lock(&self.mem).contains_key(path) { Held::Memory } else { disk_held(meta) }
+        if lock(&self.mem).contains_key(path) {
+            Held::Memory
+        } else if Self::is_private(path) {
+            self.derived_held(path)
+        } else {
+            disk_held(meta)
+        }
     }
 
     /// A save replaced the document at `path`: it is no longer away.
@@ -273,14 +284,19 @@ impl StardustFs {
         if let Some(node) = self.view_node(path) {
             return Ok(self.view_attr(path, &node));
         }
-        if Self::is_private(path) {
-            let attr = self.private_attr(path)?;
-            let ino = self.ino_of(path);
-            return Ok((FileAttr { ino: INodeNo(ino), ..attr }, Duration::ZERO));
-        }
+        // Memory files first: scratch files live in the derived folders of `.stardust/` too.
         if let Some(attr) = lock(&self.mem).get(path).map(mem_attr) {
             let ino = self.ino_of(path);
             return Ok((FileAttr { ino: INodeNo(ino), ..attr }, TTL));
+        }
+        if Self::is_private(path) {
+            let attr = self.private_attr(path)?;
+            let ino = self.ino_of(path);
+            // Derived files are cached like documents: commits invalidate them (`lib.rs`). The
+            // folder itself never changes, and every path to a derived file walks through it.
+            let derived = stardust_core::store::projections::area(path).is_some();
+            let ttl = if derived || path == PRIVATE_DIR { TTL } else { Duration::ZERO };
+            return Ok((FileAttr { ino: INodeNo(ino), ..attr }, ttl));
         }
         let meta = self.disk_meta(path).map_err(io_errno)?;
         let ino = self.ino_of(path);
@@ -294,6 +310,9 @@ impl StardustFs {
     }
 
     fn private_attr(&self, path: &str) -> Result<FileAttr, Errno> {
+        if let Some(attr) = self.derived_attr(path) {
+            return attr;
+        }
         let base = |kind, size: u64, perm| FileAttr {
             ino: INodeNo(0),
             size,
@@ -329,10 +348,12 @@ impl StardustFs {
     /// under `.stardust/rejected/` and answers `errno`.
     fn decide(&self, ino: u64, path: &str, content: Vec<u8>, errno: Errno) -> Result<(), Errno> {
         let started = std::time::Instant::now();
-        let result = self.store.commit(Origin::Mount, vec![Change::put(path, content.clone())]);
+        let result =
+            self.store.commit(Origin::Mount, vec![self.save_change(path, content.clone())]);
         self.send(Inval::Inode(ino));
         match result {
             Ok(committed) => {
+                self.saved(path, &committed);
                 if let Some(txn) = committed.transaction {
                     let took = started.elapsed();
                     tracing::info!(
@@ -438,9 +459,17 @@ impl StardustFs {
         drop(mem);
         match effect {
             OpenEffect::Private => self.open_private(ino, path),
+            OpenEffect::Derived => self.open_derived(path),
             OpenEffect::Buffered => {
-                let content =
-                    if trunc { Vec::new() } else { fs::read(self.abs(path)).map_err(io_errno)? };
+                let content = match (trunc, kind) {
+                    // Opening a derived file notes the version a save of it expects.
+                    (_, PathKind::Derived) => {
+                        let content = self.derived_content(path)?;
+                        if trunc { Vec::new() } else { content }
+                    }
+                    (true, _) => Vec::new(),
+                    (false, _) => fs::read(self.abs(path)).map_err(io_errno)?,
+                };
                 let handle = Handle::Doc { ino, content, pending: Pending::document(trunc) };
                 Ok((self.fh(handle), FopenFlags::FOPEN_DIRECT_IO))
             }
@@ -532,6 +561,9 @@ impl StardustFs {
     }
 
     fn listing_of(&self, path: &str) -> Result<Vec<(String, FileType)>, Errno> {
+        if let Some(entries) = self.derived_listing(path) {
+            return entries;
+        }
         if Self::is_private(path) {
             let names = private::list(&self.store, path).ok_or(Errno::ENOTDIR)?;
             return Ok(names
@@ -614,7 +646,11 @@ impl StardustFs {
             ResizeEffect::Save => {
                 drop(mem);
                 self.check_size(size)?;
-                let mut content = fs::read(self.abs(path)).map_err(io_errno)?;
+                let mut content = if kind == PathKind::Derived {
+                    self.derived_content(path)?
+                } else {
+                    fs::read(self.abs(path)).map_err(io_errno)?
+                };
                 content.resize(size as usize, 0);
                 self.decide(ino, path, content, Errno::EIO)
             }
@@ -683,7 +719,10 @@ impl Filesystem for StardustFs {
         // `O_TRUNC` must arrive with the open it belongs to: without this the kernel truncates
         // by path first, which would look like a save of an empty document.
         // `ls -l` gets names and attributes in one round trip where the kernel offers it.
-        let plus = InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO;
+        // Always, not READDIRPLUS_AUTO: that gives attributes only with a folder's first chunk,
+        // and `ls -l` reads every name before it stats, so each later name cost a LOOKUP (a
+        // folder of 50,000 entity files, SPEC §19).
+        let plus = InitFlags::FUSE_DO_READDIRPLUS;
         if config.add_capabilities(plus).is_err() {
             tracing::debug!("the kernel does not offer READDIRPLUS");
         }
@@ -755,7 +794,13 @@ impl Filesystem for StardustFs {
     ) {
         let result = (|| {
             let path = self.path_of(ino)?;
-            if Self::is_private(&path) || self.is_view_path(&path) {
+            // In `.stardust/` only derived files (their size: a save) and memory files (the
+            // scratch files of `sed -i` and editors) take attributes; views take none.
+            let derived = self.kind(&path) == PathKind::Derived;
+            let private = Self::is_private(&path);
+            if self.is_view_path(&path)
+                || (private && !derived && !lock(&self.mem).contains_key(&path))
+            {
                 return Err(Errno::EROFS);
             }
             if let Some(size) = size {
@@ -786,7 +831,8 @@ impl Filesystem for StardustFs {
                     None => false,
                 }
             };
-            if !in_mem {
+            // A derived file has no mode, owner or times of its own to change.
+            if !in_mem && !private {
                 let abs = self.abs(&path);
                 if let Some(mode) = mode {
                     fs::set_permissions(&abs, fs::Permissions::from_mode(mode & 0o7777))
@@ -1018,7 +1064,9 @@ impl Filesystem for StardustFs {
         let perm = (mode & !umask & 0o7777) as u16;
         let result = self.child(parent, name).and_then(|path| {
             let excl = flags & OFlag::O_EXCL.bits() != 0;
-            let exists = lock(&self.mem).contains_key(&path) || self.disk_meta(&path).is_ok();
+            let exists = lock(&self.mem).contains_key(&path)
+                || self.disk_meta(&path).is_ok()
+                || self.derived_held(&path) != Held::Nothing;
             match create_effect(self.kind(&path), exists, excl).map_err(refusal_errno)? {
                 CreateEffect::Memory => {
                     lock(&self.mem).insert(path.clone(), self.new_mem(req, perm));

@@ -70,6 +70,7 @@ impl StardustFs {
         match disk_held(meta) {
             Held::Folder => Held::Folder,
             _ if lock(&self.mem).contains_key(path) => Held::Memory,
+            _ if Self::is_private(path) => self.derived_held(path),
             held => held,
         }
     }
