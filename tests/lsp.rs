@@ -1162,3 +1162,60 @@ fn past_max_pending_the_client_hears_overflow() {
     assert_eq!(since["entities"], json!([{"id": "person/many", "change": "created"}]), "{since}");
     client.shutdown();
 }
+
+/// SPEC §18: an agent's preview, made through `stardust mcp` on the same core, is listed to an
+/// editor, which confirms it when the store shares previews; the agent's session sees the
+/// commit, and `stardust log` names the editor as its origin.
+#[test]
+fn an_editor_confirms_an_agents_preview_when_previews_are_shared() {
+    let tmp = util::library();
+    let config = tmp.path().join("stardust.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[previews]\nshare = true\n");
+    std::fs::write(&config, text).unwrap();
+    let (mut editor, _) = subscribed(tmp.path(), "e2e-editor");
+    let mut agent = util::mcp::Mcp::open(tmp.path(), &[], "e2e-agent");
+    let at = json!({"path": "people/arthur-c-clarke.dust", "position": {"line": 1, "column": 14},
+                    "newName": "person/arthur-clarke"});
+    let preview = agent.ok("rename_preview", at);
+    let id = preview["previewId"].clone();
+    assert_eq!(preview["entities"]["created"], json!(["person/arthur-clarke"]), "{preview}");
+
+    let listed = editor.run("stardust.previews.list", json!({}));
+    assert_eq!(listed["shared"], true, "{listed}");
+    let item = listed["previews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["previewId"] == id)
+        .unwrap_or_else(|| panic!("the agent's preview is listed: {listed}"));
+    assert_eq!(
+        (&item["client"], &item["front"], &item["mine"]),
+        (&json!("e2e-agent"), &json!("mcp"), &json!(false))
+    );
+    assert!(
+        item["files"].as_array().unwrap().contains(&json!("people/arthur-c-clarke.dust")),
+        "{item}"
+    );
+
+    let confirmed = editor.run("stardust.preview.confirm", json!({"previewId": id}));
+    let seq = confirmed["seq"].as_u64().expect("a seq");
+    let since = agent.ok("changes_since", json!({"seq": seq - 1}));
+    assert_eq!(since["seq"], seq, "{since}");
+    let paths: Vec<&str> = since["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"people/arthur-c-clarke.dust"), "{since}");
+    // The agent may not confirm (its gate is closed), and the preview is spent anyway.
+    assert_eq!(
+        agent.fail("preview_confirm", json!({"previewId": id}))["code"],
+        "mutation-disabled"
+    );
+    editor.shutdown();
+    drop(agent);
+    let log = util::stardust(&["log", tmp.path().to_str().unwrap()]);
+    assert!(util::text(&log.stdout).contains("lsp:e2e-editor"), "{}", util::text(&log.stdout));
+}

@@ -78,6 +78,13 @@ fn agent(f: &Fixture, service: &Service) -> Session {
     service.open_session(Front::Mcp, "trusted-agent")
 }
 
+/// The error of confirming preview `id` in `session`.
+fn confirm_error(service: &Service, session: &Session, id: &Value) -> String {
+    let err =
+        service.execute(session, "stardust.preview.confirm", json!({"previewId": id})).unwrap_err();
+    format!("{}: {err}", err.code().as_str())
+}
+
 fn read(f: &Fixture, rel: &str) -> String {
     std::fs::read_to_string(f.store.join(rel)).unwrap()
 }
@@ -124,10 +131,8 @@ fn a_clean_rename_previews_every_file_and_commits_them_as_one_transaction() {
     assert_eq!(paths, ["app.py", "lib.py"]);
     assert_eq!(txn.origin.to_string(), "mcp:trusted-agent");
     // One-shot.
-    let again = service
-        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
-        .unwrap_err();
-    assert_eq!(again.code().as_str(), "preview-not-found");
+    let again = confirm_error(&service, &session, &preview["previewId"]);
+    assert!(again.starts_with("preview-not-found"), "{again}");
 }
 
 #[test]
@@ -185,11 +190,8 @@ fn the_delta_lists_new_and_resolved_errors_and_code_error_refuses_the_confirm() 
               ]
             }"#]],
     );
-    let err = service
-        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
-        .unwrap_err();
-    assert_eq!(err.code().as_str(), "refused", "{err}");
-    assert!(err.to_string().contains("broken is not defined"), "{err}");
+    let err = confirm_error(&service, &session, &preview["previewId"]);
+    assert!(err.starts_with("refused: ") && err.contains("broken is not defined"), "{err}");
     assert_eq!(read(&f, "lib.py"), LIB);
 }
 
@@ -214,10 +216,8 @@ fn a_file_changed_after_the_preview_makes_it_stale() {
     let session = agent(&f, &service);
     let preview = run(&service, &session, "rename_preview", at_hello("greet"));
     write(&f.store, "app.py", "from lib import hello\nprint(hello(), 2)\n");
-    let err = service
-        .execute(&session, "stardust.preview.confirm", json!({"previewId": preview["previewId"]}))
-        .unwrap_err();
-    assert_eq!(err.code().as_str(), "preview-stale", "{err}");
+    let err = confirm_error(&service, &session, &preview["previewId"]);
+    assert!(err.starts_with("preview-stale"), "{err}");
     assert_eq!(read(&f, "lib.py"), LIB, "nothing is written");
 }
 
@@ -338,10 +338,8 @@ fn an_editor_lists_an_agents_preview_and_confirms_it_when_previews_are_shared() 
     // Another agent sees it but may not act on it, even with its own gate open.
     let seen = run(&service, &other_agent, "stardust.previews.list", json!({}));
     assert_eq!((&seen["shared"], &seen["previews"][0]["previewId"]), (&json!(false), &Value::Null));
-    let err = service
-        .execute(&other_agent, "stardust.preview.confirm", json!({"previewId": id}))
-        .unwrap_err();
-    assert_eq!(err.code().as_str(), "preview-not-found", "{err}");
+    let err = confirm_error(&service, &other_agent, &id);
+    assert!(err.starts_with("preview-not-found"), "{err}");
 
     let committed = run(&service, &editor, "stardust.preview.confirm", json!({"previewId": id}));
     let seq = committed["seq"].as_u64().unwrap();
@@ -351,9 +349,8 @@ fn an_editor_lists_an_agents_preview_and_confirms_it_when_previews_are_shared() 
     // The agent's session sees the commit, and its preview is spent.
     let since = run(&service, &agent, "stardust.changes.since", json!({"seq": seq - 1}));
     assert_eq!(since["seq"], seq);
-    let err =
-        service.execute(&agent, "stardust.preview.confirm", json!({"previewId": id})).unwrap_err();
-    assert_eq!(err.code().as_str(), "preview-not-found", "{err}");
+    let err = confirm_error(&service, &agent, &id);
+    assert!(err.starts_with("preview-not-found"), "{err}");
     assert_eq!(run(&service, &editor, "stardust.previews.list", json!({}))["previews"], json!([]));
 }
 

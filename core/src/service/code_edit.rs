@@ -298,29 +298,24 @@ fn identity(d: &Value) -> (String, String, String) {
 /// The diagnostics of `after` not in `before` and those of `before` not in `after`, each
 /// counted: two equal diagnostics before and three after are one new.
 fn unmatched<'a>(before: &'a [Value], after: &'a [Value]) -> (Vec<&'a Value>, Vec<&'a Value>) {
+    (minus(after, before), minus(before, after))
+}
+
+/// The diagnostics of `from` left when each of `take` cancels one equal to it.
+fn minus<'a>(from: &'a [Value], take: &[Value]) -> Vec<&'a Value> {
     let mut left: HashMap<(String, String, String), usize> = HashMap::new();
-    for d in before {
+    for d in take {
         *left.entry(identity(d)).or_default() += 1;
     }
-    let mut added = Vec::new();
-    for d in after {
-        match left.get_mut(&identity(d)) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => added.push(d),
-        }
-    }
-    let mut seen: HashMap<(String, String, String), usize> = HashMap::new();
-    for d in after {
-        *seen.entry(identity(d)).or_default() += 1;
-    }
-    let mut removed = Vec::new();
-    for d in before {
-        match seen.get_mut(&identity(d)) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => removed.push(d),
-        }
-    }
-    (added, removed)
+    from.iter()
+        .filter(|d| match left.get_mut(&identity(d)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .collect()
 }
 
 /// A server's diagnostic as the `diagnostics` tool shows it.
