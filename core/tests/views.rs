@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::fixture::{analyse, check_fixtures, render};
 use stardust_core::query::Query;
-use stardust_core::store::{Change, Origin};
+use stardust_core::store::{Change, ChangeKind, Origin};
 use stardust_core::views::{self, Live};
 
 /// `//# max_bindings N` in the preamble bounds each query's work.
@@ -107,7 +107,7 @@ fn live_views_follow_commits_that_touch_what_they_read_and_only_those() {
     );
     let event = events.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(event.seq, c.seq);
-    assert_eq!(event.paths, ["views/titles.csv"]);
+    assert_eq!(event.paths, [("views/titles.csv".to_owned(), ChangeKind::Changed)]);
     assert_eq!(live.state().index_json()["views"][0]["_seq"], c.seq);
 
     // A broken query: the file holds the error, not the old rows.

@@ -243,7 +243,7 @@ fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
 fn forward_views(event: &ViewEvent, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
     let nodes = sync::lock(nodes);
     let index = format!("{}/views.json", stardust_core::store::PRIVATE_DIR);
-    for path in event.paths.iter().chain([&index]) {
+    for path in event.paths.iter().map(|(path, _)| path).chain([&index]) {
         if let Some(ino) = nodes.get(path) {
             let _ = tx.send(Inval::Inode(ino));
         }

@@ -2,7 +2,6 @@
 //! appears or goes, a client that asked for document notifications hears of its path with
 //! `"derived": true`. The results and what changed are the core's (`Service::views`).
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -26,8 +25,6 @@ pub fn forward(live: Arc<Live>, client: ClientSocket, shared: Weak<Shared>) {
     let events = live.subscribe();
     let spawned =
         std::thread::Builder::new().name("stardust-lsp-views".to_owned()).spawn(move || {
-            let mut shown: BTreeSet<String> =
-                live.state().paths().map(|(p, _)| p.to_owned()).collect();
             loop {
                 let event = events.recv_timeout(Duration::from_secs(1));
                 let Some(shared) = shared.upgrade() else { break };
@@ -36,23 +33,19 @@ pub fn forward(live: Arc<Live>, client: ClientSocket, shared: Weak<Shared>) {
                 let conn = shared.connection();
                 let (wants, paths) =
                     (conn.map(|c| c.wants).unwrap_or_default(), conn.map(|c| &c.paths));
-                let mut documents = Vec::new();
-                for path in &event.paths {
-                    let now = state.at_path(path);
-                    let change = match (shown.contains(path), now.is_some()) {
-                        (false, true) => "created",
-                        (true, false) => "deleted",
-                        _ => "changed",
-                    };
-                    documents.push(json!({
-                        "uri": paths.as_ref().and_then(|p| p.uri(path)),
-                        "path": path,
-                        "change": change,
-                        "version": now.map(|r| version_of(&r.bytes)),
-                        "derived": true,
-                    }));
-                }
-                shown = state.paths().map(|(p, _)| p.to_owned()).collect();
+                let documents: Vec<Value> = event
+                    .paths
+                    .iter()
+                    .map(|(path, change)| {
+                        json!({
+                            "uri": paths.as_ref().and_then(|p| p.uri(path)),
+                            "path": path,
+                            "change": change.as_str(),
+                            "version": state.at_path(path).map(|r| version_of(&r.bytes)),
+                            "derived": true,
+                        })
+                    })
+                    .collect();
                 if wants.documents
                     && !documents.is_empty()
                     && client

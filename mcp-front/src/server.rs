@@ -291,13 +291,7 @@ impl Conn {
                     Notice::Overflow { .. } => wanted.into_iter().collect(),
                 };
                 for uri in changed {
-                    let peer = peer.clone();
-                    runtime.spawn(async move {
-                        let param = ResourceUpdatedNotificationParam::new(uri);
-                        if let Err(err) = peer.notify_resource_updated(param).await {
-                            tracing::debug!("could not send a resource update: {err}");
-                        }
-                    });
+                    notify_updated(&runtime, &peer, uri);
                 }
             }
         });
@@ -305,6 +299,22 @@ impl Conn {
             tracing::warn!("no resource update notifications: cannot start a thread: {err}");
         }
     }
+}
+
+/// Tell `peer` that the resource `uri` changed (`notifications/resources/updated`), from a
+/// feed thread, without waiting for the write.
+pub(crate) fn notify_updated(
+    runtime: &tokio::runtime::Handle,
+    peer: &Peer<RoleServer>,
+    uri: String,
+) {
+    let peer = peer.clone();
+    runtime.spawn(async move {
+        let param = ResourceUpdatedNotificationParam::new(uri);
+        if let Err(err) = peer.notify_resource_updated(param).await {
+            tracing::debug!("could not send a resource update: {err}");
+        }
+    });
 }
 
 #[allow(deprecated)] // resources/subscribe is what every protocol version up to 2025-11-25 uses.

@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
-};
+use rmcp::model::{ReadResourceResult, Resource, ResourceContents};
 use rmcp::service::Peer;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::json;
@@ -96,13 +94,7 @@ pub(crate) fn start_feed(
                 if !wanted.contains(&uri) {
                     continue;
                 }
-                let peer = peer.clone();
-                runtime.spawn(async move {
-                    let param = ResourceUpdatedNotificationParam::new(uri);
-                    if let Err(err) = peer.notify_resource_updated(param).await {
-                        tracing::debug!("could not send a resource update: {err}");
-                    }
-                });
+                crate::server::notify_updated(&runtime, &peer, uri);
             }
         }
     });

@@ -105,11 +105,13 @@ pub(super) fn workspace_edit(
         .into());
     }
     let roots = service.roots();
+    let snapshot = service.store.snapshot();
+    let config = snapshot.analysis.config();
     let mut files = Vec::with_capacity(by_uri.len());
     for (uri, edits) in by_uri {
         let resolved = roots.uri_to_store_path(&uri)?;
         let path = resolved.path.clone();
-        if crate::scan::is_document_path(service.store.snapshot().analysis.config(), &path) {
+        if crate::scan::is_document_path(config, &path) {
             return Err(Error::Unsupported(format!(
                 "the server's edit touches the document {path}; rename entities with \
                  stardust.entity.rename"

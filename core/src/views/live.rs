@@ -26,6 +26,7 @@ use super::{Rendered, compute};
 use crate::analysis::{Analysis, ViewDef};
 use crate::qlang::{Query, Reads};
 use crate::query::MAX_BINDINGS;
+use crate::store::ChangeKind;
 use crate::store::{Notice, Snapshot, Store};
 use crate::sync::lock;
 
@@ -87,8 +88,8 @@ pub struct ViewEvent {
     pub seq: u64,
     /// Views whose result changed, appeared or went, in id order.
     pub ids: Vec<String>,
-    /// Paths whose file changed, appeared or went, in path order.
-    pub paths: Vec<String>,
+    /// Paths whose file changed, appeared or went, in path order, with which of those.
+    pub paths: Vec<(String, ChangeKind)>,
 }
 
 struct Shared {
@@ -373,5 +374,16 @@ fn event_of(before: &ViewState, after: &ViewState) -> ViewEvent {
             paths.extend(old.path.clone());
         }
     }
-    ViewEvent { seq: after.seq, ids: ids.into_iter().collect(), paths: paths.into_iter().collect() }
+    let paths = paths
+        .into_iter()
+        .map(|path: String| {
+            let kind = match (before.at_path(&path).is_some(), after.at_path(&path).is_some()) {
+                (false, true) => ChangeKind::Created,
+                (true, false) => ChangeKind::Deleted,
+                _ => ChangeKind::Changed,
+            };
+            (path, kind)
+        })
+        .collect();
+    ViewEvent { seq: after.seq, ids: ids.into_iter().collect(), paths }
 }

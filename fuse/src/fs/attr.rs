@@ -39,6 +39,34 @@ pub(super) fn disk_attr(ino: u64, meta: &fs::Metadata) -> FileAttr {
     }
 }
 
+/// The attributes of a file or folder the mount makes up (`.stardust/`, views, derived
+/// files): owned by the mount's owner, all times `time`, inode filled in by the caller.
+pub(super) fn synthetic_attr(
+    kind: FileType,
+    size: u64,
+    perm: u16,
+    time: SystemTime,
+    owner: (u32, u32),
+) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size,
+        blocks: size.div_ceil(512),
+        atime: time,
+        mtime: time,
+        ctime: time,
+        crtime: time,
+        kind,
+        perm,
+        nlink: if kind == FileType::Directory { 2 } else { 1 },
+        uid: owner.0,
+        gid: owner.1,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
 pub(super) fn mem_attr(file: &MemFile) -> FileAttr {
     let size = file.content.len() as u64;
     FileAttr {

@@ -52,7 +52,7 @@ mod projections;
 mod rename;
 mod views;
 
-use attr::{disk_attr, mem_attr, time_of, timespec};
+use attr::{disk_attr, mem_attr, synthetic_attr, time_of, timespec};
 
 /// How long the kernel may cache names and attributes. Commits made through other paths
 /// invalidate them at once, so this only bounds edits made on disk behind the store's back.
@@ -313,23 +313,8 @@ impl StardustFs {
         if let Some(attr) = self.derived_attr(path) {
             return attr;
         }
-        let base = |kind, size: u64, perm| FileAttr {
-            ino: INodeNo(0),
-            size,
-            blocks: size.div_ceil(512),
-            atime: self.started,
-            mtime: self.started,
-            ctime: self.started,
-            crtime: self.started,
-            kind,
-            perm,
-            nlink: if kind == FileType::Directory { 2 } else { 1 },
-            uid: self.owner.0,
-            gid: self.owner.1,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
-        };
+        let base =
+            |kind, size: u64, perm| synthetic_attr(kind, size, perm, self.started, self.owner);
         match private::resolve(&self.store, &self.mountpoint, path).ok_or(Errno::ENOENT)? {
             private::Entry::Dir => Ok(base(FileType::Directory, 0, 0o555)),
             private::Entry::File(bytes) => {

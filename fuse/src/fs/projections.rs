@@ -9,7 +9,7 @@ use stardust_core::sync::lock;
 use std::fs;
 use std::time::SystemTime;
 
-use fuser::{Errno, FileAttr, FileType, FopenFlags, INodeNo};
+use fuser::{Errno, FileAttr, FileType, FopenFlags};
 use stardust_core::store::projections::{self, Derived};
 use stardust_core::store::saves::Held;
 use stardust_core::store::{Change, Committed, PathKind};
@@ -52,22 +52,9 @@ impl StardustFs {
     pub(super) fn derived_attr(&self, path: &str) -> Option<Result<FileAttr, Errno>> {
         projections::area(path)?;
         let snapshot = self.store.snapshot();
-        let attr = |kind: FileType, size: u64, perm: u16, time: SystemTime| FileAttr {
-            ino: INodeNo(0),
-            size,
-            blocks: size.div_ceil(512),
-            atime: time,
-            mtime: time,
-            ctime: time,
-            crtime: time,
-            kind,
-            perm,
-            nlink: if kind == FileType::Directory { 2 } else { 1 },
-            uid: self.owner.0,
-            gid: self.owner.1,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
+        let owner = self.owner;
+        let attr = |kind: FileType, size: u64, perm: u16, time: SystemTime| {
+            super::attr::synthetic_attr(kind, size, perm, time, owner)
         };
         Some(match projections::resolve(&snapshot.analysis, path) {
             None => Err(Errno::ENOENT),

@@ -77,20 +77,7 @@ impl StardustFs {
         };
         let attr = FileAttr {
             ino: INodeNo(ino),
-            size,
-            blocks: size.div_ceil(512),
-            atime: time,
-            mtime: time,
-            ctime: time,
-            crtime: time,
-            kind,
-            perm,
-            nlink: if kind == FileType::Directory { 2 } else { 1 },
-            uid: self.owner.0,
-            gid: self.owner.1,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
+            ..super::attr::synthetic_attr(kind, size, perm, time, self.owner)
         };
         (attr, Duration::ZERO)
     }
