@@ -51,6 +51,39 @@ pub struct Config {
     pub formats: Formats,
     /// `[servers.<name>]`: language servers for code files (SPEC §17), by name.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// `[store] backend`: where the store's history and documents are durable (SPEC §22).
+    pub backend: Backend,
+}
+
+/// Where a store is durable (SPEC §22).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The store's folder: its log and documents (the default).
+    #[default]
+    Folder,
+    /// A PostgreSQL database shared by several cores; the folder is this machine's copy.
+    Postgres {
+        /// `[store] url`, else `STARDUST_DATABASE_URL` when the store is opened; never holds a
+        /// password (refused in the file).
+        url: Option<String>,
+    },
+}
+
+/// The environment variable that names a team store's database (SPEC §22).
+pub const DATABASE_URL_ENV: &str = "STARDUST_DATABASE_URL";
+
+impl Backend {
+    /// The database URL of a PostgreSQL store: `STARDUST_DATABASE_URL` first (a member's own
+    /// setting, which may hold a password), else `[store] url`.
+    pub fn database_url(&self) -> Option<String> {
+        match self {
+            Backend::Folder => None,
+            Backend::Postgres { url } => std::env::var(DATABASE_URL_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| url.clone()),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -119,6 +152,29 @@ impl Config {
         let ignore_set = ignore_set
             .build()
             .map_err(|err| invalid(format!("store.ignore: the globs cannot be combined: {err}")))?;
+
+        let backend = match raw.store.backend.as_deref() {
+            None | Some("folder") => {
+                if raw.store.url.is_some() {
+                    return Err(invalid(
+                        "store.url is only for backend = \"postgres\"; add that or remove the url"
+                            .to_owned(),
+                    ));
+                }
+                Backend::Folder
+            }
+            Some("postgres") => {
+                if let Some(url) = &raw.store.url {
+                    check_database_url(url).map_err(|why| invalid(format!("store.url: {why}")))?;
+                }
+                Backend::Postgres { url: raw.store.url.clone() }
+            }
+            Some(other) => {
+                return Err(invalid(format!(
+                    "store.backend: expected \"folder\" or \"postgres\", found \"{other}\""
+                )));
+            }
+        };
 
         let schemas_dir = raw.store.schemas.unwrap_or_else(|| "schemas".to_owned());
         check_relative(&schemas_dir).map_err(|why| invalid(format!("store.schemas: {why}")))?;
@@ -249,6 +305,7 @@ impl Config {
             max_pending,
             formats,
             servers: BTreeMap::new(),
+            backend,
         })
     }
 
@@ -311,6 +368,32 @@ struct RawStore {
     #[serde(default)]
     ignore: Vec<String>,
     schemas: Option<String>,
+    backend: Option<String>,
+    url: Option<String>,
+}
+
+/// A database URL in `stardust.toml` may name the server, database and user, never a
+/// password: the file is shared with the team (and often committed), so a password goes in
+/// `STARDUST_DATABASE_URL` or `PGPASSWORD`.
+fn check_database_url(url: &str) -> std::result::Result<(), String> {
+    let Some(rest) = url.strip_prefix("postgresql://").or_else(|| url.strip_prefix("postgres://"))
+    else {
+        return Err(format!(
+            "'{url}' is not a PostgreSQL URL; write postgresql://[user@]host/database or \
+             postgresql:///database?host=/run/postgresql"
+        ));
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let userinfo = authority.rsplit_once('@').map(|(user, _)| user);
+    let query_password = rest
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|kv| kv.split('=').next() == Some("password")));
+    if userinfo.is_some_and(|u| u.contains(':')) || query_password {
+        return Err("holds a password, which must never be in stardust.toml; remove it and set \
+                    PGPASSWORD or STARDUST_DATABASE_URL instead"
+            .to_owned());
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -420,6 +503,39 @@ formats = "assert"
     }
 
     #[test]
+    fn team_store_backends() {
+        let parse = |text: &str| Config::parse(text, Path::new("stardust.toml"));
+        assert_eq!(parse("").unwrap().backend, Backend::Folder);
+        let url = "postgresql:///stardust?host=/run/postgresql";
+        let config = parse(&format!("[store]\nbackend = \"postgres\"\nurl = \"{url}\"\n")).unwrap();
+        assert_eq!(config.backend, Backend::Postgres { url: Some(url.to_owned()) });
+        check_err(
+            "[store]\nbackend = \"postgres\"\nurl = \"postgresql://ann:hunter2@db/team\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.url: holds a password, which must never be in stardust.toml; remove it and set PGPASSWORD or STARDUST_DATABASE_URL instead"#
+            ]],
+        );
+        check_err(
+            "[store]\nbackend = \"postgres\"\nurl = \"postgresql://db/team?password=x\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.url: holds a password, which must never be in stardust.toml; remove it and set PGPASSWORD or STARDUST_DATABASE_URL instead"#
+            ]],
+        );
+        check_err(
+            "[store]\nbackend = \"sqlite\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.backend: expected "folder" or "postgres", found "sqlite""#
+            ]],
+        );
+        check_err(
+            "[store]\nurl = \"postgresql://db/team\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.url is only for backend = "postgres"; add that or remove the url"#
+            ]],
+        );
+    }
+
+    #[test]
     fn defaults() {
         let config = Config::parse("", Path::new("stardust.toml")).unwrap();
         assert_eq!(config.schemas_dir, "schemas");
@@ -439,7 +555,7 @@ formats = "assert"
                   |
                 2 | ignroe = []
                   | ^^^^^^
-                unknown field `ignroe`, expected `ignore` or `schemas`"#]],
+                unknown field `ignroe`, expected one of `ignore`, `schemas`, `backend`, `url`"#]],
         );
         check_err(
             "[notifications]\nmax_pending = \"many\"\n",

@@ -58,6 +58,21 @@ pub enum StoreError {
     )]
     Poisoned { store: PathBuf, reason: String },
 
+    #[error(
+        "{what}; nothing was written: check that the database is running and reachable, then retry"
+    )]
+    Unavailable {
+        /// What could not be done, and the database's answer (never a password).
+        what: String,
+    },
+
+    #[error(
+        "the database of this team store is at seq {database}, behind this machine's copy at \
+         seq {local}: the database was restored or replaced; point [store] url at the store's \
+         database, or move {store}/.stardust away to start this copy afresh from the database"
+    )]
+    RemoteBehind { store: PathBuf, database: u64, local: u64 },
+
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -74,7 +89,8 @@ impl StoreError {
     pub fn code(&self) -> crate::Code {
         match self {
             StoreError::Busy { .. } | StoreError::Closed { .. } => crate::Code::Busy,
-            StoreError::Conflict { .. } => crate::Code::Conflict,
+            StoreError::Conflict { .. } | StoreError::RemoteBehind { .. } => crate::Code::Conflict,
+            StoreError::Unavailable { .. } => crate::Code::Unavailable,
             StoreError::Refused { .. } => crate::Code::Refused,
             StoreError::NotFound(_) => crate::Code::NotFound,
             StoreError::OutsideStore { .. } => crate::Code::OutsideStore,

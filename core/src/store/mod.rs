@@ -38,6 +38,7 @@ mod lock;
 mod log;
 pub mod projections;
 mod reaper;
+pub mod remote;
 pub mod saves;
 mod time;
 mod txn;
@@ -92,6 +93,10 @@ pub struct OpenOptions {
     /// Stands in for the kernel's boot id, so a test can open a store "after a restart".
     #[doc(hidden)]
     pub boot: Option<String>,
+    /// The team store's database to use instead of the one `[store]` names (SPEC §22); for
+    /// tests of the seam.
+    #[doc(hidden)]
+    pub remote: Option<Arc<dyn remote::Remote>>,
 }
 
 impl Default for OpenOptions {
@@ -103,6 +108,7 @@ impl Default for OpenOptions {
             checkpoint_every: checkpoint::EVERY,
             fail: None,
             boot: None,
+            remote: None,
         }
     }
 }
@@ -114,6 +120,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("debounce", &self.debounce)
             .field("checkpoint_idle", &self.checkpoint_idle)
             .field("checkpoint_every", &self.checkpoint_every)
+            .field("remote", &self.remote)
             .finish_non_exhaustive()
     }
 }
@@ -220,6 +227,8 @@ pub struct Store {
     inner: Arc<Inner>,
     watcher: Option<watch::Watcher>,
     checkpointer: Option<checkpoint::Thread>,
+    /// Follows a team store's database: takes in other cores' commits.
+    follower: Option<remote::Follower>,
     /// Set by [`Store::abandon`]: drop without the final checkpoint.
     abandoned: bool,
 }
@@ -248,6 +257,8 @@ struct Inner {
     checkpointing: Mutex<()>,
     /// Frees replaced snapshots.
     reaper: reaper::Reaper<Snapshot>,
+    /// A team store's database (SPEC §22): the commit point, before this folder's log.
+    remote: Option<Arc<dyn remote::Remote>>,
 }
 
 struct Writer {
@@ -285,8 +296,24 @@ impl Store {
         let log_path = log_dir.join(log::LOG_FILE);
         let disk = Disk::new(root.clone(), options.fail.clone());
         let boot = options.boot.clone().or_else(checkpoint::boot_id);
-        let (writer, snapshot, offsets) =
-            recover(&root, &ctx, &disk, &log_path, boot.as_deref(), lock)?;
+        let remote = match options.remote.clone() {
+            Some(remote) => Some(remote),
+            None => remote::open(&ctx.config)?,
+        };
+        let (writer, snapshot, offsets, found) =
+            recover(&root, &ctx, &disk, &log_path, boot.as_deref(), lock, remote.is_some())?;
+        let snapshot_seq = snapshot.seq;
+        let mut database = 0;
+        if let Some(remote) = &remote {
+            database = remote.head()?;
+            if database < snapshot.seq {
+                return Err(StoreError::RemoteBehind {
+                    store: root.clone(),
+                    database,
+                    local: snapshot.seq,
+                });
+            }
+        }
         let inner = Arc::new(Inner {
             root: root.clone(),
             ctx,
@@ -300,7 +327,26 @@ impl Store {
             trigger: Arc::new(checkpoint::Trigger::new(options.checkpoint_every)),
             checkpointing: Mutex::new(()),
             reaper: reaper::Reaper::start()?,
+            remote,
         });
+        if inner.remote.is_some() {
+            let mut writer = inner.writer()?;
+            if snapshot_seq == 0 && database > 0 {
+                // A copy that never had the database's history: what its folder held is no
+                // edit of that history, so it is moved aside and the history written anew.
+                inner.set_aside(database, found)?;
+                inner.catch_up_locked(&mut writer)?;
+            } else {
+                // Other cores' commits first, then what was edited here while no core ran,
+                // on top (external edits are history, never refused: nothing is lost).
+                inner.catch_up_locked(&mut writer)?;
+                inner.ingest_locked(&mut writer, found)?;
+            }
+        }
+        let follower = match &inner.remote {
+            Some(remote) => Some(remote::Follower::start(Arc::downgrade(&inner), remote.clone())?),
+            None => None,
+        };
         let watcher = if options.watch {
             Some(watch::Watcher::start(Arc::downgrade(&inner), &root, options.debounce)?)
         } else {
@@ -311,7 +357,7 @@ impl Store {
             inner.trigger.clone(),
             options.checkpoint_idle,
         )?);
-        Ok(Store { inner, watcher, checkpointer, abandoned: false })
+        Ok(Store { inner, watcher, checkpointer, follower, abandoned: false })
     }
 
     /// The store's root folder (canonical).
@@ -414,6 +460,7 @@ impl Drop for Store {
         // goes, make the documents durable, then release waiting readers.
         self.watcher.take();
         self.checkpointer.take();
+        self.follower.take();
         if !self.abandoned
             && let Err(err) = self.inner.checkpoint()
         {
@@ -494,7 +541,8 @@ fn recover(
     log_path: &Path,
     boot: Option<&str>,
     lock: StoreLock,
-) -> StoreResult<(Writer, Snapshot, Vec<u64>)> {
+    remote: bool,
+) -> StoreResult<(Writer, Snapshot, Vec<u64>, Found)> {
     let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
     let LogState { logged, mut offsets, tail, applied, tail_boot, valid_len, last_seq } =
         read_log_state(log_path)?;
@@ -524,8 +572,16 @@ fn recover(
     // A document that cannot be read is taken to be as last logged rather than deleted.
     on_disk.extend(logged_contents(log_path, &unreadable, &logged)?);
 
-    let (analysis, seq) =
-        record_external(ctx, log_path, &mut log, &logged, on_disk, last_seq, &mut offsets)?;
+    // A team store's external edits are committed to its database once the store is open,
+    // after the other cores' commits (see `Store::open`); a folder store records them here.
+    let (analysis, seq, found) = if remote {
+        let (before, found) = external_changes(ctx, log_path, &logged, on_disk)?;
+        (before, last_seq, found)
+    } else {
+        let (analysis, seq) =
+            record_external(ctx, log_path, &mut log, &logged, on_disk, last_seq, &mut offsets)?;
+        (analysis, seq, Vec::new())
+    };
     // The tail is durable now, and an external record writes no document. The marker also
     // names this boot, which the writes from now on belong to, so it must be durable before
     // them: it is, because each of them follows the sync of its own later record in the same
@@ -549,8 +605,12 @@ fn recover(
         closed: false,
         _lock: lock,
     };
-    Ok((writer, Snapshot { seq, analysis }, offsets))
+    Ok((writer, Snapshot { seq, analysis }, offsets, found))
 }
+
+/// Documents found on disk that differ from the last logged state: each path with what it
+/// holds (`None`: gone).
+type Found = Vec<(String, Option<Vec<u8>>)>;
 
 /// What the log says at open.
 struct LogState {
@@ -665,26 +725,11 @@ fn record_external(
     log_path: &Path,
     log: &mut LogWriter,
     logged: &HashMap<String, Logged>,
-    mut on_disk: Contents,
+    on_disk: Contents,
     last_seq: u64,
     offsets: &mut Vec<u64>,
 ) -> StoreResult<(Analysis, u64)> {
-    // The log also names code files Stardust wrote; what happens to them outside Stardust is
-    // not history (docs/DECISIONS.md), so only documents are compared.
-    let mut changed: Vec<String> = logged
-        .iter()
-        .filter(|(path, _)| scan::is_document_path(&ctx.config, path))
-        .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
-        .map(|(path, _)| path.clone())
-        .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
-        .collect();
-    changed.sort();
-    let changes: Vec<(String, Option<Vec<u8>>)> =
-        changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
-    // What is left on disk is exactly the documents as last logged.
-    let mut before_docs: Vec<(String, Vec<u8>)> = on_disk.into_iter().collect();
-    before_docs.extend(logged_contents(log_path, &changed, logged)?);
-    let before = Analysis::new(ctx.clone(), before_docs);
+    let (before, changes) = external_changes(ctx, log_path, logged, on_disk)?;
     if changes.is_empty() {
         return Ok((before, last_seq));
     }
@@ -710,6 +755,33 @@ fn record_external(
         tracing::info!("recorded {n} document{s} changed outside Stardust as seq {seq}");
     }
     Ok((after, seq))
+}
+
+/// The analysis of the documents as last logged, and the documents on disk (`on_disk`) that
+/// differ from it, sorted by path.
+fn external_changes(
+    ctx: &Arc<StoreContext>,
+    log_path: &Path,
+    logged: &HashMap<String, Logged>,
+    mut on_disk: Contents,
+) -> StoreResult<(Analysis, Found)> {
+    // The log also names code files Stardust wrote; what happens to them outside Stardust is
+    // not history (docs/DECISIONS.md), so only documents are compared.
+    let mut changed: Vec<String> = logged
+        .iter()
+        .filter(|(path, _)| scan::is_document_path(&ctx.config, path))
+        .filter(|(path, at)| on_disk.get(*path).map(|b| Version::of(b)) != Some(at.version))
+        .map(|(path, _)| path.clone())
+        .chain(on_disk.keys().filter(|path| !logged.contains_key(*path)).cloned())
+        .collect();
+    changed.sort();
+    let changes: Vec<(String, Option<Vec<u8>>)> =
+        changed.iter().map(|path| (path.clone(), on_disk.remove(path))).collect();
+    // What is left on disk is exactly the documents as last logged.
+    let mut before_docs: Vec<(String, Vec<u8>)> = on_disk.into_iter().collect();
+    before_docs.extend(logged_contents(log_path, &changed, logged)?);
+    let before = Analysis::new(ctx.clone(), before_docs);
+    Ok((before, changes))
 }
 
 /// Bring each document the unmarked `tail` touched to its last logged state, and make the
@@ -996,7 +1068,44 @@ impl Inner {
             }
         }
         let mut writer = self.writer()?;
+        // A team store may find another core committed first: then it catches up and runs
+        // the save authority again on the new state, from the changes as given.
+        let mut prepared = prepared;
+        for _ in 0..remote::RETRIES {
+            let retry = self.remote.is_some().then(|| changes.clone());
+            match self.commit_locked(
+                &mut writer,
+                origin.clone(),
+                changes,
+                prepared.take(),
+                &code,
+            )? {
+                Some(committed) => return Ok(committed),
+                None => {
+                    self.catch_up_locked(&mut writer)?;
+                    changes = retry.expect("only a team store is behind");
+                }
+            }
+        }
+        Err(StoreError::Unavailable {
+            what: format!(
+                "other cores kept committing first ({} tries); the change was not committed",
+                remote::RETRIES
+            ),
+        })
+    }
 
+    /// [`Inner::commit`] with the writer held: `None` when the team store's database moved
+    /// past the snapshot (nothing was written).
+    fn commit_locked(
+        &self,
+        writer: &mut Writer,
+        origin: Origin,
+        changes: Vec<Change>,
+        prepared: Option<Prepared>,
+        code: &HashMap<String, Option<Version>>,
+    ) -> StoreResult<Option<Committed>> {
+        let mut code = code.clone();
         // Edits made on disk to these documents since the snapshot are history too: record
         // them first, so the expected versions are checked against what is really there.
         let mut on_disk = Vec::with_capacity(changes.len());
@@ -1018,7 +1127,7 @@ impl Inner {
             .map(|(change, bytes)| (change.path.clone(), bytes.clone()))
             .collect();
         if !external.is_empty() {
-            self.ingest_locked(&mut writer, external)?;
+            self.ingest_locked(writer, external)?;
         }
 
         // What each document held, to put back if the commit fails after the commit point.
@@ -1052,7 +1161,7 @@ impl Inner {
             effective.push((change.path, content));
         }
         if effective.is_empty() {
-            return Ok(Committed { seq: snapshot.seq, transaction: None });
+            return Ok(Some(Committed { seq: snapshot.seq, transaction: None }));
         }
 
         let before = &snapshot.analysis;
@@ -1070,25 +1179,61 @@ impl Inner {
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective, &code);
-        let offset = self.write(&mut writer, &txn, &contents(&effective), &previous)?;
+        let Some(offset) = self.write(writer, &txn, &contents(&effective), &previous)? else {
+            return Ok(None);
+        };
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
-        Ok(Committed { seq, transaction: Some(txn) })
+        Ok(Some(Committed { seq, transaction: Some(txn) }))
     }
 
     /// Write a transaction's documents and log record; all or nothing. `previous` holds the
-    /// content each document had (for undoing), and returns the record's log offset.
+    /// content each document had (for undoing), and returns the record's log offset, or
+    /// `None` when a team store's database moved past the transaction's seq (nothing written).
+    ///
+    /// A team store commits in its database first. After that the transaction is history
+    /// whatever happens here, so a failure to copy it into this folder is not undone: it
+    /// poisons the store, and reopening copies it from the database.
     fn write(
         &self,
         writer: &mut Writer,
         txn: &Transaction,
         contents: &[&[u8]],
         previous: &HashMap<String, Option<Vec<u8>>>,
+    ) -> StoreResult<Option<u64>> {
+        if let Some(remote) = &self.remote {
+            if let remote::Appended::Behind { .. } = remote.append(txn, contents)? {
+                return Ok(None);
+            }
+            return match self.write_local(writer, txn, contents, previous, false) {
+                Ok(offset) => Ok(Some(offset)),
+                Err(err) => {
+                    let reason = format!(
+                        "seq {} is in the database but could not be copied here: {err}",
+                        txn.seq
+                    );
+                    writer.poisoned = Some(reason.clone());
+                    Err(StoreError::Poisoned { store: self.root.clone(), reason })
+                }
+            };
+        }
+        self.write_local(writer, txn, contents, previous, true).map(Some)
+    }
+
+    /// Write a transaction's log record (synced when it is the commit point) and documents;
+    /// on failure, undo what was done. Returns the record's log offset.
+    fn write_local(
+        &self,
+        writer: &mut Writer,
+        txn: &Transaction,
+        contents: &[&[u8]],
+        previous: &HashMap<String, Option<Vec<u8>>>,
+        sync: bool,
     ) -> StoreResult<u64> {
         let record = log::encode_transaction(txn, contents);
         let appended = self
             .disk
             .check(FailPoint::AppendLog, log::LOG_FILE)
-            .and_then(|()| writer.log.append(&record, true));
+            .and_then(|()| writer.log.append(&record, sync));
         let offset = match appended {
             Ok(offset) => offset,
             Err(e) => {
@@ -1171,16 +1316,41 @@ impl Inner {
         writer: &mut Writer,
         found: Vec<(String, Option<Vec<u8>>)>,
     ) -> StoreResult<Option<Transaction>> {
+        let mut found = found;
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found.dedup_by(|a, b| a.0 == b.0);
+        for _ in 0..remote::RETRIES {
+            if let Some(done) = self.ingest_once(writer, &found)? {
+                return Ok(done);
+            }
+            // Another core committed first: take its commits in and compare again.
+            self.catch_up_locked(writer)?;
+        }
+        Err(StoreError::Unavailable {
+            what: format!(
+                "other cores kept committing first ({} tries); the edit made outside Stardust \
+                 was not recorded yet (the next scan retries)",
+                remote::RETRIES
+            ),
+        })
+    }
+
+    /// One try of [`Inner::ingest_locked`] (`found` sorted, each path once): `None` when a
+    /// team store's database moved past the snapshot.
+    fn ingest_once(
+        &self,
+        writer: &mut Writer,
+        found: &[(String, Option<Vec<u8>>)],
+    ) -> StoreResult<Option<Option<Transaction>>> {
         let snapshot = self.snapshot();
-        let mut changes: Vec<(String, Option<Vec<u8>>)> = found
-            .into_iter()
+        let changes: Vec<(String, Option<Vec<u8>>)> = found
+            .iter()
             .filter(|(path, bytes)| bytes.as_deref().map(Version::of) != snapshot.version(path))
+            .cloned()
             .collect();
         if changes.is_empty() {
-            return Ok(None);
+            return Ok(Some(None));
         }
-        changes.sort_by(|a, b| a.0.cmp(&b.0));
-        changes.dedup_by(|a, b| a.0 == b.0);
         let after = snapshot.analysis.with_changes(changes.clone());
         let seq = snapshot.seq + 1;
         let txn = transaction(
@@ -1191,8 +1361,13 @@ impl Inner {
             &changes,
             &HashMap::new(),
         );
+        if let Some(remote) = &self.remote
+            && let remote::Appended::Behind { .. } = remote.append(&txn, &contents(&changes))?
+        {
+            return Ok(None);
+        }
         let record = log::encode_transaction(&txn, &contents(&changes));
-        let offset = match writer.log.append(&record, true) {
+        let offset = match writer.log.append(&record, self.remote.is_none()) {
             Ok(offset) => offset,
             Err(e) => {
                 if writer.log.is_broken() {
@@ -1206,7 +1381,160 @@ impl Inner {
             txn.documents.len()
         );
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
-        Ok(Some(txn))
+        Ok(Some(Some(txn)))
+    }
+
+    /// Take in the transactions other cores committed to the team store's database since
+    /// the snapshot: append them to this folder's log, bring the files to their state, and
+    /// publish them in order. Returns how many. A file holding none of the states those
+    /// transactions took it through was edited here since: it is left as it is, for the
+    /// watcher or the next open to record on top (nothing is lost).
+    fn catch_up_locked(&self, writer: &mut Writer) -> StoreResult<usize> {
+        let Some(remote) = &self.remote else { return Ok(0) };
+        let mut count = 0;
+        loop {
+            let snapshot = self.snapshot();
+            let batch = remote.since(snapshot.seq, remote::PAGE)?;
+            if batch.is_empty() {
+                return Ok(count);
+            }
+            for (i, shipped) in batch.iter().enumerate() {
+                let expected = snapshot.seq + 1 + i as u64;
+                if shipped.transaction.seq != expected {
+                    return Err(StoreError::io(
+                        "cannot take in the database's history",
+                        std::io::Error::other(format!(
+                            "it skips from seq {} to seq {}",
+                            expected - 1,
+                            shipped.transaction.seq
+                        )),
+                    ));
+                }
+            }
+            self.apply_shipped(writer, &snapshot, &batch)?;
+            count += batch.len();
+        }
+    }
+
+    fn apply_shipped(
+        &self,
+        writer: &mut Writer,
+        snapshot: &Snapshot,
+        batch: &[remote::Shipped],
+    ) -> StoreResult<()> {
+        // Each touched path: the states it went through, and its last content.
+        let mut states: BTreeMap<&str, (Vec<Option<Version>>, Option<&[u8]>)> = BTreeMap::new();
+        let mut offsets = Vec::with_capacity(batch.len());
+        for shipped in batch {
+            let txn = &shipped.transaction;
+            let mut contents = shipped.contents.iter();
+            for doc in &txn.documents {
+                let content = match doc.after {
+                    Some(_) => Some(contents.next().map(Vec::as_slice).ok_or_else(|| {
+                        StoreError::io(
+                            "cannot take in the database's history",
+                            std::io::Error::other(format!(
+                                "seq {} lacks the content of {}",
+                                txn.seq, doc.path
+                            )),
+                        )
+                    })?),
+                    None => None,
+                };
+                let entry = states.entry(&doc.path).or_insert_with(|| (vec![doc.before], None));
+                entry.0.push(doc.after);
+                entry.1 = content;
+            }
+            let slices: Vec<&[u8]> = shipped.contents.iter().map(Vec::as_slice).collect();
+            let record = log::encode_transaction(txn, &slices);
+            let offset = writer.log.append(&record, false).map_err(|e| {
+                if writer.log.is_broken() {
+                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+                }
+                StoreError::io("cannot copy the database's history into the log", e)
+            })?;
+            offsets.push(offset);
+        }
+        let mut documents: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        for (path, (known, last)) in &states {
+            let now = self.disk.read(path)?;
+            let now_version = now.as_deref().map(Version::of);
+            if known.contains(&now_version) {
+                if now_version != *known.last().expect("a state per transaction") {
+                    let written = match last {
+                        Some(bytes) => self.disk.write(path, bytes),
+                        None => self.disk.remove(path),
+                    };
+                    written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
+                }
+            } else {
+                tracing::warn!(
+                    "{path} was edited here while another core changed it; keeping this \
+                     machine's edit, to be recorded on top"
+                );
+            }
+            if scan::is_document_path(&self.ctx.config, path) {
+                documents.push(((*path).to_owned(), last.map(<[u8]>::to_vec)));
+            }
+        }
+        writer.dirty.extend(states.keys().map(|p| (*p).to_owned()));
+        let analysis = if snapshot.analysis.document_count() == 0 {
+            let docs = documents.into_iter().filter_map(|(path, c)| Some((path, c?)));
+            Analysis::new(self.ctx.clone(), docs.collect())
+        } else {
+            snapshot.analysis.with_changes(documents)
+        };
+        let seq = batch.last().expect("a batch is not empty").transaction.seq;
+        sync::write(&self.offsets).extend(offsets);
+        let old = std::mem::replace(
+            &mut *sync::write(&self.current),
+            Arc::new(Snapshot { seq, analysis }),
+        );
+        self.reaper.free(old);
+        for shipped in batch {
+            self.feed.publish(&shipped.transaction);
+        }
+        self.trigger.committed();
+        writer.log.sync_in_background();
+        Ok(())
+    }
+
+    /// For a copy that never had the team store's history (at `head`): move each document
+    /// its folder holds to `.stardust/recovered/<head>/`, so that the history is written into
+    /// an empty folder and nothing found is lost.
+    fn set_aside(&self, head: u64, found: Found) -> StoreResult<()> {
+        for (path, bytes) in found {
+            let Some(bytes) = bytes else { continue };
+            let kept = keep_recovered(&self.root, head, &path, &bytes)
+                .map_err(|e| StoreError::io(format!("cannot keep what {path} held"), e))?;
+            self.disk
+                .remove(&path)
+                .map_err(|e| StoreError::io(format!("cannot move {path}"), e))?;
+            tracing::warn!(
+                "{path} was here before this copy took the team store's history; it is kept at \
+                 {} and the database's state is written in its place",
+                kept.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Take in what other cores committed, if anything (the follower thread's step).
+    fn follow(&self) {
+        let Some(remote) = &self.remote else { return };
+        match remote.head() {
+            Ok(head) if head > self.snapshot().seq => {}
+            Ok(_) => return,
+            Err(err) => {
+                tracing::debug!("cannot read the database's head: {err}");
+                return;
+            }
+        }
+        // A closed or poisoned store takes nothing in.
+        let Ok(mut writer) = self.writer() else { return };
+        if let Err(err) = self.catch_up_locked(&mut writer) {
+            tracing::warn!("cannot take in other cores' commits yet: {err}");
+        }
     }
 
     /// Take in what the files at these store-relative paths (documents or folders) now hold.

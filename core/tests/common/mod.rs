@@ -5,6 +5,7 @@
 
 pub mod code;
 pub mod fixture;
+pub mod remote;
 
 use std::path::Path;
 
