@@ -1,0 +1,308 @@
+//! Team stores on PostgreSQL (SPEC §22): the database behind the core's `Remote` seam.
+//!
+//! The database holds the history (`stardust_transactions`, with each transaction's new
+//! contents in `stardust_contents`), the documents as of the head (`stardust_documents`) and
+//! the head seq (`stardust_head`, one row). A commit is one call of `stardust_commit`, a
+//! function the migration creates: it moves the head from `seq - 1` to `seq` or does nothing
+//! and answers the head, so exactly one of two cores committing at once wins, and the
+//! transaction, its contents, the documents and the NOTIFY that wakes the other cores are one
+//! database transaction (a NOTIFY is sent at commit or never). NOTIFY carries no data: cores
+//! read what changed with `since`.
+//!
+//! Connections: one for commands and one that LISTENs, each re-made on the next use after
+//! it broke. Every failure to reach the database is `unavailable`, never a half-done commit.
+
+mod schema;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, Config, NoTls};
+use stardust_core::store::remote::{Appended, Remote, Shipped};
+use stardust_core::store::{StoreError, StoreResult, Transaction};
+
+pub use schema::{Migrated, SCHEMA, migrate};
+
+/// The channel commits are announced on.
+const CHANNEL: &str = "stardust";
+
+/// A team store's database, as one core uses it.
+pub struct Postgres {
+    config: Config,
+    /// The URL without any password, for messages.
+    shown: String,
+    commands: Mutex<Option<Client>>,
+    listener: Mutex<Option<Client>>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("url", &self.shown).finish_non_exhaustive()
+    }
+}
+
+/// The core's connector (`stardust_core::store::remote::install`): connect to the database
+/// at `url` and check that it holds a team store of a schema this binary knows.
+pub fn connect(url: &str) -> StoreResult<Arc<dyn Remote>> {
+    let db = Postgres::new(url)?;
+    db.with(|client| schema::check(client, &db.shown))?;
+    Ok(Arc::new(db))
+}
+
+impl Postgres {
+    pub fn new(url: &str) -> StoreResult<Postgres> {
+        Ok(Postgres {
+            config: config(url)?,
+            shown: shown(url),
+            commands: Mutex::new(None),
+            listener: Mutex::new(None),
+        })
+    }
+
+    /// Run `f` on the command connection, connecting first if there is none; a connection
+    /// that broke is dropped, so the next call connects again.
+    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, Failure>) -> StoreResult<T> {
+        let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(Client::is_closed) {
+            *slot = Some(self.open()?);
+        }
+        let client = slot.as_mut().expect("connected above");
+        match f(client) {
+            Ok(value) => Ok(value),
+            Err(Failure::Store(err)) => Err(err),
+            Err(Failure::Db(err)) => {
+                let unreachable = is_unreachable(&err);
+                if unreachable || client.is_closed() {
+                    *slot = None;
+                }
+                Err(self.error("the database failed", &err))
+            }
+        }
+    }
+
+    /// Connect. Every failure to, whatever the server said (down, refusing connections,
+    /// unknown database or user), is `unavailable`: nothing could be done there.
+    fn open(&self) -> StoreResult<Client> {
+        self.config.connect(NoTls).map_err(|e| StoreError::Unavailable {
+            what: format!("cannot connect to the database {}: {}", self.shown, describe(&e)),
+        })
+    }
+
+    fn error(&self, what: &str, err: &postgres::Error) -> StoreError {
+        if is_unreachable(err) {
+            StoreError::Unavailable { what: format!("{what} {}: {}", self.shown, describe(err)) }
+        } else {
+            StoreError::Io {
+                context: format!("{what} {}", self.shown),
+                source: std::io::Error::other(describe(err)),
+            }
+        }
+    }
+}
+
+/// A failure inside a database call: the database's own, or one of ours.
+pub(crate) enum Failure {
+    Db(postgres::Error),
+    Store(StoreError),
+}
+
+impl From<postgres::Error> for Failure {
+    fn from(err: postgres::Error) -> Failure {
+        Failure::Db(err)
+    }
+}
+
+impl Remote for Postgres {
+    fn head(&self) -> StoreResult<u64> {
+        self.with(|client| {
+            let row = client.query_one("SELECT seq FROM stardust_head WHERE id = 1", &[])?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+
+    fn since(&self, seq: u64, limit: usize) -> StoreResult<Vec<Shipped>> {
+        self.with(|client| {
+            let rows = client.query(
+                "SELECT t.record::text, \
+                        (SELECT array_agg(c.content ORDER BY c.ord) FROM stardust_contents c \
+                          WHERE c.seq = t.seq) \
+                   FROM stardust_transactions t WHERE t.seq > $1 ORDER BY t.seq LIMIT $2",
+                &[&(seq as i64), &(limit as i64)],
+            )?;
+            rows.into_iter()
+                .map(|row| {
+                    let record: String = row.get(0);
+                    let transaction: Transaction = serde_json::from_str(&record).map_err(|e| {
+                        Failure::Store(StoreError::Io {
+                            context: "the database holds a transaction this stardust cannot read"
+                                .to_owned(),
+                            source: std::io::Error::other(e),
+                        })
+                    })?;
+                    let contents: Option<Vec<Vec<u8>>> = row.get(1);
+                    Ok(Shipped { transaction, contents: contents.unwrap_or_default() })
+                })
+                .collect()
+        })
+    }
+
+    fn append(&self, transaction: &Transaction, contents: &[&[u8]]) -> StoreResult<Appended> {
+        let record = serde_json::to_string(transaction).expect("a transaction serializes");
+        let mut paths: Vec<&str> = Vec::new();
+        let mut versions: Vec<String> = Vec::new();
+        let mut deleted: Vec<&str> = Vec::new();
+        for doc in &transaction.documents {
+            match doc.after {
+                Some(version) => {
+                    paths.push(&doc.path);
+                    versions.push(version.to_string());
+                }
+                None => deleted.push(&doc.path),
+            }
+        }
+        let seq = transaction.seq as i64;
+        self.with(|client| {
+            let row = client.query_one(
+                "SELECT committed, head FROM stardust_commit($1, $2::text::jsonb, $3, $4, $5, $6)",
+                &[&seq, &record, &paths, &contents, &versions, &deleted],
+            )?;
+            let (committed, head): (bool, i64) = (row.get(0), row.get(1));
+            Ok(if committed { Appended::Committed } else { Appended::Behind { head: head as u64 } })
+        })
+    }
+
+    fn wait(&self, timeout: Duration) -> bool {
+        let mut slot = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(Client::is_closed) {
+            match self.open().and_then(|mut client| {
+                client
+                    .batch_execute(&format!("LISTEN {CHANNEL}"))
+                    .map_err(|e| self.error("cannot listen for commits on", &e))?;
+                Ok(client)
+            }) {
+                Ok(client) => *slot = Some(client),
+                Err(err) => {
+                    tracing::debug!("{err}");
+                    drop(slot);
+                    std::thread::sleep(timeout);
+                    return false;
+                }
+            }
+        }
+        let client = slot.as_mut().expect("listening above");
+        let woken = {
+            let mut notifications = client.notifications();
+            let woken = match notifications.timeout_iter(timeout).next() {
+                Ok(Some(_)) => Ok(true),
+                Err(err) => Err(describe(&err)),
+                Ok(None) => Ok(false),
+            };
+            // Several commits may have woken us: one read takes them all in.
+            while let Ok(Some(_)) = notifications.iter().next() {}
+            woken
+        };
+        let woken = match woken {
+            Ok(woken) => woken,
+            Err(why) => {
+                tracing::debug!("the database's wake-ups stopped: {why}");
+                *slot = None;
+                // A connection that comes back may have missed wake-ups: look.
+                true
+            }
+        };
+        woken
+    }
+}
+
+/// The client configuration of `url`: the user defaults as libpq's does (`PGUSER`, else the
+/// login name), the password may come from `PGPASSWORD`, and connecting gives up after 5 s.
+fn config(url: &str) -> StoreResult<Config> {
+    let mut config: Config = url.parse().map_err(|e: postgres::Error| {
+        StoreError::InvalidArguments(format!(
+            "the database URL {} is not valid: {e}; write postgresql://[user@]host/database or \
+             postgresql:///database?host=/run/postgresql",
+            shown(url)
+        ))
+    })?;
+    if config.get_user().is_none() {
+        let user = std::env::var("PGUSER")
+            .or_else(|_| std::env::var("USER"))
+            .unwrap_or_else(|_| "postgres".to_owned());
+        config.user(&user);
+    }
+    if config.get_password().is_none()
+        && let Ok(password) = std::env::var("PGPASSWORD")
+    {
+        config.password(password);
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(5));
+    }
+    config.application_name("stardust");
+    Ok(config)
+}
+
+/// `url` as it may be shown: without a password.
+pub fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(query)),
+        None => (rest, None),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => format!("{}@{host}", user.split(':').next().unwrap_or(user)),
+        None => authority.to_owned(),
+    };
+    let query: Vec<&str> = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter(|kv| !kv.starts_with("password="))
+        .collect();
+    let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+    format!("{scheme}://{authority}{path}{query}")
+}
+
+/// A connection that broke or could not be made, rather than an answer from the database.
+fn is_unreachable(err: &postgres::Error) -> bool {
+    err.as_db_error().is_none_or(|db| {
+        // The server is going away or refuses connections for now.
+        let code = db.code().code();
+        code.starts_with("08") || code.starts_with("57P") || code == "53300"
+    })
+}
+
+/// The database's message, with its SQLSTATE when it gave one.
+fn describe(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let mut text = err.to_string();
+            let mut source = std::error::Error::source(err);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            text
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown;
+
+    #[test]
+    fn a_shown_url_has_no_password() {
+        assert_eq!(shown("postgresql://ann:secret@db:5432/team"), "postgresql://ann@db:5432/team");
+        assert_eq!(
+            shown("postgresql:///team?host=/run/postgresql&password=x"),
+            "postgresql:///team?host=/run/postgresql"
+        );
+        assert_eq!(shown("postgresql://db/team"), "postgresql://db/team");
+    }
+}
