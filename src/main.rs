@@ -173,6 +173,27 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// A team store's database (SPEC §22).
+    Db {
+        #[command(subcommand)]
+        command: cmd::db::DbCommand,
+    },
+    /// Make a store's documents exactly those of the folder store DIR, byte for byte, as one
+    /// transaction (origin external; never refused). The store keeps its own stardust.toml.
+    Import {
+        /// The store directory (a team store or a folder store).
+        store: PathBuf,
+        /// The folder store to take the documents from.
+        dir: PathBuf,
+    },
+    /// Write a store's documents as of its current seq into DIR (new or empty), byte for
+    /// byte, with its stardust.toml made a folder store's.
+    Export {
+        /// The store directory.
+        store: PathBuf,
+        /// Where the folder store is written.
+        dir: PathBuf,
+    },
     /// Generate typed SDK definitions from the store's schemas.
     Sdk {
         #[command(subcommand)]
@@ -227,6 +248,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     init_logging();
+    // Team stores (SPEC §22) open their PostgreSQL database through this connector.
+    stardust_core::store::remote::install(stardust_pg::connect);
     #[cfg(target_os = "linux")]
     if let Err(err) = nix::sys::prctl::set_thp_disable(true) {
         tracing::warn!("cannot turn transparent huge pages off: {err}");
@@ -256,6 +279,9 @@ fn main() -> ExitCode {
         }
         Command::Backup { command } => cmd::backup::run(command),
         Command::Sdk { command } => cmd::sdk::run(command),
+        Command::Db { command } => cmd::db::run(command),
+        Command::Import { store, dir } => cmd::db::import(&store, &dir),
+        Command::Export { store, dir } => cmd::db::export(&store, &dir),
         Command::Trust { store, revoke } => cmd::trust::run(&store, revoke),
         Command::Mount { store, dir, max_file_size, threads } => {
             let options = stardust_fuse::MountOptions { max_file_size, threads };

@@ -372,6 +372,26 @@ struct RawStore {
     url: Option<String>,
 }
 
+/// `stardust.toml` text made a folder store's: the `[store]` table's `backend` and `url`
+/// lines dropped, everything else (comments too) kept as written.
+pub fn without_backend(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_store = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            in_store = trimmed.trim_end().trim_end_matches(|c: char| c != ']') == "[store]";
+        } else if in_store {
+            let key = trimmed.split('=').next().unwrap_or("").trim();
+            if key == "backend" || key == "url" {
+                continue;
+            }
+        }
+        out.push_str(line);
+    }
+    out
+}
+
 /// A database URL in `stardust.toml` may name the server, database and user, never a
 /// password: the file is shared with the team (and often committed), so a password goes in
 /// `STARDUST_DATABASE_URL` or `PGPASSWORD`.
@@ -533,6 +553,22 @@ formats = "assert"
                 r#"invalid configuration in stardust.toml: store.url is only for backend = "postgres"; add that or remove the url"#
             ]],
         );
+    }
+
+    #[test]
+    fn a_team_stores_config_made_a_folder_stores() {
+        let text = "# team\n[store]\nbackend = \"postgres\"\nurl = \"postgresql:///t\"\nignore = [\"tmp/**\"]\n\n[save]\nrefuse = [\"syntax\"]\n";
+        expect![[r#"
+            # team
+            [store]
+            ignore = ["tmp/**"]
+
+            [save]
+            refuse = ["syntax"]
+        "#]]
+        .assert_eq(&without_backend(text));
+        let config = Config::parse(&without_backend(text), Path::new("stardust.toml")).unwrap();
+        assert_eq!(config.backend, Backend::Folder);
     }
 
     #[test]

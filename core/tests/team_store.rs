@@ -223,3 +223,69 @@ fn an_edit_made_while_the_core_was_stopped_is_recorded_after_the_others_commits(
     reaches(&store_a, 3, Duration::from_secs(5));
     assert_eq!(read(a.path(), "people/ann.json"), Some(person("person/ann", "Offline")));
 }
+
+/// Every file under `root` except Stardust's own, with its bytes.
+fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned())
+        .filter(|rel| !rel.starts_with(".stardust") && rel != "stardust.toml")
+        .map(|rel| {
+            let bytes = std::fs::read(root.join(&rel)).unwrap();
+            (rel, bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_folder_store_imports_into_a_team_store_and_exports_back_byte_for_byte() {
+    let folder = tempfile::tempdir().unwrap();
+    // Odd bytes on purpose: CRLF, no final newline, a syntax error (a move is never refused).
+    write(folder.path(), "people/ann.json", "{\"id\": \"person/ann\",\r\n \"type\": \"person\"}");
+    write(folder.path(), "people/broken.json", "{\"id\": ");
+    write(folder.path(), "books/b.dust", "{id book/b type book title 'B'} // kept\n");
+    write(folder.path(), "stardust.toml", "[save]\nrefuse = [\"syntax\"]\n");
+    let (remote, team_dir, _) = team();
+    write(team_dir.path(), "people/old.json", &person("person/old", "Old"));
+    write(
+        team_dir.path(),
+        "stardust.toml",
+        "[store]\nbackend = \"postgres\"\nurl = \"postgresql:///t\"\n",
+    );
+    let team_store = machine(team_dir.path(), &remote);
+    let txn = team_store.import(folder.path()).unwrap().expect("a transaction");
+    assert_eq!(txn.origin, Origin::External);
+    let paths: Vec<(&str, bool)> =
+        txn.documents.iter().map(|d| (d.path.as_str(), d.after.is_some())).collect();
+    assert_eq!(
+        paths,
+        [
+            ("books/b.dust", true),
+            ("people/ann.json", true),
+            ("people/broken.json", true),
+            ("people/old.json", false),
+        ]
+    );
+    assert_eq!(files(team_dir.path()), files(folder.path()));
+    assert_eq!(remote.seqs(), [1, 2]);
+    // Importing again changes nothing.
+    assert_eq!(team_store.import(folder.path()).unwrap(), None);
+
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("copy");
+    let exported = team_store.export(&target).unwrap();
+    assert_eq!(exported.documents, 3);
+    assert_eq!(exported.seq, 2);
+    assert_eq!(files(&target), files(folder.path()));
+    // The copy is a folder store.
+    assert_eq!(read(&target, "stardust.toml").as_deref(), Some("[store]\n"));
+    let copy = common::open(&target);
+    assert_eq!(copy.snapshot().analysis.document_count(), 3);
+    // Into a folder that holds something: refused.
+    let err = team_store.export(&target).unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArguments);
+}

@@ -3,6 +3,7 @@
 pub(crate) mod apply;
 pub(crate) mod backup;
 pub(crate) mod check;
+pub(crate) mod db;
 pub(crate) mod eval;
 pub(crate) mod fmt;
 pub(crate) mod log;

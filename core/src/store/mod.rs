@@ -41,6 +41,7 @@ mod reaper;
 pub mod remote;
 pub mod saves;
 mod time;
+mod transfer;
 mod txn;
 mod watch;
 
@@ -62,6 +63,7 @@ pub use fsio::{FailHook, FailPoint, replace_file};
 pub use log::{Damage, Verification};
 pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
+pub use transfer::Exported;
 pub use txn::{ChangeKind, DocumentChange, Origin, Transaction, Version};
 
 use feed::{Coalesced, Feed};

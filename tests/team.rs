@@ -1,0 +1,231 @@
+//! Team stores end to end (SPEC §22): two cores, as two machines (their own folders, sockets
+//! and mounts), on one PostgreSQL database of the test cluster (`STARDUST_TEST_DATABASE_URL`,
+//! which scripts/test sets). A save through one machine's mount reaches the other's mount and
+//! an editor there; both logs agree; a core killed right after a commit loses nothing.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use util::lsp::Lsp;
+use util::{Serve, stardust, text, wait_until};
+
+/// A fresh database on the test cluster (dropped at the end) and its URL.
+struct Db {
+    name: String,
+    url: String,
+    admin: String,
+}
+
+impl Db {
+    fn new(tag: &str) -> Db {
+        let admin = std::env::var("STARDUST_TEST_DATABASE_URL").expect(
+            "STARDUST_TEST_DATABASE_URL names the test cluster; run the tests with scripts/test",
+        );
+        let name = format!("stardust_e2e_{tag}_{}", std::process::id());
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let (before, query) = admin.split_once('?').unwrap_or((&admin, ""));
+        let base = before.rsplit_once('/').unwrap().0;
+        let url = if query.is_empty() {
+            format!("{base}/{name}")
+        } else {
+            format!("{base}/{name}?{query}")
+        };
+        Db { name, url, admin }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
+
+/// A machine's store folder at `dir/name` whose stardust.toml is the sample library's plus
+/// the team store's database; with the library's documents when `documents`.
+fn machine(dir: &Path, name: &str, db: &Db, documents: bool) -> PathBuf {
+    let store = dir.join(name);
+    if documents {
+        util::copy_store(&util::repo().join("examples/library"), &store);
+    } else {
+        std::fs::create_dir_all(&store).unwrap();
+    }
+    let config =
+        std::fs::read_to_string(util::repo().join("examples/library/stardust.toml")).unwrap();
+    let config = config.replacen(
+        "[store]\n",
+        &format!("[store]\nbackend = \"postgres\"\nurl = \"{}\"\n", db.url),
+        1,
+    );
+    std::fs::write(store.join("stardust.toml"), config).unwrap();
+    store.canonicalize().unwrap()
+}
+
+fn mount(dir: &Path, name: &str, store: &Path) -> (PathBuf, Serve) {
+    let mnt = dir.join(name);
+    std::fs::create_dir_all(&mnt).unwrap();
+    let serve = Serve::mounted(store, &mnt);
+    wait_until("the store is mounted", || mnt.join(".stardust/store.json").is_file());
+    (mnt.canonicalize().unwrap(), serve)
+}
+
+fn log(store: &Path) -> Vec<Value> {
+    let out = stardust(&["log", store.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+const ZED: &str = "id person/zed\ntype person\nname 'Zed Team'\nroles [author]\n";
+
+#[test]
+fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor() {
+    let db = Db::new("mount");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    let b = machine(dir.path(), "b", &db, false);
+    let out = stardust(&["db", "migrate", a.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("from schema 0 to 1"), "{}", text(&out.stdout));
+
+    let (mnt_a, serve_a) = mount(dir.path(), "mnt-a", &a);
+    let (mnt_b, serve_b) = mount(dir.path(), "mnt-b", &b);
+    // B took A's documents from the database.
+    let dune = std::fs::read(mnt_a.join("books/dune.dust")).unwrap();
+    assert_eq!(std::fs::read(mnt_b.join("books/dune.dust")).unwrap(), dune);
+
+    // An editor on machine B, rooted in B's mount, listening for changes.
+    let mut editor = Lsp::start(&mnt_b, &mnt_b, None);
+    editor.initialize(json!({
+        "processId": null,
+        "rootUri": format!("file://{}", mnt_b.display()),
+        "clientInfo": {"name": "editor-b"},
+        "capabilities": {"experimental": {"stardust": {"notifications": ["documentsChanged"]}}}
+    }));
+
+    // A save through machine A's mount, as any program makes one.
+    std::fs::write(mnt_a.join("people/zed.dust"), ZED).unwrap();
+    wait_until("the save reaches machine B's mount", || {
+        std::fs::read_to_string(mnt_b.join("people/zed.dust")).is_ok_and(|t| t == ZED)
+    });
+    let changed = editor.wait(|m| {
+        m["method"] == "stardust/documentsChanged"
+            && m["params"]["documents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d["path"] == "people/zed.dust")
+    });
+    let entry = &changed["params"]["documents"][0];
+    assert_eq!(entry["change"], "created", "{changed}");
+    assert_eq!(entry["uri"], format!("file://{}/people/zed.dust", mnt_b.display()));
+
+    // One history, which both machines' `stardust log` agree on.
+    let log_a = log(&a);
+    assert_eq!(log_a.len(), 2);
+    assert_eq!(log_a[1]["origin"], "mount");
+    wait_until("machine B's log has the save", || log(&b).len() == 2);
+    assert_eq!(log(&b), log_a);
+    editor.shutdown();
+    assert!(serve_a.stop().success());
+    assert!(serve_b.stop().success());
+}
+
+#[test]
+fn a_core_killed_right_after_a_commit_loses_nothing_and_catches_up_when_it_returns() {
+    let db = Db::new("kill");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    let b = machine(dir.path(), "b", &db, false);
+    assert!(stardust(&["db", "migrate", a.to_str().unwrap()]).status.success());
+    let (mnt_a, mut serve_a) = mount(dir.path(), "mnt-a", &a);
+    let serve_b = Serve::start(&b);
+
+    std::fs::write(mnt_a.join("people/zed.dust"), ZED).unwrap();
+    serve_a.child.kill().unwrap();
+    serve_a.child.wait().unwrap();
+    let _ = Command::new("fusermount3").arg("-uz").arg(&mnt_a).status();
+    // The commit was acknowledged (the write returned), so it is in the database: B has it.
+    wait_until("machine B takes the commit in", || {
+        std::fs::read_to_string(b.join("people/zed.dust")).is_ok_and(|t| t == ZED)
+    });
+    // Machine B commits while A is down; A, back, takes it in.
+    let out = stardust(&["log", b.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success());
+    std::fs::write(b.join("people/zed.dust"), ZED.replace("Zed Team", "Zed B")).unwrap();
+    wait_until("machine B records the edit", || log(&b).len() == 3);
+    drop(serve_b);
+    let out = stardust(&["log", a.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log_a: Vec<Value> =
+        text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(log_a.len(), 3);
+    assert_eq!(log_a, log(&b));
+    assert_eq!(
+        std::fs::read_to_string(a.join("people/zed.dust")).unwrap(),
+        ZED.replace("Zed Team", "Zed B")
+    );
+}
+
+#[test]
+fn import_and_export_move_a_store_between_a_folder_and_the_database_byte_for_byte() {
+    let db = Db::new("move");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = util::library();
+    let team = machine(dir.path(), "team", &db, false);
+    assert!(stardust(&["db", "migrate", team.to_str().unwrap()]).status.success());
+    let out = stardust(&["import", team.to_str().unwrap(), folder.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let exported = dir.path().join("exported");
+    let out = stardust(&["export", team.to_str().unwrap(), exported.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("as of seq 1"), "{}", text(&out.stdout));
+    let check = stardust(&["check", exported.to_str().unwrap()]);
+    let original = stardust(&["check", folder.path().to_str().unwrap()]);
+    assert_eq!(check.status.code(), original.status.code());
+    for (rel, bytes) in documents(folder.path()) {
+        assert_eq!(std::fs::read(exported.join(&rel)).ok(), Some(bytes), "{rel}");
+    }
+    assert_eq!(documents(&exported).len(), documents(folder.path()).len());
+    // A password in the file is refused before anything connects.
+    let leaky = dir.path().join("leaky");
+    std::fs::create_dir(&leaky).unwrap();
+    std::fs::write(
+        leaky.join("stardust.toml"),
+        "[store]\nbackend = \"postgres\"\nurl = \"postgresql://ann:pw@db/x\"\n",
+    )
+    .unwrap();
+    let out = stardust(&["log", leaky.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error[config-invalid]"), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("pw@"), "{}", text(&out.stderr));
+}
+
+/// The documents of a store folder (JSON and DUST files outside `.stardust/`).
+fn documents(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel.starts_with(".stardust") {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else if rel.ends_with(".json") || rel.ends_with(".dust") {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
