@@ -39,6 +39,24 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Make the database unreachable for the cores (as if its server stopped), or reachable.
+    fn reachable(&self, yes: bool) {
+        let mut admin = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
+        let name = &self.name;
+        admin
+            .batch_execute(&format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS {yes}"))
+            .unwrap();
+        if !yes {
+            admin
+                .batch_execute(&format!(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+                ))
+                .unwrap();
+        }
+    }
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
@@ -126,6 +144,13 @@ fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor
     assert_eq!(entry["change"], "created", "{changed}");
     assert_eq!(entry["uri"], format!("file://{}/people/zed.dust", mnt_b.display()));
 
+    // An agent on machine B reads the entity A saved.
+    let mut agent = util::mcp::Mcp::open(&b, &[], "agent-b");
+    let found =
+        agent.ok("query_execute", json!({"document": "find [?p] where [[?p name 'Zed Team']]"}));
+    assert_eq!(found["rows"], json!([["person/zed"]]), "{found}");
+    drop(agent);
+
     // One history, which both machines' `stardust log` agree on.
     let log_a = log(&a);
     assert_eq!(log_a.len(), 2);
@@ -171,6 +196,37 @@ fn a_core_killed_right_after_a_commit_loses_nothing_and_catches_up_when_it_retur
         std::fs::read_to_string(a.join("people/zed.dust")).unwrap(),
         ZED.replace("Zed Team", "Zed B")
     );
+}
+
+#[test]
+fn a_save_while_the_database_is_away_is_refused_kept_and_resumes() {
+    let db = Db::new("away");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    assert!(stardust(&["db", "migrate", a.to_str().unwrap()]).status.success());
+    let (mnt, serve) = mount(dir.path(), "mnt", &a);
+    db.reachable(false);
+    // fsync reports the save's outcome (a close's error would be lost by Rust's drop).
+    let mut file = std::fs::File::create(mnt.join("people/zed.dust")).unwrap();
+    std::io::Write::write_all(&mut file, ZED.as_bytes()).unwrap();
+    let err = file.sync_all().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(5), "EIO: {err}");
+    drop(file);
+    // Nothing was committed, and the bytes are kept with the reason.
+    assert!(!a.join("people/zed.dust").exists());
+    let rejected = a.join(".stardust/rejected");
+    let kept: Vec<String> = std::fs::read_dir(&rejected)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let bytes = kept.iter().find(|n| !n.ends_with(".why")).expect("the refused bytes");
+    assert_eq!(std::fs::read_to_string(rejected.join(bytes)).unwrap(), ZED);
+    let why = kept.iter().find(|n| n.ends_with(".why")).expect("the reason");
+    assert!(std::fs::read_to_string(rejected.join(why)).unwrap().contains("unavailable"));
+    db.reachable(true);
+    std::fs::write(mnt.join("people/zed.dust"), ZED).unwrap();
+    assert_eq!(std::fs::read_to_string(a.join("people/zed.dust")).unwrap(), ZED);
+    assert!(serve.stop().success());
 }
 
 #[test]
