@@ -202,7 +202,7 @@ impl Remote for Postgres {
             while let Ok(Some(_)) = notifications.iter().next() {}
             woken
         };
-        let woken = match woken {
+        match woken {
             Ok(woken) => woken,
             Err(why) => {
                 tracing::debug!("the database's wake-ups stopped: {why}");
@@ -210,8 +210,7 @@ impl Remote for Postgres {
                 // A connection that comes back may have missed wake-ups: look.
                 true
             }
-        };
-        woken
+        }
     }
 }
 

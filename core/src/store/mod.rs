@@ -1425,7 +1425,8 @@ impl Inner {
         batch: &[remote::Shipped],
     ) -> StoreResult<()> {
         // Each touched path: the states it went through, and its last content.
-        let mut states: BTreeMap<&str, (Vec<Option<Version>>, Option<&[u8]>)> = BTreeMap::new();
+        type States<'a> = BTreeMap<&'a str, (Vec<Option<Version>>, Option<&'a [u8]>)>;
+        let mut states: States<'_> = BTreeMap::new();
         let mut offsets = Vec::with_capacity(batch.len());
         for shipped in batch {
             let txn = &shipped.transaction;

@@ -1,0 +1,197 @@
+//! Team store figures (SPEC §22), run by hand against a PostgreSQL server:
+//!
+//! ```sh
+//! scripts/pg-cluster   # prints the URL of the private cluster
+//! cargo run --release -p stardust-pg --example team_bench -- URL [--commits 300] [--docs 10000]
+//! ```
+//!
+//! 1. One-document commit latency of a team store, against a bare `INSERT` of the same bytes
+//!    committed on its own (`INSERT ...; COMMIT`) on the same server, alternating one of each;
+//!    and a folder store's commit beside.
+//! 2. Commit on machine A → the change notification at machine B (two stores on one
+//!    database, in one process: the wake-up still goes through the server's NOTIFY).
+//! 3. Opening a store of `--docs` documents: a folder store (its log exists), a machine's
+//!    copy that is up to date, and a new machine's empty copy that takes the history from the
+//!    database.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use postgres::{Client, NoTls};
+use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let admin = args.next().expect("usage: team_bench URL [--commits N] [--docs N]");
+    let mut commits = 300;
+    let mut docs = 10_000;
+    while let Some(flag) = args.next() {
+        let value: usize = args.next().and_then(|v| v.parse().ok()).expect("a number");
+        match flag.as_str() {
+            "--commits" => commits = value,
+            "--docs" => docs = value,
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load before: {}", load.trim());
+    commit_latency(&admin, commits);
+    notification_latency(&admin, commits);
+    open_latency(&admin, docs);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load after: {}", load.trim());
+}
+
+/// A fresh, migrated database on the server at `admin`; its URL.
+fn database(admin: &str, name: &str) -> String {
+    let mut client = Client::connect(admin, NoTls).unwrap();
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).unwrap();
+    client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    let (before, query) = admin.split_once('?').unwrap_or((admin, ""));
+    let base = before.rsplit_once('/').unwrap().0;
+    let url =
+        if query.is_empty() { format!("{base}/{name}") } else { format!("{base}/{name}?{query}") };
+    stardust_pg::migrate(&url).unwrap();
+    url
+}
+
+fn team_store(root: &Path, url: &str) -> Store {
+    let remote = stardust_pg::connect(url).unwrap();
+    Store::open(root, OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() })
+        .unwrap()
+}
+
+fn person(i: usize, name: &str) -> String {
+    format!("{{\"id\": \"person/p{i}\", \"type\": \"person\", \"name\": \"{name}\"}}\n")
+}
+
+fn stats(label: &str, samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{label:<44} n={:<5} p50 {:>8.3} ms  p95 {:>8.3} ms  max {:>8.3} ms",
+        samples.len(),
+        ms(at(0.5)),
+        ms(at(0.95)),
+        ms(at(1.0))
+    );
+    at(0.5)
+}
+
+fn commit_latency(admin: &str, n: usize) {
+    let url = database(admin, "stardust_bench_commit");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
+    let store = team_store(dir.path(), &url);
+    let folder_dir = tempfile::tempdir().unwrap();
+    std::fs::write(folder_dir.path().join("p.json"), person(0, "start")).unwrap();
+    let folder =
+        Store::open(folder_dir.path(), OpenOptions { watch: false, ..OpenOptions::default() })
+            .unwrap();
+    let mut bare = Client::connect(&url, NoTls).unwrap();
+    bare.batch_execute("CREATE TABLE bench (id bigserial PRIMARY KEY, content bytea NOT NULL)")
+        .unwrap();
+    let insert = bare.prepare("INSERT INTO bench (content) VALUES ($1)").unwrap();
+    let (mut team, mut plain, mut local) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n + 10 {
+        let content = person(0, &format!("name {i}"));
+        let start = Instant::now();
+        store.commit(Origin::Mount, vec![Change::put("p.json", content.clone())]).unwrap();
+        let t = start.elapsed();
+        let start = Instant::now();
+        // Autocommit: one implicit transaction, committed (and synced) by the server.
+        bare.execute(&insert, &[&content.as_bytes()]).unwrap();
+        let b = start.elapsed();
+        let start = Instant::now();
+        folder.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
+        let l = start.elapsed();
+        if i >= 10 {
+            team.push(t);
+            plain.push(b);
+            local.push(l);
+        }
+    }
+    println!("-- one-document commit ({} bytes)", person(0, "name 100").len());
+    let t = stats("team store commit (PostgreSQL)", &mut team);
+    let b = stats("bare INSERT; COMMIT of the same bytes", &mut plain);
+    stats("folder store commit (for reference)", &mut local);
+    println!("ratio team / bare at p50: {:.2}x", t.as_secs_f64() / b.as_secs_f64());
+}
+
+fn notification_latency(admin: &str, n: usize) {
+    let url = database(admin, "stardust_bench_notify");
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    std::fs::write(a_dir.path().join("p.json"), person(0, "start")).unwrap();
+    let a = team_store(a_dir.path(), &url);
+    let b = team_store(b_dir.path(), &url);
+    let feed = b.subscribe();
+    let (mut from_start, mut from_ack) = (Vec::new(), Vec::new());
+    for i in 0..n + 10 {
+        let start = Instant::now();
+        let committed = a
+            .commit(Origin::Mount, vec![Change::put("p.json", person(0, &format!("n{i}")))])
+            .unwrap();
+        let acked = Instant::now();
+        loop {
+            match feed.next_timeout(Duration::from_secs(10)) {
+                Some(Notice::Changes { seq, .. }) if seq >= committed.seq => break,
+                Some(_) => continue,
+                None => panic!("no notice at B for seq {}", committed.seq),
+            }
+        }
+        if i >= 10 {
+            from_start.push(start.elapsed());
+            from_ack.push(acked.elapsed());
+        }
+        // Commits a little apart, as people and agents make them.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    println!("-- commit on A -> notification at B");
+    stats("from A's commit call", &mut from_start);
+    stats("from A's acknowledgement", &mut from_ack);
+}
+
+fn open_latency(admin: &str, docs: usize) {
+    let url = database(admin, "stardust_bench_open");
+    let folder = tempfile::tempdir().unwrap();
+    for i in 0..docs {
+        let dir = folder.path().join(format!("people/{}", i % 100));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("p{i}.json")), person(i, &format!("Person {i}"))).unwrap();
+    }
+    let options = || OpenOptions { watch: false, ..OpenOptions::default() };
+    // The folder store's first open records its history; the figure is a reopen.
+    drop(Store::open(folder.path(), options()).unwrap());
+    let machine_a = tempfile::tempdir().unwrap();
+    {
+        let a = team_store(machine_a.path(), &url);
+        a.import(folder.path()).unwrap();
+    }
+    let (mut from_folder, mut up_to_date, mut new_copy) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let start = Instant::now();
+        let store = Store::open(folder.path(), options()).unwrap();
+        assert_eq!(store.snapshot().analysis.document_count(), docs);
+        from_folder.push(start.elapsed());
+        drop(store);
+
+        let start = Instant::now();
+        let store = team_store(machine_a.path(), &url);
+        assert_eq!(store.snapshot().analysis.document_count(), docs);
+        up_to_date.push(start.elapsed());
+        drop(store);
+
+        let fresh = tempfile::tempdir().unwrap();
+        let start = Instant::now();
+        let store = team_store(fresh.path(), &url);
+        assert_eq!(store.snapshot().analysis.document_count(), docs);
+        new_copy.push(start.elapsed());
+        drop(store);
+    }
+    println!("-- open of a {docs}-document store");
+    stats("folder store (reopen)", &mut from_folder);
+    stats("team store, this machine's copy up to date", &mut up_to_date);
+    stats("team store, a new machine (history from db)", &mut new_copy);
+}
