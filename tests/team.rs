@@ -249,6 +249,23 @@ fn import_and_export_move_a_store_between_a_folder_and_the_database_byte_for_byt
         assert_eq!(std::fs::read(exported.join(&rel)).ok(), Some(bytes), "{rel}");
     }
     assert_eq!(documents(&exported).len(), documents(folder.path()).len());
+    // A backup of the team store: an archive as of one seq, which verifies.
+    let archives = dir.path().join("archives");
+    std::fs::create_dir(team.join("backups")).unwrap();
+    std::fs::write(
+        team.join("backups/nightly.dust"),
+        format!(
+            "id backup/nightly\ntype backup\ninclude ['**']\ntarget '{}'\n",
+            archives.display()
+        ),
+    )
+    .unwrap();
+    let out = stardust(&["backup", "run", team.to_str().unwrap(), "backup/nightly"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("as of seq 2"), "{}", text(&out.stdout));
+    let archive = std::fs::read_dir(&archives).unwrap().next().unwrap().unwrap().path();
+    let out = stardust(&["backup", "verify", archive.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
     // A password in the file is refused before anything connects.
     let leaky = dir.path().join("leaky");
     std::fs::create_dir(&leaky).unwrap();
