@@ -25,16 +25,7 @@ impl Db {
             "STARDUST_TEST_DATABASE_URL names the test cluster; run the tests with scripts/test",
         );
         let name = format!("stardust_e2e_{tag}_{}", std::process::id());
-        let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
-        client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
-        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let (before, query) = admin.split_once('?').unwrap_or((&admin, ""));
-        let base = before.rsplit_once('/').unwrap().0;
-        let url = if query.is_empty() {
-            format!("{base}/{name}")
-        } else {
-            format!("{base}/{name}?{query}")
-        };
+        let url = stardust_pg::scratch::create(&admin, &name).unwrap();
         Db { name, url, admin }
     }
 }
@@ -59,10 +50,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
-            let _ = client
-                .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
+        let _ = stardust_pg::scratch::drop(&self.admin, &self.name);
     }
 }
 

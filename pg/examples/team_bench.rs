@@ -44,13 +44,7 @@ fn main() {
 
 /// A fresh, migrated database on the server at `admin`; its URL.
 fn database(admin: &str, name: &str) -> String {
-    let mut client = Client::connect(admin, NoTls).unwrap();
-    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).unwrap();
-    client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let (before, query) = admin.split_once('?').unwrap_or((admin, ""));
-    let base = before.rsplit_once('/').unwrap().0;
-    let url =
-        if query.is_empty() { format!("{base}/{name}") } else { format!("{base}/{name}?{query}") };
+    let url = stardust_pg::scratch::create(admin, name).unwrap();
     stardust_pg::migrate(&url).unwrap();
     url
 }

@@ -13,6 +13,7 @@
 //! it broke. Every failure to reach the database is `unavailable`, never a half-done commit.
 
 mod schema;
+pub mod scratch;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -27,16 +27,7 @@ impl Db {
         );
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let name = format!("stardust_t{}_{n}", std::process::id());
-        let mut client = Client::connect(&admin, NoTls).unwrap();
-        client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
-        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let (before, query) = admin.split_once('?').unwrap_or((&admin, ""));
-        let base = before.rsplit_once('/').unwrap().0;
-        let url = if query.is_empty() {
-            format!("{base}/{name}")
-        } else {
-            format!("{base}/{name}?{query}")
-        };
+        let url = stardust_pg::scratch::create(&admin, &name).unwrap();
         stardust_pg::migrate(&url).unwrap();
         Db { name, url, admin }
     }
@@ -90,10 +81,7 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        if let Ok(mut client) = Client::connect(&self.admin, NoTls) {
-            let _ = client
-                .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
+        let _ = stardust_pg::scratch::drop(&self.admin, &self.name);
     }
 }
 

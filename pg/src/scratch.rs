@@ -1,0 +1,46 @@
+//! Scratch databases on a server, for tests and benchmarks: one per test, so tests run in
+//! parallel and a fault can be put on one database without touching the others.
+
+use postgres::{Client, NoTls};
+
+/// `url` with its database replaced by `name` (the path part; the query, such as a socket
+/// folder's `host=`, kept).
+pub fn with_database(url: &str, name: &str) -> String {
+    let (before, query) = url.split_once('?').unwrap_or((url, ""));
+    let scheme_end = before.find("://").map_or(0, |i| i + 3);
+    let base = match before[scheme_end..].find('/') {
+        Some(i) => &before[..scheme_end + i],
+        None => before,
+    };
+    if query.is_empty() { format!("{base}/{name}") } else { format!("{base}/{name}?{query}") }
+}
+
+/// Make the database `name` anew (dropped first if it exists) on the server `admin` names;
+/// its URL.
+pub fn create(admin: &str, name: &str) -> Result<String, postgres::Error> {
+    let mut client = Client::connect(admin, NoTls)?;
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))?;
+    client.batch_execute(&format!("CREATE DATABASE {name}"))?;
+    Ok(with_database(admin, name))
+}
+
+/// Drop the database `name`, whoever is connected to it.
+pub fn drop(admin: &str, name: &str) -> Result<(), postgres::Error> {
+    Client::connect(admin, NoTls)?
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_is_replaced_and_the_rest_kept() {
+        assert_eq!(
+            with_database("postgresql://postgres@/postgres?host=/tmp/pg", "t1"),
+            "postgresql://postgres@/t1?host=/tmp/pg"
+        );
+        assert_eq!(with_database("postgresql://db:5432/team", "t2"), "postgresql://db:5432/t2");
+        assert_eq!(with_database("postgresql://db", "t3"), "postgresql://db/t3");
+    }
+}
