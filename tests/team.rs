@@ -132,6 +132,17 @@ fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor
     assert_eq!(entry["change"], "created", "{changed}");
     assert_eq!(entry["uri"], format!("file://{}/people/zed.dust", mnt_b.display()));
 
+    // A change to a document B's mount has already shown, by a rename over it (as editors
+    // save): B's mount shows the new bytes.
+    let _ = std::fs::read(mnt_b.join("books/dune.dust")).unwrap();
+    let mut changed_dune = dune.clone();
+    changed_dune.extend_from_slice(b"; a note from machine A\n");
+    std::fs::write(mnt_a.join("books/.dune.dust.tmp"), &changed_dune).unwrap();
+    std::fs::rename(mnt_a.join("books/.dune.dust.tmp"), mnt_a.join("books/dune.dust")).unwrap();
+    wait_until("the change reaches machine B's mount", || {
+        std::fs::read(mnt_b.join("books/dune.dust")).is_ok_and(|t| t == changed_dune)
+    });
+
     // An agent on machine B reads the entity A saved.
     let mut agent = util::mcp::Mcp::open(&b, &[], "agent-b");
     let found =
@@ -141,9 +152,10 @@ fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor
 
     // One history, which both machines' `stardust log` agree on.
     let log_a = log(&a);
-    assert_eq!(log_a.len(), 2);
+    assert_eq!(log_a.len(), 3);
     assert_eq!(log_a[1]["origin"], "mount");
-    wait_until("machine B's log has the save", || log(&b).len() == 2);
+    assert_eq!(log_a[2]["origin"], "mount");
+    wait_until("machine B's log has the saves", || log(&b).len() == 3);
     assert_eq!(log(&b), log_a);
     editor.shutdown();
     assert!(serve_a.stop().success());
