@@ -1464,9 +1464,10 @@ impl Inner {
             let now_version = now.as_deref().map(Version::of);
             if known.contains(&now_version) {
                 if now_version != *known.last().expect("a state per transaction") {
+                    // Not synced: the database has them, and the checkpoint syncs them.
                     let written = match last {
-                        Some(bytes) => self.disk.write(path, bytes),
-                        None => self.disk.remove(path),
+                        Some(bytes) => self.disk.put(path, bytes),
+                        None => self.disk.unlink(path),
                     };
                     written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
                 }
@@ -1522,15 +1523,18 @@ impl Inner {
         Ok(())
     }
 
-    /// Take in what other cores committed, if anything (the follower thread's step).
-    fn follow(&self) {
+    /// Take in what other cores committed, if anything (the follower thread's step): at once
+    /// when `woken`, else (a poll) when the database's head is past the snapshot.
+    fn follow(&self, woken: bool) {
         let Some(remote) = &self.remote else { return };
-        match remote.head() {
-            Ok(head) if head > self.snapshot().seq => {}
-            Ok(_) => return,
-            Err(err) => {
-                tracing::debug!("cannot read the database's head: {err}");
-                return;
+        if !woken {
+            match remote.head() {
+                Ok(head) if head > self.snapshot().seq => {}
+                Ok(_) => return,
+                Err(err) => {
+                    tracing::debug!("cannot read the database's head: {err}");
+                    return;
+                }
             }
         }
         // A closed or poisoned store takes nothing in.

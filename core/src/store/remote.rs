@@ -135,7 +135,7 @@ impl Follower {
                     }
                     polled = Instant::now();
                     let Some(inner) = inner.upgrade() else { break };
-                    inner.follow();
+                    inner.follow(woken);
                 }
             })
             .map_err(|e| {

@@ -81,6 +81,13 @@ impl Store {
         found.extend(gone.into_iter().map(|path| (path, None)));
         found.retain(|(path, bytes)| bytes.as_deref().map(Version::of) != snapshot.version(path));
         let previous = self.inner.put_files(&found)?;
+        // The record that follows is `external`, which recovery never redoes: the files must
+        // be durable before it (one sync of the filesystem for many).
+        let paths = found.iter().map(|(p, _)| p.as_str());
+        self.inner
+            .disk
+            .sync_documents(paths)
+            .map_err(|e| StoreError::io("cannot make the imported documents durable", e))?;
         match self.inner.ingest_locked(&mut writer, found) {
             Ok(txn) => Ok(txn),
             Err(err) => {
@@ -97,15 +104,16 @@ impl Store {
 }
 
 impl Inner {
-    /// Write (or remove) files of the store's folder; returns what they held before.
+    /// Write (or remove) files of the store's folder, not synced; returns what they held
+    /// before.
     fn put_files(&self, files: &[(String, Option<Vec<u8>>)]) -> StoreResult<Found> {
         let mut previous = Vec::with_capacity(files.len());
         for (path, bytes) in files {
             self.disk.resolve(path)?;
             previous.push((path.clone(), self.disk.read(path)?));
             let done = match bytes {
-                Some(bytes) => self.disk.write(path, bytes),
-                None => self.disk.remove(path),
+                Some(bytes) => self.disk.put(path, bytes),
+                None => self.disk.unlink(path),
             };
             done.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
         }
