@@ -59,6 +59,18 @@ pub enum CommandError {
     PreviewExpired(String),
     #[error("{path} changed since the preview was made; run the command again for a fresh preview")]
     PreviewStale { path: String },
+    #[error(
+        "no code action {0} in this session; it was used, or listed elsewhere: list code_actions \
+         again for fresh handles"
+    )]
+    ActionNotFound(String),
+    #[error("the code action {0} expired; list code_actions again for fresh handles")]
+    ActionExpired(String),
+    #[error(
+        "{path} changed since its code actions were listed; list code_actions again for fresh \
+         handles"
+    )]
+    ActionStale { path: String },
     /// The session may not confirm previews; the message is the gate's reason.
     #[error("{0}")]
     MutationDisabled(String),
@@ -88,6 +100,9 @@ impl CommandError {
             CommandError::PreviewNotFound(_) => Code::PreviewNotFound,
             CommandError::PreviewExpired(_) => Code::PreviewExpired,
             CommandError::PreviewStale { .. } => Code::PreviewStale,
+            CommandError::ActionNotFound(_) => Code::PreviewNotFound,
+            CommandError::ActionExpired(_) => Code::PreviewExpired,
+            CommandError::ActionStale { .. } => Code::PreviewStale,
             CommandError::MutationDisabled(_) => Code::MutationDisabled,
             CommandError::TooLarge { .. } => Code::Unsupported,
             CommandError::Server(e) => e.code,
@@ -103,7 +118,8 @@ impl CommandError {
                 json!({"problems": problems_json(analysis, problems)})
             }
             CommandError::Store(StoreError::Conflict { path, .. })
-            | CommandError::PreviewStale { path } => json!({"path": path}),
+            | CommandError::PreviewStale { path }
+            | CommandError::ActionStale { path } => json!({"path": path}),
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),
@@ -209,6 +225,8 @@ const RECENT_DECISIONS: usize = 50;
 pub struct Service {
     store: Arc<Store>,
     previews: Mutex<Previews>,
+    /// The code actions `code_actions` listed, by the handles it minted (SPEC §18).
+    actions: Mutex<code_edit::Actions>,
     sessions: Mutex<BTreeMap<u64, Session>>,
     next_session: AtomicU64,
     decisions: Mutex<VecDeque<Value>>,
@@ -271,6 +289,7 @@ impl Service {
         Service {
             store: Arc::new(store),
             previews: Mutex::new(Previews::default()),
+            actions: Mutex::new(code_edit::Actions::default()),
             sessions: Mutex::new(BTreeMap::new()),
             next_session: AtomicU64::new(1),
             decisions: Mutex::new(VecDeque::new()),
@@ -355,6 +374,7 @@ impl Service {
     pub fn close_session(&self, session: &Session) {
         lock(&self.sessions).remove(&session.id);
         lock(&self.previews).drop_session(session.id);
+        lock(&self.actions).drop_session(session.id);
         self.close_code_session(session);
     }
 
