@@ -17,7 +17,7 @@
 //!   file it was listed on, expires like a preview, and is spent by its first use.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -25,7 +25,9 @@ use serde_json::{Value, json};
 use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, text_position};
 use super::preview::{self, Preview};
 use super::{Call, CommandError, CommandResult, Service};
+use crate::codefiles::{self, Owner};
 use crate::error::Error;
+use crate::store::saves::CodeSaves;
 use crate::store::{Version, rfc3339};
 use crate::sync::lock;
 use crate::text::{Encoding, LineIndex, Position};
@@ -490,6 +492,74 @@ fn shown(
     item
 }
 
+/// The save authority's rule for code (`code-error`): each new error refuses the change, and
+/// so do diagnostics that could not be had (`unknown`), since nobody can say it adds none.
+fn code_errors(new: &[Value], unknown: Option<&str>) -> Vec<String> {
+    let mut reasons: Vec<String> = new
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            format!(
+                "{}:{}:{}: error[code-error] {} ({})",
+                d["path"].as_str().unwrap_or_default(),
+                d["range"]["line"],
+                d["range"]["column"],
+                d["message"].as_str().unwrap_or_default(),
+                d["server"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    if let Some(reason) = unknown {
+        reasons.push(format!(
+            "the language server's diagnostics for the change are unknown ({reason}), and \
+             [save] refuse lists code-error"
+        ));
+    }
+    reasons
+}
+
+/// The service's side of [`CodeSaves`]: which files a language server covers, and the
+/// speculative check of a save through the mount. Weak, since the store it is installed in
+/// belongs to the service.
+struct MountCodeSaves(Weak<Service>);
+
+impl CodeSaves for MountCodeSaves {
+    fn is_code(&self, rel: &str) -> bool {
+        let Some(service) = self.0.upgrade() else { return false };
+        let Ok(servers) = service.code_servers() else { return false };
+        let config = service.store.snapshot().analysis.config().clone();
+        matches!(codefiles::route(&config, &servers, rel), Ok(Owner::Server { .. }))
+    }
+
+    fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
+        let Some(service) = self.0.upgrade() else {
+            return code_errors(&[], Some("the core is shutting down"));
+        };
+        let target = match service.code_target(rel) {
+            Ok(target) => target,
+            Err(err) => return code_errors(&[], Some(&err.to_string())),
+        };
+        let texts = (std::str::from_utf8(before.unwrap_or_default()), std::str::from_utf8(after));
+        let (Ok(before), Ok(after)) = texts else {
+            return code_errors(&[], Some(&format!("{rel} is not UTF-8 text")));
+        };
+        let files = [FileEdit { target, before: before.to_owned(), after: after.to_owned() }];
+        match speculate(&service, &files) {
+            Delta::Known { new, .. } => code_errors(&new, None),
+            Delta::Unknown(reason) => code_errors(&[], Some(&reason)),
+        }
+    }
+}
+
+impl Service {
+    /// Let the store's saves made as file operations (the mount) treat the files a language
+    /// server covers as code files: each save one transaction, refused under `code-error`
+    /// when its server reports new errors for it (SPEC §18).
+    pub fn install_code_saves(self: &Arc<Self>) {
+        self.store.set_code_saves(Arc::new(MountCodeSaves(Arc::downgrade(self))));
+    }
+}
+
 /// Hold the preview of `files` for the call's session and answer it.
 fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) -> Value {
     let service = call.service;
@@ -499,27 +569,7 @@ fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) ->
         Delta::Known { new, resolved } => (new, resolved, None),
         Delta::Unknown(reason) => (Vec::new(), Vec::new(), Some(reason)),
     };
-    // The save authority's rule for code (`code-error`): an edit adding errors is refused,
-    // and so is one whose diagnostics could not be had, since nobody can say it adds none.
-    let mut reasons: Vec<String> = Vec::new();
-    if refuse {
-        reasons.extend(new.iter().filter(|d| d["severity"] == "error").map(|d| {
-            format!(
-                "{}:{}:{}: error[code-error] {} ({})",
-                d["path"].as_str().unwrap_or_default(),
-                d["range"]["line"],
-                d["range"]["column"],
-                d["message"].as_str().unwrap_or_default(),
-                d["server"].as_str().unwrap_or_default()
-            )
-        }));
-        if let Some(reason) = &unknown {
-            reasons.push(format!(
-                "the language server's diagnostics for the edit are unknown ({reason}), and \
-                 [save] refuse lists code-error"
-            ));
-        }
-    }
+    let reasons = if refuse { code_errors(&new, unknown.as_deref()) } else { Vec::new() };
     let mut documents = Vec::with_capacity(files.len());
     let mut planned = Vec::with_capacity(files.len());
     for file in files {
