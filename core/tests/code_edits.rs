@@ -567,3 +567,33 @@ fn code_action_handles_that_cannot_be_previewed_say_why() {
     let err = action_error(&service, &session, &listed[0]["handle"]);
     assert!(err.starts_with("preview-not-found"), "{err}");
 }
+
+#[test]
+fn the_service_tells_the_store_which_files_are_code_and_checks_mount_saves() {
+    use stardust_core::store::{Change, Origin, PathKind};
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP), ("main.rs", "fn main() {}\n")]);
+    config(&f, "[save]\nrefuse = [\"code-error\"]\n");
+    let host = std::sync::Arc::new(host_renaming(json!({})));
+    let service = std::sync::Arc::new(
+        Service::new(common::open(&f.store))
+            .with_code_config_dir(Some(f.config.clone()))
+            .with_code_host(host.clone()),
+    );
+    service.install_code_saves();
+    let store = service.store();
+    // The canned server covers .py and .txt; nothing covers .rs.
+    assert_eq!(store.path_kind("lib.py"), PathKind::Document);
+    assert_eq!(store.path_kind("main.rs"), PathKind::Plain);
+    let broken = "def hello():\n    return broken\n";
+    let err = store.commit(Origin::Mount, vec![Change::put("lib.py", broken)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the save adds errors its language server reports, and [save] refuse lists code-error; \
+         nothing was written: lib.py:2:12: error[code-error] broken is not defined (canned)"
+    );
+    assert_eq!(read(&f, "lib.py"), LIB);
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB, "given back");
+    let fixed = "def hello():\n    return 2\n";
+    store.commit(Origin::Mount, vec![Change::put("lib.py", fixed)]).unwrap();
+    assert_eq!(read(&f, "lib.py"), fixed);
+}
