@@ -373,6 +373,10 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
 /// has at once and its checker's findings later, for the same version.
 const SETTLE: Duration = Duration::from_millis(400);
 
+/// How long a server that publishes without versions may keep its publication unchanged after
+/// it was given a new text before that publication counts as its answer for the new text.
+const UNVERSIONED_SETTLE: Duration = Duration::from_secs(2);
+
 /// Every file's diagnostics with the text `text_of` picks given to its server: pulled where
 /// the server offers it, else what it publishes for that text once it has published for
 /// every file and then been quiet for [`SETTLE`] (bounded by the diagnostics tool's wait).
@@ -381,9 +385,21 @@ fn collect(
     files: &[FileEdit],
     text_of: impl Fn(&FileEdit) -> &String,
 ) -> Result<Vec<Vec<Value>>, CommandError> {
+    // What each server had published before it was given the text, and whether the text was
+    // new to it: a server that publishes without versions (typescript-language-server) has
+    // answered for a new text only once its publication differs from the one before, or it
+    // has stayed the same for [`UNVERSIONED_SETTLE`].
+    let mut prior: Vec<Option<Vec<Value>>> = Vec::with_capacity(files.len());
+    let mut changed = Vec::with_capacity(files.len());
     for file in files {
-        service.code_give(&file.target, text_of(file))?;
+        let target = &file.target;
+        let host = service.host(target.server())?;
+        prior.push(host.published(target.server(), &target.file).map(|(_, items)| items));
+        let sent = host.version(target.server(), &target.file);
+        service.code_give(target, text_of(file))?;
+        changed.push(host.version(target.server(), &target.file) != sent);
     }
+    let given = Instant::now();
     let mut found: Vec<Option<Vec<Value>>> = vec![None; files.len()];
     let mut waiting = Vec::new();
     for (i, file) in files.iter().enumerate() {
@@ -406,7 +422,14 @@ fn collect(
             let host = service.host(target.server())?;
             let sent = host.version(target.server(), &target.file);
             let now = match host.published(target.server(), &target.file) {
-                Some((v, items)) if v.is_none() || v >= sent => Some(items),
+                Some((Some(v), items)) if Some(v) >= sent => Some(items),
+                Some((None, items))
+                    if !changed[i]
+                        || prior[i].as_ref() != Some(&items)
+                        || given.elapsed() >= UNVERSIONED_SETTLE =>
+                {
+                    Some(items)
+                }
                 _ => None,
             };
             all_published &= now.is_some();
