@@ -597,3 +597,29 @@ fn the_service_tells_the_store_which_files_are_code_and_checks_mount_saves() {
     store.commit(Origin::Mount, vec![Change::put("lib.py", fixed)]).unwrap();
     assert_eq!(read(&f, "lib.py"), fixed);
 }
+
+#[test]
+fn preview_lenses_name_who_made_the_preview_and_the_line_its_change_starts() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "[previews]\nshare = true\n");
+    let edit = json!({"changes": {
+        f.uri("app.py"): [{"range": range(1, 6, 1, 11), "newText": "greet"}],
+    }});
+    let (service, _, _) = f.service(host_renaming(edit));
+    let agent = agent(&f, &service);
+    let editor = service.open_session(Front::Lsp, "test-editor");
+    let other_agent = service.open_session(Front::Mcp, "other-agent");
+    let preview = run(&service, &agent, "rename_preview", at_hello("greet"));
+    let lenses = service.preview_lenses(&editor, "app.py");
+    assert_eq!(lenses.len(), 1);
+    let lens = &lenses[0];
+    assert_eq!(
+        (lens.preview_id.as_str(), lens.client.as_str(), lens.front, lens.command.as_str()),
+        (preview["previewId"].as_str().unwrap(), "trusted-agent", "mcp", "rename_preview")
+    );
+    assert_eq!((lens.mine, lens.line), (false, 1), "the change starts on app.py's second line");
+    assert_eq!(service.preview_lenses(&agent, "app.py")[0].mine, true);
+    assert!(service.preview_lenses(&editor, "lib.py").is_empty(), "the preview leaves lib.py");
+    // An agent never acts on another session's preview: no lens.
+    assert!(service.preview_lenses(&other_agent, "app.py").is_empty());
+}
