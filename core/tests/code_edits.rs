@@ -618,7 +618,7 @@ fn preview_lenses_name_who_made_the_preview_and_the_line_its_change_starts() {
         (preview["previewId"].as_str().unwrap(), "trusted-agent", "mcp", "rename_preview")
     );
     assert_eq!((lens.mine, lens.line), (false, 1), "the change starts on app.py's second line");
-    assert_eq!(service.preview_lenses(&agent, "app.py")[0].mine, true);
+    assert!(service.preview_lenses(&agent, "app.py")[0].mine);
     assert!(service.preview_lenses(&editor, "lib.py").is_empty(), "the preview leaves lib.py");
     // An agent never acts on another session's preview: no lens.
     assert!(service.preview_lenses(&other_agent, "app.py").is_empty());

@@ -550,8 +550,11 @@ impl CodeSaves for MountCodeSaves {
     fn is_code(&self, rel: &str) -> bool {
         let Some(service) = self.0.upgrade() else { return false };
         let Ok(servers) = service.code_servers() else { return false };
-        let config = service.store.snapshot().analysis.config().clone();
-        matches!(codefiles::route(&config, &servers, rel), Ok(Owner::Server { .. }))
+        let snapshot = service.store.snapshot();
+        matches!(
+            codefiles::route(snapshot.analysis.config(), &servers, rel),
+            Ok(Owner::Server { .. })
+        )
     }
 
     fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
