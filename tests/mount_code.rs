@@ -218,3 +218,44 @@ fn with_code_error_a_mount_save_adding_an_error_is_refused_and_kept() {
     assert!(why.contains("(pyright)"), "{why}");
     assert_eq!(m.saves(), [mount(&["\"app.py\" \"changed\""])], "{}", m.log());
 }
+
+/// `stardust serve --mount` installs the same rule: a code file saved through its mount is a
+/// `mount` transaction of the core, which `stardust log` (through that core) shows.
+#[test]
+fn a_cores_mount_saves_code_files_as_transactions_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, dir, xdg) =
+        (tmp.path().join("store"), tmp.path().join("mnt"), tmp.path().join("xdg"));
+    for folder in [&store, &dir, &xdg.join("stardust")] {
+        fs::create_dir_all(folder).unwrap();
+    }
+    fs::write(store.join("stardust.toml"), "[store]\n").unwrap();
+    fs::write(store.join("app.py"), APP).unwrap();
+    fs::write(
+        xdg.join("stardust/servers.toml"),
+        "[servers.pyright]\ncommand = \"pyright-langserver\"\nargs = [\"--stdio\"]\n\
+         languages = { py = \"python\" }\n",
+    )
+    .unwrap();
+    let serve = util::Serve::mounted_with_config(&store, &dir, &xdg);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !is_mounted(&dir) {
+        assert!(Instant::now() < deadline, "not mounted after 20s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let edited = "def double(x: int) -> int:\n    return x << 1\n";
+    fs::write(dir.join("app.py"), edited).unwrap();
+    assert_eq!(fs::read_to_string(store.join("app.py")).unwrap(), edited);
+    let out = util::stardust(&["log", store.to_str().unwrap(), "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let saves: Vec<(String, String)> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|txn| txn["origin"] == "mount")
+        .map(|txn| {
+            (txn["documents"][0]["path"].to_string(), txn["documents"][0]["change"].to_string())
+        })
+        .collect();
+    assert_eq!(saves, [("\"app.py\"".to_owned(), "\"changed\"".to_owned())]);
+    assert!(serve.stop().success());
+}
