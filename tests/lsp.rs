@@ -1219,3 +1219,95 @@ fn an_editor_confirms_an_agents_preview_when_previews_are_shared() {
     let log = util::stardust(&["log", tmp.path().to_str().unwrap()]);
     assert!(util::text(&log.stdout).contains("lsp:e2e-editor"), "{}", util::text(&log.stdout));
 }
+
+/// SPEC §18: an agent's open preview shows as code lenses on each file it touches, in an
+/// editor of the same core when the store shares previews ("preview by <client>: confirm" /
+/// "discard", at the line where its change starts); running the lens's command confirms it.
+/// Without sharing, the editor sees lenses of its own previews only.
+#[test]
+fn an_agents_preview_shows_as_code_lenses_that_confirm_it_when_shared() {
+    let tmp = util::library();
+    let config = tmp.path().join("stardust.toml");
+    let unshared = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{unshared}\n[previews]\nshare = true\n")).unwrap();
+    let (mut editor, _) = subscribed(tmp.path(), "e2e-editor");
+    let mut agent = util::mcp::Mcp::open(tmp.path(), &[], "e2e-agent");
+    let at = json!({"path": "people/arthur-c-clarke.dust", "position": {"line": 1, "column": 14},
+                    "newName": "person/arthur-clarke"});
+    let preview = agent.ok("rename_preview", at);
+    let id = preview["previewId"].clone();
+    let files: Vec<String> = preview["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(files.len() > 1, "{preview}");
+
+    let lenses_of = |editor: &mut Client, rel: &str| -> Vec<Value> {
+        let doc = json!({"textDocument": {"uri": editor.uri(rel)}});
+        let lenses = editor.request("textDocument/codeLens", doc);
+        lenses
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| {
+                l["command"]["command"].as_str().is_some_and(|c| c.starts_with("stardust.preview."))
+            })
+            .cloned()
+            .collect()
+    };
+    for rel in &files {
+        let lenses = lenses_of(&mut editor, rel);
+        let shown: Vec<(&Value, &Value, &Value)> = lenses
+            .iter()
+            .map(|l| (&l["command"]["title"], &l["command"]["command"], &l["command"]["arguments"]))
+            .collect();
+        let args = json!([{"previewId": id}]);
+        assert_eq!(
+            shown,
+            [
+                (
+                    &json!("preview by e2e-agent (rename_preview): confirm"),
+                    &json!("stardust.preview.confirm"),
+                    &args
+                ),
+                (&json!("discard"), &json!("stardust.preview.discard"), &args),
+            ],
+            "{rel}"
+        );
+    }
+    // The lens sits at the line the change starts: the id on arthur-c-clarke.dust's first line.
+    let lenses = lenses_of(&mut editor, "people/arthur-c-clarke.dust");
+    assert_eq!(lenses[0]["range"]["start"], json!({"line": 0, "character": 0}));
+
+    let command = &lenses[0]["command"];
+    let confirmed =
+        editor.run(command["command"].as_str().unwrap(), command["arguments"][0].clone());
+    let seq = confirmed["seq"].as_u64().expect("a seq");
+    let since = agent.ok("changes_since", json!({"seq": seq - 1}));
+    assert_eq!(since["seq"], seq, "{since}");
+    assert_eq!(lenses_of(&mut editor, "people/arthur-c-clarke.dust"), Vec::<Value>::new());
+    editor.shutdown();
+    drop(agent);
+
+    // Not shared (a store of its own: the core above keeps the configuration it read): another
+    // session's preview has no lens, the editor's own has one.
+    let tmp = util::library();
+    let (mut editor, _) = subscribed(tmp.path(), "e2e-editor");
+    let mut agent = util::mcp::Mcp::open(tmp.path(), &[], "e2e-agent");
+    let at = json!({"path": "people/arthur-c-clarke.dust", "position": {"line": 1, "column": 14},
+                    "newName": "person/clarke"});
+    let theirs = agent.ok("rename_preview", at);
+    assert!(theirs["previewId"].is_string(), "{theirs}");
+    assert_eq!(lenses_of(&mut editor, "people/arthur-c-clarke.dust"), Vec::<Value>::new());
+    let mine = editor.run(
+        "stardust.entity.rename",
+        json!({"id": "person/arthur-c-clarke", "newId": "person/sir-arthur"}),
+    );
+    let lenses = lenses_of(&mut editor, "people/arthur-c-clarke.dust");
+    assert_eq!(lenses.len(), 2, "{lenses:?}");
+    assert_eq!(lenses[0]["command"]["title"], "preview by you (stardust.entity.rename): confirm");
+    assert_eq!(lenses[1]["command"]["arguments"], json!([{"previewId": mine["previewId"]}]));
+    editor.shutdown();
+}

@@ -682,3 +682,44 @@ fn a_client_without_work_done_progress_gets_none() {
     assert_eq!(progress.count(), 0, "{:?}", lsp.pending);
     lsp.shutdown();
 }
+
+/// SPEC §18: an agent's rename of a Python function (pyright, through the same core) shows as
+/// code lenses on each code file it touches in an editor when the store shares previews; the
+/// lens's command confirms it, and the files hold the renamed function.
+#[test]
+fn an_agents_code_rename_shows_as_lenses_on_the_code_files_it_touches() {
+    let mixed = Mixed::new(true);
+    let config = mixed.store.join("stardust.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[previews]\nshare = true\n");
+    std::fs::write(&config, toml).unwrap();
+    let (mut lsp, _) = mixed.editor(json!({}));
+    let (catalog, catalog_text) = open_python(&mut lsp, &mixed, CATALOG);
+    let use_site = at(&catalog_text, "return f\"{self.name}", "format_price");
+    let position = json!({"textDocument": {"uri": catalog}, "position": use_site});
+    until(&mut lsp, "textDocument/hover", position, |r| !r.is_null());
+
+    let mut agent = Mcp::open(&mixed.store, &[], "test-agent");
+    let rename =
+        json!({"path": PRICING, "position": {"line": 6, "column": 6}, "newName": "add_tax"});
+    let preview = agent.ok("rename_preview", rename);
+    let id = preview["previewId"].clone();
+    let lenses = lsp.request("textDocument/codeLens", json!({"textDocument": {"uri": catalog}}));
+    let titles: Vec<&Value> =
+        lenses.as_array().unwrap().iter().map(|l| &l["command"]["title"]).collect();
+    assert_eq!(titles, ["preview by test-agent (rename_preview): confirm", "discard"], "{lenses}");
+    let confirm = &lenses[0]["command"];
+    assert_eq!(confirm["arguments"], json!([{"previewId": id}]));
+    let pricing = lsp.uri(PRICING);
+    let on_pricing =
+        lsp.request("textDocument/codeLens", json!({"textDocument": {"uri": pricing}}));
+    assert_eq!(on_pricing.as_array().unwrap().len(), 2, "{on_pricing}");
+
+    let committed = lsp.run(confirm["command"].as_str().unwrap(), confirm["arguments"][0].clone());
+    assert!(committed["seq"].is_u64(), "{committed}");
+    assert!(mixed.read(PRICING).contains("def add_tax("));
+    let after = lsp.request("textDocument/codeLens", json!({"textDocument": {"uri": catalog}}));
+    assert_eq!(after, json!([]));
+    drop(agent);
+    lsp.shutdown();
+}

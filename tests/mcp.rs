@@ -35,7 +35,7 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
     let described = mcp.ok("commands_describe", json!({}));
     let commands = described["commands"].as_array().unwrap();
     // Every command but preview_confirm, with the contract's schemas, then the navigation tools
-    // of SPEC §13, those §17 adds for code files, and §18's rename_preview.
+    // of SPEC §13, those §17 adds for code files, and §18's rename_preview and code_action_preview.
     let mut expected: Vec<String> = commands
         .iter()
         .map(|c| c["name"].as_str().unwrap().trim_start_matches("stardust.").replace('.', "_"))
@@ -47,6 +47,7 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
             .chain(&["workspace_symbols", "code_actions", "describe_type"])
             .chain(&["declaration", "type_definition", "implementation", "signature_help"])
             .chain(&["incoming_calls", "outgoing_calls", "prepare_rename", "rename_preview"])
+            .chain(&["code_action_preview"])
             .chain(&["server_status", "server_restart"])
             .map(|s| s.to_string()),
     );

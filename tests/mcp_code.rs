@@ -512,6 +512,78 @@ async fn typescript_language_server_answers_the_code_tools() {
     client.cancel().await.unwrap();
 }
 
+/// `code_action_preview` with typescript-language-server: its quick fix for a misspelt
+/// property carries its edit, which previews with the error it resolves and commits; its
+/// "Move to a new file" only runs a server command, which is not previewed. (pyright 1.1
+/// answers `codeAction` with an empty list for its quick fixes and organize-imports kinds
+/// alike, so it has no action to preview.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_quick_fix_previews_through_its_handle_and_commits() {
+    let mixed = Mixed::new();
+    mixed.write("web/src/typo.ts", "export const n: number = \"abc\".lenght;\n");
+    mixed.trust();
+    let client = mixed.connect_with(&["--allow-mutation"]).await;
+    let peer = client.peer();
+    let (_, items) = diagnostics(peer, "web/src/typo.ts", |i| !i.is_empty()).await;
+    assert_eq!(
+        items,
+        [
+            "1:32 error Property 'lenght' does not exist on type '\"abc\"'. Did you mean 'length'?@typescript"
+        ]
+    );
+    let listed = call(peer, "code_actions", at("web/src/typo.ts", 1, 32)).await;
+    let actions = listed["actions"].as_array().unwrap();
+    let find = |title: &str| {
+        actions
+            .iter()
+            .find(|a| a["title"] == title)
+            .unwrap_or_else(|| panic!("no action {title}: {listed}"))
+            .clone()
+    };
+    let fix = find("Change spelling to 'length'");
+    assert_eq!((&fix["kind"], &fix["edit"]), (&json!("quickfix"), &json!(true)), "{fix}");
+    let moved = find("Move to a new file");
+    let refused = fail(peer, "code_action_preview", json!({"handle": moved["handle"]})).await;
+    assert_eq!(refused["code"], "unsupported", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("_typescript.applyRefactoring"));
+
+    let preview = call(peer, "code_action_preview", json!({"handle": fix["handle"]})).await;
+    let (files, new) = preview_files(&preview);
+    assert_eq!(
+        (files, new),
+        (vec!["web/src/typo.ts".to_owned()], Vec::<String>::new()),
+        "{preview}"
+    );
+    let resolved: Vec<&Value> =
+        preview["diagnostics"]["resolved"].as_array().unwrap().iter().map(|d| &d["code"]).collect();
+    assert_eq!(resolved, [&json!(2551)], "{preview}");
+    assert!(
+        preview["documents"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+export const n: number = \"abc\".length;")
+    );
+    assert_eq!(
+        std::fs::read_to_string(mixed.store.join("web/src/typo.ts")).unwrap(),
+        "export const n: number = \"abc\".lenght;\n",
+        "a preview writes nothing"
+    );
+    // The handle is spent.
+    let spent = fail(peer, "code_action_preview", json!({"handle": fix["handle"]})).await;
+    assert_eq!(spent["code"], "preview-not-found", "{spent}");
+    call(peer, "preview_confirm", json!({"previewId": preview["previewId"]})).await;
+    assert_eq!(
+        std::fs::read_to_string(mixed.store.join("web/src/typo.ts")).unwrap(),
+        "export const n: number = \"abc\".length;\n"
+    );
+    let (_, items) = diagnostics(peer, "web/src/typo.ts", |i| i.is_empty()).await;
+    assert_eq!(items, Vec::<String>::new());
+    client.cancel().await.unwrap();
+    let log = mixed.stardust(&["log", mixed.store.to_str().unwrap()]);
+    let text = util::text(&log.stdout);
+    assert!(text.contains("web/src/typo.ts") && text.contains("mcp:mcp-code-test"), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clangd_answers_the_code_tools() {
     let mixed = Mixed::new();

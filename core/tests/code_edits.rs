@@ -376,3 +376,250 @@ fn without_sharing_an_editor_sees_other_previews_but_not_their_ids() {
     let editor = shared.open_session(Front::Lsp, "test-editor");
     assert_eq!(run(&shared, &editor, "stardust.previews.list", json!({}))["shared"], true);
 }
+
+/// A quick fix of lib.py that renames `hello` there (an action carrying its edit), and one
+/// that only runs a command on the server.
+fn actions(f: &Fixture) -> Value {
+    json!([
+        {"title": "Rename to greet", "kind": "quickfix", "isPreferred": true,
+         "edit": {"changes": {f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": "greet"}]}}},
+        {"title": "Move to a new file", "kind": "refactor.move",
+         "command": {"title": "Move", "command": "server.move", "arguments": []}},
+        {"title": "Organize", "command": "server.organize", "arguments": []},
+    ])
+}
+
+fn host_with_actions(list: Value) -> Canned {
+    Canned {
+        capabilities: json!({"diagnosticProvider": {}, "codeActionProvider": {"resolveProvider": true}}),
+        diagnose: Some(broken_lines),
+        ..Canned::default()
+    }
+    .with("textDocument/codeAction", list)
+}
+
+fn list_actions(service: &Service, session: &Session) -> Vec<Value> {
+    let at = json!({"path": "lib.py", "position": {"line": 1, "column": 6}});
+    let listed = run(service, session, "code_actions", at);
+    listed["actions"].as_array().unwrap().clone()
+}
+
+/// The error of previewing the action behind `handle` in `session`.
+fn action_error(service: &Service, session: &Session, handle: &Value) -> String {
+    let err =
+        service.execute(session, "code_action_preview", json!({"handle": handle})).unwrap_err();
+    format!("{}: {err}", err.code().as_str())
+}
+
+#[test]
+fn a_listed_code_action_previews_its_edit_with_the_delta_and_commits() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, host) = f.service(host_with_actions(actions(&f)));
+    let session = agent(&f, &service);
+    let listed = list_actions(&service, &session);
+    let shown: Vec<Value> = listed
+        .iter()
+        .map(|a| json!([a["title"], a["kind"], a["edit"], a["command"], a["handle"].is_string()]))
+        .collect();
+    check(
+        &json!(shown),
+        expect![[r#"
+            [
+              [
+                "Rename to greet",
+                "quickfix",
+                true,
+                null,
+                true
+              ],
+              [
+                "Move to a new file",
+                "refactor.move",
+                false,
+                "server.move",
+                true
+              ],
+              [
+                "Organize",
+                null,
+                false,
+                "server.organize",
+                true
+              ]
+            ]"#]],
+    );
+    let preview =
+        run(&service, &session, "code_action_preview", json!({"handle": listed[0]["handle"]}));
+    check(
+        &summary(&preview),
+        expect![[r#"
+            {
+              "diffs": [
+                "--- a/lib.py\n+++ b/lib.py\n@@ -1,2 +1,2 @@\n-def hello():\n+def greet():\n     return 1\n"
+              ],
+              "new": [],
+              "resolved": [],
+              "committable": true,
+              "reasons": []
+            }"#]],
+    );
+    assert_eq!(preview["command"], "code_action_preview");
+    assert_eq!(read(&f, "lib.py"), LIB, "a preview writes nothing");
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
+    // An action carrying its edit is not resolved again.
+    let methods: Vec<String> = host.requests.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert!(!methods.iter().any(|m| m == "codeAction/resolve"), "{methods:?}");
+    let seq = service.store().snapshot().seq;
+    let committed = run(
+        &service,
+        &session,
+        "stardust.preview.confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    assert_eq!(committed["seq"], seq + 1);
+    assert_eq!(read(&f, "lib.py"), "def greet():\n    return 1\n");
+    // The handle was spent by its preview.
+    let again = action_error(&service, &session, &listed[0]["handle"]);
+    assert!(again.starts_with("preview-not-found: no code action"), "{again}");
+}
+
+#[test]
+fn an_action_without_an_edit_is_resolved_and_its_delta_shows_new_errors() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "[save]\nrefuse = [\"code-error\"]\n");
+    let unresolved = json!([{"title": "Break it", "kind": "quickfix", "data": {"n": 1}}]);
+    let resolved = json!({"title": "Break it", "kind": "quickfix", "edit": {"changes": {
+        f.uri("lib.py"): [{"range": range(1, 11, 1, 12), "newText": "broken"}],
+    }}});
+    let host = host_with_actions(unresolved).with("codeAction/resolve", resolved);
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    let listed = list_actions(&service, &session);
+    assert_eq!(listed[0]["edit"], false);
+    let preview =
+        run(&service, &session, "code_action_preview", json!({"handle": listed[0]["handle"]}));
+    let resolve =
+        host.requests.lock().unwrap().iter().find(|r| r.0 == "codeAction/resolve").cloned();
+    assert_eq!(resolve.unwrap().1["data"], json!({"n": 1}), "the action is sent back as listed");
+    let new: Vec<String> = preview["diagnostics"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{}:{} {}", d["path"], d["range"]["line"], d["message"]))
+        .collect();
+    assert_eq!(new, ["\"lib.py\":2 \"broken is not defined\""], "{preview}");
+    assert_eq!(preview["committable"], false);
+    let err = confirm_error(&service, &session, &preview["previewId"]);
+    assert!(err.starts_with("refused: "), "{err}");
+    assert_eq!(read(&f, "lib.py"), LIB);
+}
+
+#[test]
+fn code_action_handles_that_cannot_be_previewed_say_why() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, _) = f.service(host_with_actions(actions(&f)));
+    let session = agent(&f, &service);
+    let other = service.open_session(Front::Mcp, "trusted-agent");
+
+    // Forged.
+    let forged = json!("0123456789abcdef0123456789abcdef");
+    let err = action_error(&service, &session, &forged);
+    assert!(err.starts_with("preview-not-found: no code action"), "{err}");
+    // Another session's: not found there, and left for its owner.
+    let listed = list_actions(&service, &session);
+    let err = action_error(&service, &other, &listed[0]["handle"]);
+    assert!(err.starts_with("preview-not-found"), "{err}");
+    // Only a command, as a CodeAction or a bare Command.
+    for action in &listed[1..] {
+        let err = action_error(&service, &session, &action["handle"]);
+        assert!(
+            err.starts_with("unsupported: ") && err.contains("only runs the server command"),
+            "{err}"
+        );
+    }
+    // The file changed since the listing.
+    write(&f.store, "lib.py", "def hello():\n    return 2\n");
+    let err = action_error(&service, &session, &listed[0]["handle"]);
+    assert!(err.starts_with("preview-stale: lib.py changed"), "{err}");
+    assert_eq!(read(&f, "lib.py"), "def hello():\n    return 2\n");
+
+    // Expired: handles live as long as previews.
+    drop(service);
+    let one = json!([actions(&f)[0].clone()]);
+    let host = std::sync::Arc::new(host_with_actions(one));
+    let service = Service::new(common::open(&f.store))
+        .with_code_config_dir(Some(f.config.clone()))
+        .with_code_host(host)
+        .with_preview_lifetime(std::time::Duration::ZERO);
+    let session = agent(&f, &service);
+    let listed = list_actions(&service, &session);
+    let err = action_error(&service, &session, &listed[0]["handle"]);
+    assert!(err.starts_with("preview-expired: the code action"), "{err}");
+    // A session's handles go with it.
+    drop(service);
+    let (service, _, _) = f.service(host_with_actions(actions(&f)));
+    let session = agent(&f, &service);
+    let listed = list_actions(&service, &session);
+    service.close_session(&session);
+    let session = agent(&f, &service);
+    let err = action_error(&service, &session, &listed[0]["handle"]);
+    assert!(err.starts_with("preview-not-found"), "{err}");
+}
+
+#[test]
+fn the_service_tells_the_store_which_files_are_code_and_checks_mount_saves() {
+    use stardust_core::store::{Change, Origin, PathKind};
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP), ("main.rs", "fn main() {}\n")]);
+    config(&f, "[save]\nrefuse = [\"code-error\"]\n");
+    let host = std::sync::Arc::new(host_renaming(json!({})));
+    let service = std::sync::Arc::new(
+        Service::new(common::open(&f.store))
+            .with_code_config_dir(Some(f.config.clone()))
+            .with_code_host(host.clone()),
+    );
+    service.install_code_saves();
+    let store = service.store();
+    // The canned server covers .py and .txt; nothing covers .rs.
+    assert_eq!(store.path_kind("lib.py"), PathKind::Document);
+    assert_eq!(store.path_kind("main.rs"), PathKind::Plain);
+    let broken = "def hello():\n    return broken\n";
+    let err = store.commit(Origin::Mount, vec![Change::put("lib.py", broken)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the save adds errors its language server reports, and [save] refuse lists code-error; \
+         nothing was written: lib.py:2:12: error[code-error] broken is not defined (canned)"
+    );
+    assert_eq!(read(&f, "lib.py"), LIB);
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB, "given back");
+    let fixed = "def hello():\n    return 2\n";
+    store.commit(Origin::Mount, vec![Change::put("lib.py", fixed)]).unwrap();
+    assert_eq!(read(&f, "lib.py"), fixed);
+}
+
+#[test]
+fn preview_lenses_name_who_made_the_preview_and_the_line_its_change_starts() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "[previews]\nshare = true\n");
+    let edit = json!({"changes": {
+        f.uri("app.py"): [{"range": range(1, 6, 1, 11), "newText": "greet"}],
+    }});
+    let (service, _, _) = f.service(host_renaming(edit));
+    let agent = agent(&f, &service);
+    let editor = service.open_session(Front::Lsp, "test-editor");
+    let other_agent = service.open_session(Front::Mcp, "other-agent");
+    let preview = run(&service, &agent, "rename_preview", at_hello("greet"));
+    let lenses = service.preview_lenses(&editor, "app.py");
+    assert_eq!(lenses.len(), 1);
+    let lens = &lenses[0];
+    assert_eq!(
+        (lens.preview_id.as_str(), lens.client.as_str(), lens.front, lens.command.as_str()),
+        (preview["previewId"].as_str().unwrap(), "trusted-agent", "mcp", "rename_preview")
+    );
+    assert_eq!((lens.mine, lens.line), (false, 1), "the change starts on app.py's second line");
+    assert!(service.preview_lenses(&agent, "app.py")[0].mine);
+    assert!(service.preview_lenses(&editor, "lib.py").is_empty(), "the preview leaves lib.py");
+    // An agent never acts on another session's preview: no lens.
+    assert!(service.preview_lenses(&other_agent, "app.py").is_empty());
+}

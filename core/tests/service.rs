@@ -98,8 +98,9 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
     assert_eq!(names.len(), 15);
     assert_eq!(
         registry().len(),
-        15 + 8 + 9 + 1 + 1,
-        "the navigation tools (SPEC §13, §17), rename_preview (§18) and stardust.backup.run"
+        15 + 8 + 9 + 2 + 1,
+        "the navigation tools (SPEC §13, §17), rename_preview and code_action_preview (§18) and \
+         stardust.backup.run"
     );
     let create = &described["commands"][6];
     assert_eq!(create["effect"], "mutation");

@@ -156,3 +156,81 @@ fn private_folders_are_never_written() {
         assert_eq!(err.code(), "invalid-arguments", "{path}: {err}");
     }
 }
+
+/// A double of the service's side: `.py` files are code files, and a save whose text says
+/// `broken` (and whose old text did not) adds an error; every call is recorded.
+#[derive(Default)]
+struct Checks {
+    calls: std::sync::Mutex<Vec<(String, Option<String>, String)>>,
+}
+
+impl stardust_core::store::saves::CodeSaves for Checks {
+    fn is_code(&self, rel: &str) -> bool {
+        rel.ends_with(".py")
+    }
+
+    fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+        self.calls.lock().unwrap().push((rel.to_owned(), before.map(text), text(after)));
+        let broken = |b: &[u8]| text(b).contains("broken");
+        if broken(after) && !before.is_some_and(broken) {
+            vec![format!("{rel}:1:1: error[code-error] broken (double)")]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn mount_saves_of_code_files_pass_the_code_error_rule_when_refuse_lists_it() {
+    use stardust_core::store::PathKind;
+    let dir = mixed();
+    write(dir.path(), "stardust.toml", "[store]\n[save]\nrefuse = [\"code-error\"]\n");
+    let store = open(dir.path());
+    // Before the service says which files are code files, none is.
+    assert_eq!(store.path_kind("src/app.py"), PathKind::Plain);
+    let checks = Arc::new(Checks::default());
+    store.set_code_saves(checks.clone());
+    let kinds: Vec<PathKind> =
+        ["src/app.py", "notes.txt", "src/.app.py.swp", "people/ann.json", ".stardust/log"]
+            .iter()
+            .map(|p| store.path_kind(p))
+            .collect();
+    use PathKind::*;
+    assert_eq!(kinds, [Document, Plain, Scratch, Document, Private]);
+
+    let old = "def greet():\n    return 'hi'\n";
+    let err = store.commit(Origin::Mount, vec![Change::put("src/app.py", "broken\n")]).unwrap_err();
+    assert_eq!(err.code().as_str(), "refused");
+    assert!(err.to_string().contains("src/app.py:1:1: error[code-error] broken (double)"), "{err}");
+    assert_eq!(read(dir.path(), "src/app.py").as_deref(), Some(old));
+    // The kept bytes' `.why` lists the errors.
+    let name = store.keep_rejected("src/app.py", b"broken\n", &err).unwrap();
+    let why = std::fs::read_to_string(store.rejected_dir().join(format!("{name}.why"))).unwrap();
+    assert!(
+        why.ends_with("[refused]\nsrc/app.py:1:1: error[code-error] broken (double)\n"),
+        "{why}"
+    );
+    assert_eq!(
+        checks.calls.lock().unwrap()[0],
+        ("src/app.py".to_owned(), Some(old.to_owned()), "broken\n".to_owned()),
+        "the check sees the text on disk and the saved one"
+    );
+
+    // A clean save commits; other origins (a confirmed preview was checked when it was made)
+    // and deletes are not asked about.
+    store.commit(Origin::Mount, vec![Change::create("src/new.py", "x = 1\n")]).unwrap();
+    store.commit(mcp(), vec![Change::put("src/app.py", "broken = 1\n")]).unwrap();
+    store.commit(Origin::Mount, vec![Change::delete("src/new.py")]).unwrap();
+    let asked: Vec<String> = checks.calls.lock().unwrap().iter().map(|c| c.0.clone()).collect();
+    assert_eq!(asked, ["src/app.py", "src/new.py"]);
+    drop(store);
+
+    // Without code-error in [save] refuse, a mount save is never checked.
+    write(dir.path(), "stardust.toml", "[store]\n");
+    let store = open(dir.path());
+    let checks = Arc::new(Checks::default());
+    store.set_code_saves(checks.clone());
+    store.commit(Origin::Mount, vec![Change::put("src/app.py", "broken = 2\n")]).unwrap();
+    assert!(checks.calls.lock().unwrap().is_empty());
+}

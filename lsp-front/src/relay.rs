@@ -290,6 +290,8 @@ enum Route {
     Code(String, Option<Resolved>),
     /// The core's entities and the servers' symbols.
     WorkspaceSymbol,
+    /// The code lenses of a code file: the open previews touching it (its store path).
+    PreviewLenses(String),
 }
 
 impl<S> Relay<S> {
@@ -330,6 +332,9 @@ impl<S> Relay<S> {
             return Route::Inner;
         };
         if let Some((_, _, resolved)) = self.code_file(uri) {
+            if method == "textDocument/codeLens" {
+                return Route::PreviewLenses(resolved.path);
+            }
             let relayed = RELAYED.iter().any(|(m, _)| *m == method);
             // The core's other features (semantic tokens, links, lenses) have no server
             // counterpart relayed: nothing for a code file.
@@ -369,6 +374,17 @@ where
                     })
                     .await
                     .map_err(internal)?
+                })
+            }
+            Route::PreviewLenses(path) => {
+                let shared = self.shared.clone();
+                Box::pin(async move {
+                    let lenses = tokio::task::spawn_blocking(move || {
+                        crate::structure::preview_lenses(&shared, &path)
+                    })
+                    .await
+                    .map_err(internal)?;
+                    serde_json::to_value(lenses).map_err(internal)
                 })
             }
             Route::WorkspaceSymbol => {

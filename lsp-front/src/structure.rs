@@ -95,7 +95,13 @@ pub(crate) fn register(router: &mut Router<State>) {
             with_snapshot(st.shared(), move |snap| Ok(resolve_inlay_hint(snap, params)))
         })
         .request::<CodeLensRequest, _>(|st, params| {
-            with_snapshot(st.shared(), move |snap| code_lenses(snap, params))
+            let shared = st.shared();
+            with_snapshot(shared.clone(), move |snap| {
+                let path = snap.path_of(&params.text_document.uri)?;
+                let mut lenses = code_lenses(snap, params)?.unwrap_or_default();
+                lenses.extend(preview_lenses(&shared, &path));
+                Ok(Some(lenses))
+            })
         })
         .request::<CodeLensResolve, _>(|st, params| {
             with_snapshot(st.shared(), move |snap| Ok(resolve_code_lens(snap, params)))
@@ -321,6 +327,40 @@ fn code_lenses(
         })
         .collect();
     Ok(Some(lenses))
+}
+
+/// The open previews touching the file at store path `path` that this session may act on
+/// (SPEC §18: its own; every session's while previews are shared): "preview by <client>:
+/// confirm" and "discard" at the line where the change starts, running
+/// `stardust.preview.confirm` / `stardust.preview.discard`. For documents and code files alike.
+pub(crate) fn preview_lenses(shared: &Shared, path: &str) -> Vec<CodeLens> {
+    let Ok((service, session)) = shared.service() else { return Vec::new() };
+    let mut lenses = Vec::new();
+    for lens in service.preview_lenses(&session, path) {
+        let at = lsp_types::Position { line: lens.line, character: 0 };
+        let range = lsp_types::Range { start: at, end: at };
+        let who = if lens.mine { "you".to_owned() } else { lens.client.clone() };
+        let arguments = Some(vec![json!({"previewId": lens.preview_id})]);
+        lenses.push(CodeLens {
+            range,
+            command: Some(Command {
+                title: format!("preview by {who} ({}): confirm", lens.command),
+                command: "stardust.preview.confirm".to_owned(),
+                arguments: arguments.clone(),
+            }),
+            data: None,
+        });
+        lenses.push(CodeLens {
+            range,
+            command: Some(Command {
+                title: "discard".to_owned(),
+                command: "stardust.preview.discard".to_owned(),
+                arguments,
+            }),
+            data: None,
+        });
+    }
+    lenses
 }
 
 /// "N references", opening them with [`SHOW_REFERENCES`] at the lens.

@@ -147,6 +147,7 @@ mod tests {
                 "outgoing_calls",
                 "prepare_rename",
                 "rename_preview",
+                "code_action_preview",
                 "server_status",
                 "server_restart",
             ]

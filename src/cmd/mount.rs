@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use nix::sys::signal::{SigSet, Signal};
+use stardust_core::service::Service;
 use stardust_core::store::{OpenOptions, Store};
 use stardust_fuse::MountOptions;
 
@@ -17,7 +18,14 @@ pub(crate) fn run(store: &Path, dir: &Path, options: MountOptions) -> anyhow::Re
     signals.add(Signal::SIGTERM);
     signals.thread_block()?;
 
-    let store = Arc::new(Store::open(store, OpenOptions::default())?);
+    // A core of its own: the mount's saves of code files ask the language servers it
+    // supervises (SPEC §18).
+    let service = Arc::new(
+        Service::new(Store::open(store, OpenOptions::default())?)
+            .with_code_host(super::code_host()?),
+    );
+    service.install_code_saves();
+    let store = service.store_arc();
     // A mount that ends from outside (`fusermount3 -u`) stops this process the same way.
     let on_end = || {
         let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
@@ -39,5 +47,6 @@ pub(crate) fn run(store: &Path, dir: &Path, options: MountOptions) -> anyhow::Re
     let signal = signals.wait()?;
     tracing::info!("{signal}: unmounting {}", mount.dir().display());
     mount.unmount()?;
+    service.shutdown_code_servers();
     Ok(ExitCode::SUCCESS)
 }

@@ -41,6 +41,8 @@ pub(crate) fn run(
     let mounted = match mount {
         Some(dir) => {
             let service = daemon.service();
+            // Saves of code files through the mount are transactions, under `code-error`.
+            service.install_code_saves();
             let on_end = || {
                 let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);
             };

@@ -110,6 +110,11 @@ impl Serve {
         Serve::spawn_with(store, &[], Some(config))
     }
 
+    /// Mounted at `mount`, with the user's configuration folder at `config`.
+    pub fn mounted_with_config(store: &Path, mount: &Path, config: &Path) -> Serve {
+        Serve::spawn_with(store, &["--mount".as_ref(), mount.as_os_str()], Some(config))
+    }
+
     fn spawn(store: &Path, flags: &[&std::ffi::OsStr]) -> Serve {
         Serve::spawn_with(store, flags, None)
     }

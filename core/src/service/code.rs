@@ -1051,13 +1051,23 @@ pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResul
     });
     let answer =
         call.service.code_request_with(target, &text, "textDocument/codeAction", params)?;
+    // Every action gets a handle for `code_action_preview`, bound to this session and to the
+    // text the server computed it on.
     let items = as_list(&answer.result)
         .iter()
         .map(|a| {
+            let (handle, expires) = super::code_edit::mint(call, target, &text, a);
+            // A bare `Command` has a string `command`; a `CodeAction` may carry one beside
+            // (or instead of) its edit.
+            let command = a["command"].as_str().or_else(|| a["command"]["command"].as_str());
             json!({
                 "title": a["title"],
                 "kind": a.get("kind").cloned().unwrap_or(Value::Null),
                 "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false),
+                "edit": a.get("edit").is_some_and(|e| !e.is_null()),
+                "command": command,
+                "handle": handle,
+                "expiresAt": crate::store::rfc3339(expires),
                 "server": target.server(),
             })
         })

@@ -1,5 +1,6 @@
-//! Code edits as previews (SPEC §18): a language server's rename becomes a Stardust preview
-//! of whole file texts, with the speculative diagnostics delta of those texts; confirming it
+//! Code edits as previews (SPEC §18): a language server's rename, or a code action from the
+//! `code_actions` listing (by the handle the listing minted), becomes a Stardust preview of
+//! whole file texts, with the speculative diagnostics delta of those texts; confirming it
 //! commits them through the save authority like any other preview.
 //!
 //! Invariants:
@@ -12,9 +13,11 @@
 //!   the editor's text and confirming would write that text too.
 //! - Edits that create, rename or delete files, overlap, leave the store, touch a document or
 //!   more than [`MAX_EDITED_FILES`] files are refused when the preview is made.
+//! - A code action's handle is bound to the session that listed it and to the version of the
+//!   file it was listed on, expires like a preview, and is spent by its first use.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -22,7 +25,9 @@ use serde_json::{Value, json};
 use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, text_position};
 use super::preview::{self, Preview};
 use super::{Call, CommandError, CommandResult, Service};
+use crate::codefiles::{self, Owner};
 use crate::error::Error;
+use crate::store::saves::CodeSaves;
 use crate::store::{Version, rfc3339};
 use crate::sync::lock;
 use crate::text::{Encoding, LineIndex, Position};
@@ -60,10 +65,155 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
         ))
         .into());
     }
-    let encoding = service.code_encoding(target.server());
-    let files = workspace_edit(service, &answer.result, encoding)?;
+    preview_edit(call, "rename_preview", target.server(), &answer.result)
+}
+
+/// The one way a server's `WorkspaceEdit` becomes a preview (a rename, a code action): whole
+/// file texts, their speculative diagnostics delta, held for the call's session.
+fn preview_edit(call: &Call<'_>, command: &str, server: &str, edit: &Value) -> CommandResult {
+    let service = call.service;
+    let encoding = service.code_encoding(server);
+    let files = workspace_edit(service, edit, encoding)?;
     let delta = speculate(service, &files);
-    Ok(insert(call, "rename_preview", files, delta))
+    Ok(insert(call, command, files, delta))
+}
+
+/// The most code-action handles one session holds; the oldest go past it.
+const MAX_ACTIONS_PER_SESSION: usize = 1000;
+
+/// A code action a `code_actions` listing offered, behind its handle.
+pub(super) struct ActionHandle {
+    session: u64,
+    expires: Instant,
+    /// The store path of the file it was listed for, and that file's version then (the text
+    /// its server was given).
+    path: String,
+    version: Version,
+    /// The server's `CodeAction` (or bare `Command`) as it sent it.
+    action: Value,
+}
+
+/// Every live code-action handle, by handle.
+#[derive(Default)]
+pub(super) struct Actions {
+    by_id: HashMap<String, ActionHandle>,
+}
+
+impl Actions {
+    fn insert(&mut self, id: String, handle: ActionHandle) {
+        let now = Instant::now();
+        self.by_id.retain(|_, h| h.expires > now);
+        let mut mine: Vec<(Instant, String)> = self
+            .by_id
+            .iter()
+            .filter(|(_, h)| h.session == handle.session)
+            .map(|(id, h)| (h.expires, id.clone()))
+            .collect();
+        if mine.len() >= MAX_ACTIONS_PER_SESSION {
+            mine.sort();
+            for (_, old) in &mine[..=mine.len() - MAX_ACTIONS_PER_SESSION] {
+                self.by_id.remove(old);
+            }
+        }
+        self.by_id.insert(id, handle);
+    }
+
+    /// Spend handle `id` of `session`. Another session's handle is left alone and reported as
+    /// not found, like a forged one, so handles cannot be probed or spent across sessions.
+    fn take(&mut self, id: &str, session: u64) -> Result<ActionHandle, CommandError> {
+        match self.by_id.get(id) {
+            Some(h) if h.session == session => {
+                let handle = self.by_id.remove(id).expect("just found");
+                if Instant::now() >= handle.expires {
+                    return Err(CommandError::ActionExpired(id.to_owned()));
+                }
+                Ok(handle)
+            }
+            _ => Err(CommandError::ActionNotFound(id.to_owned())),
+        }
+    }
+
+    pub(super) fn drop_session(&mut self, session: u64) {
+        self.by_id.retain(|_, h| h.session != session);
+    }
+}
+
+/// Mint the handle of `action`, listed by `call`'s session for `target` whose server was
+/// given `text`; the handle and when it expires.
+pub(super) fn mint(
+    call: &Call<'_>,
+    target: &CodeTarget,
+    text: &str,
+    action: &Value,
+) -> (String, SystemTime) {
+    let service = call.service;
+    let id = preview::new_id();
+    let handle = ActionHandle {
+        session: call.session.id,
+        expires: Instant::now() + service.preview_lifetime,
+        path: target.path.clone(),
+        version: Version::of(text.as_bytes()),
+        action: action.clone(),
+    };
+    lock(&service.actions).insert(id.clone(), handle);
+    (id, SystemTime::now() + service.preview_lifetime)
+}
+
+/// `code_action_preview {handle}`: the code action a listing offered, as a preview. An action
+/// with neither an edit nor a command is resolved (`codeAction/resolve`) when its server can;
+/// an action that only
+/// runs a command on the server is `unsupported` (Stardust never runs a server's command: its
+/// edits would arrive as `workspace/applyEdit`, which is never honoured). A command an action
+/// carries beside its edit is not run either: the preview is its edit.
+pub(super) fn code_action_preview(call: &Call<'_>) -> CommandResult {
+    let service = call.service;
+    let id = call.text("handle");
+    let handle = lock(&service.actions).take(&id, call.session.id)?;
+    let target = service.code_target(&handle.path)?;
+    let text = service.code_text(&target)?;
+    if Version::of(text.as_bytes()) != handle.version {
+        return Err(CommandError::ActionStale { path: handle.path });
+    }
+    let title = handle.action["title"].as_str().unwrap_or_default().to_owned();
+    let mut action = handle.action;
+    if let Some(command) = action["command"].as_str() {
+        return Err(only_a_command(&target, &title, command).into());
+    }
+    let has_edit = |a: &Value| a.get("edit").is_some_and(|e| !e.is_null());
+    let has_command = |a: &Value| a.get("command").is_some_and(|c| !c.is_null());
+    // An action with neither is computed lazily: its server fills the edit in on resolve. One
+    // with a command and no edit is that command (LSP runs it instead of an edit).
+    if !has_edit(&action) && !has_command(&action) {
+        let capabilities = service.code_capabilities(target.server());
+        let resolves = capabilities["codeActionProvider"]["resolveProvider"] == true;
+        if resolves {
+            let answer =
+                service.code_request_with(&target, &text, "codeAction/resolve", action.clone())?;
+            if answer.result.is_object() {
+                action = answer.result;
+            }
+        }
+    }
+    if !has_edit(&action) {
+        let command = action["command"]["command"].as_str().unwrap_or_default().to_owned();
+        if !command.is_empty() {
+            return Err(only_a_command(&target, &title, &command).into());
+        }
+        return Err(Error::Unsupported(format!(
+            "{}'s action \"{title}\" has no edit to preview",
+            target.server()
+        ))
+        .into());
+    }
+    preview_edit(call, "code_action_preview", target.server(), &action["edit"])
+}
+
+fn only_a_command(target: &CodeTarget, title: &str, command: &str) -> Error {
+    Error::Unsupported(format!(
+        "{}'s action \"{title}\" only runs the server command {command}, which Stardust does not \
+         run (its edits would bypass the preview); choose an action that carries an edit",
+        target.server()
+    ))
 }
 
 /// The files a `WorkspaceEdit` changes, each with its text on disk and the edited text.
@@ -93,7 +243,7 @@ pub(super) fn workspace_edit(
     by_uri.retain(|_, edits| !edits.is_empty());
     if by_uri.is_empty() {
         return Err(Error::Unsupported(
-            "the server's rename changes nothing; check the new name and the place".into(),
+            "the server's edit changes nothing; check the new name, the place or the action".into(),
         )
         .into());
     }
@@ -223,6 +373,10 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
 /// has at once and its checker's findings later, for the same version.
 const SETTLE: Duration = Duration::from_millis(400);
 
+/// How long a server that publishes without versions may keep its publication unchanged after
+/// it was given a new text before that publication counts as its answer for the new text.
+const UNVERSIONED_SETTLE: Duration = Duration::from_secs(2);
+
 /// Every file's diagnostics with the text `text_of` picks given to its server: pulled where
 /// the server offers it, else what it publishes for that text once it has published for
 /// every file and then been quiet for [`SETTLE`] (bounded by the diagnostics tool's wait).
@@ -231,9 +385,21 @@ fn collect(
     files: &[FileEdit],
     text_of: impl Fn(&FileEdit) -> &String,
 ) -> Result<Vec<Vec<Value>>, CommandError> {
+    // What each server had published before it was given the text, and whether the text was
+    // new to it: a server that publishes without versions (typescript-language-server) has
+    // answered for a new text only once its publication differs from the one before, or it
+    // has stayed the same for [`UNVERSIONED_SETTLE`].
+    let mut prior: Vec<Option<Vec<Value>>> = Vec::with_capacity(files.len());
+    let mut changed = Vec::with_capacity(files.len());
     for file in files {
-        service.code_give(&file.target, text_of(file))?;
+        let target = &file.target;
+        let host = service.host(target.server())?;
+        prior.push(host.published(target.server(), &target.file).map(|(_, items)| items));
+        let sent = host.version(target.server(), &target.file);
+        service.code_give(target, text_of(file))?;
+        changed.push(host.version(target.server(), &target.file) != sent);
     }
+    let given = Instant::now();
     let mut found: Vec<Option<Vec<Value>>> = vec![None; files.len()];
     let mut waiting = Vec::new();
     for (i, file) in files.iter().enumerate() {
@@ -256,7 +422,14 @@ fn collect(
             let host = service.host(target.server())?;
             let sent = host.version(target.server(), &target.file);
             let now = match host.published(target.server(), &target.file) {
-                Some((v, items)) if v.is_none() || v >= sent => Some(items),
+                Some((Some(v), items)) if Some(v) >= sent => Some(items),
+                Some((None, items))
+                    if !changed[i]
+                        || prior[i].as_ref() != Some(&items)
+                        || given.elapsed() >= UNVERSIONED_SETTLE =>
+                {
+                    Some(items)
+                }
                 _ => None,
             };
             all_published &= now.is_some();
@@ -342,6 +515,77 @@ fn shown(
     item
 }
 
+/// The save authority's rule for code (`code-error`): each new error refuses the change, and
+/// so do diagnostics that could not be had (`unknown`), since nobody can say it adds none.
+fn code_errors(new: &[Value], unknown: Option<&str>) -> Vec<String> {
+    let mut reasons: Vec<String> = new
+        .iter()
+        .filter(|d| d["severity"] == "error")
+        .map(|d| {
+            format!(
+                "{}:{}:{}: error[code-error] {} ({})",
+                d["path"].as_str().unwrap_or_default(),
+                d["range"]["line"],
+                d["range"]["column"],
+                d["message"].as_str().unwrap_or_default(),
+                d["server"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    if let Some(reason) = unknown {
+        reasons.push(format!(
+            "the language server's diagnostics for the change are unknown ({reason}), and \
+             [save] refuse lists code-error"
+        ));
+    }
+    reasons
+}
+
+/// The service's side of [`CodeSaves`]: which files a language server covers, and the
+/// speculative check of a save through the mount. Weak, since the store it is installed in
+/// belongs to the service.
+struct MountCodeSaves(Weak<Service>);
+
+impl CodeSaves for MountCodeSaves {
+    fn is_code(&self, rel: &str) -> bool {
+        let Some(service) = self.0.upgrade() else { return false };
+        let Ok(servers) = service.code_servers() else { return false };
+        let snapshot = service.store.snapshot();
+        matches!(
+            codefiles::route(snapshot.analysis.config(), &servers, rel),
+            Ok(Owner::Server { .. })
+        )
+    }
+
+    fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String> {
+        let Some(service) = self.0.upgrade() else {
+            return code_errors(&[], Some("the core is shutting down"));
+        };
+        let target = match service.code_target(rel) {
+            Ok(target) => target,
+            Err(err) => return code_errors(&[], Some(&err.to_string())),
+        };
+        let texts = (std::str::from_utf8(before.unwrap_or_default()), std::str::from_utf8(after));
+        let (Ok(before), Ok(after)) = texts else {
+            return code_errors(&[], Some(&format!("{rel} is not UTF-8 text")));
+        };
+        let files = [FileEdit { target, before: before.to_owned(), after: after.to_owned() }];
+        match speculate(&service, &files) {
+            Delta::Known { new, .. } => code_errors(&new, None),
+            Delta::Unknown(reason) => code_errors(&[], Some(&reason)),
+        }
+    }
+}
+
+impl Service {
+    /// Let the store's saves made as file operations (the mount) treat the files a language
+    /// server covers as code files: each save one transaction, refused under `code-error`
+    /// when its server reports new errors for it (SPEC §18).
+    pub fn install_code_saves(self: &Arc<Self>) {
+        self.store.set_code_saves(Arc::new(MountCodeSaves(Arc::downgrade(self))));
+    }
+}
+
 /// Hold the preview of `files` for the call's session and answer it.
 fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) -> Value {
     let service = call.service;
@@ -351,27 +595,7 @@ fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) ->
         Delta::Known { new, resolved } => (new, resolved, None),
         Delta::Unknown(reason) => (Vec::new(), Vec::new(), Some(reason)),
     };
-    // The save authority's rule for code (`code-error`): an edit adding errors is refused,
-    // and so is one whose diagnostics could not be had, since nobody can say it adds none.
-    let mut reasons: Vec<String> = Vec::new();
-    if refuse {
-        reasons.extend(new.iter().filter(|d| d["severity"] == "error").map(|d| {
-            format!(
-                "{}:{}:{}: error[code-error] {} ({})",
-                d["path"].as_str().unwrap_or_default(),
-                d["range"]["line"],
-                d["range"]["column"],
-                d["message"].as_str().unwrap_or_default(),
-                d["server"].as_str().unwrap_or_default()
-            )
-        }));
-        if let Some(reason) = &unknown {
-            reasons.push(format!(
-                "the language server's diagnostics for the edit are unknown ({reason}), and \
-                 [save] refuse lists code-error"
-            ));
-        }
-    }
+    let reasons = if refuse { code_errors(&new, unknown.as_deref()) } else { Vec::new() };
     let mut documents = Vec::with_capacity(files.len());
     let mut planned = Vec::with_capacity(files.len());
     for file in files {

@@ -520,7 +520,7 @@ fn navigation() -> Vec<Spec> {
         read("workspace_symbols", "Find entities by id or title", object(workspace_args, &[]), paged("symbols"), nav::workspace_symbols)
             .tool("Entities whose id or title matches the query fuzzily, best first."),
         read("code_actions", "List repairs at a place", object(with(address(), tool_page()), &[]), paged("actions"), nav::code_actions)
-            .tool("The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount."),
+            .tool("The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount. For a code file: its language server's actions at the place, each with a `handle` for code_action_preview."),
         read(
             "describe_type",
             "Describe an entity type",
@@ -552,6 +552,15 @@ fn navigation() -> Vec<Spec> {
             nav::rename_preview,
         )
         .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts without writing them. Nothing is written until preview_confirm."),
+        Spec::new(
+            "code_action_preview",
+            "Preview a code action",
+            Effect::Mutation,
+            object(json!({"handle": {"type": "string", "minLength": 1, "description": "an action's handle from the code_actions listing of a code file"}}), &["handle"]),
+            preview_result(),
+            nav::code_action_preview,
+        )
+        .tool("Apply a code action of a code file (a quick fix, organize imports, ...) by the handle its code_actions listing gave, as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts without writing them. A handle is used once, belongs to the session that listed it, and is stale once the file changes. Actions that only run a command on the server are not offered as previews. Nothing is written until preview_confirm."),
         read(
             "server_status",
             "Show the language servers",
@@ -672,6 +681,7 @@ mod tests {
                 "outgoing_calls",
                 "prepare_rename",
                 "rename_preview",
+                "code_action_preview",
                 "server_status",
                 "server_restart",
             ]

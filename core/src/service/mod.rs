@@ -59,6 +59,18 @@ pub enum CommandError {
     PreviewExpired(String),
     #[error("{path} changed since the preview was made; run the command again for a fresh preview")]
     PreviewStale { path: String },
+    #[error(
+        "no code action {0} in this session; it was used, or listed elsewhere: list code_actions \
+         again for fresh handles"
+    )]
+    ActionNotFound(String),
+    #[error("the code action {0} expired; list code_actions again for fresh handles")]
+    ActionExpired(String),
+    #[error(
+        "{path} changed since its code actions were listed; list code_actions again for fresh \
+         handles"
+    )]
+    ActionStale { path: String },
     /// The session may not confirm previews; the message is the gate's reason.
     #[error("{0}")]
     MutationDisabled(String),
@@ -88,6 +100,9 @@ impl CommandError {
             CommandError::PreviewNotFound(_) => Code::PreviewNotFound,
             CommandError::PreviewExpired(_) => Code::PreviewExpired,
             CommandError::PreviewStale { .. } => Code::PreviewStale,
+            CommandError::ActionNotFound(_) => Code::PreviewNotFound,
+            CommandError::ActionExpired(_) => Code::PreviewExpired,
+            CommandError::ActionStale { .. } => Code::PreviewStale,
             CommandError::MutationDisabled(_) => Code::MutationDisabled,
             CommandError::TooLarge { .. } => Code::Unsupported,
             CommandError::Server(e) => e.code,
@@ -103,7 +118,8 @@ impl CommandError {
                 json!({"problems": problems_json(analysis, problems)})
             }
             CommandError::Store(StoreError::Conflict { path, .. })
-            | CommandError::PreviewStale { path } => json!({"path": path}),
+            | CommandError::PreviewStale { path }
+            | CommandError::ActionStale { path } => json!({"path": path}),
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),
@@ -202,6 +218,21 @@ pub struct SessionOptions<'a> {
     pub allow_mutation: bool,
 }
 
+/// An open preview shown on one file it touches (SPEC §18: an editor's code lenses): who made
+/// it, and the line where its change of that file starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreviewLens {
+    pub preview_id: String,
+    /// The client name and front of the session that made it.
+    pub client: String,
+    pub front: &'static str,
+    /// The command that made it (`rename_preview`, `stardust.entity.rename`, ...).
+    pub command: String,
+    pub mine: bool,
+    /// 0-based, in the file's text now.
+    pub line: u32,
+}
+
 /// How many recent save-authority and gate decisions `stardust.status` shows.
 const RECENT_DECISIONS: usize = 50;
 
@@ -209,6 +240,8 @@ const RECENT_DECISIONS: usize = 50;
 pub struct Service {
     store: Arc<Store>,
     previews: Mutex<Previews>,
+    /// The code actions `code_actions` listed, by the handles it minted (SPEC §18).
+    actions: Mutex<code_edit::Actions>,
     sessions: Mutex<BTreeMap<u64, Session>>,
     next_session: AtomicU64,
     decisions: Mutex<VecDeque<Value>>,
@@ -271,6 +304,7 @@ impl Service {
         Service {
             store: Arc::new(store),
             previews: Mutex::new(Previews::default()),
+            actions: Mutex::new(code_edit::Actions::default()),
             sessions: Mutex::new(BTreeMap::new()),
             next_session: AtomicU64::new(1),
             decisions: Mutex::new(VecDeque::new()),
@@ -355,6 +389,7 @@ impl Service {
     pub fn close_session(&self, session: &Session) {
         lock(&self.sessions).remove(&session.id);
         lock(&self.previews).drop_session(session.id);
+        lock(&self.actions).drop_session(session.id);
         self.close_code_session(session);
     }
 
@@ -497,6 +532,34 @@ impl Service {
             && (self.share_previews || self.store.snapshot().analysis.config().share_previews)
     }
 
+    /// The open previews touching the file at store path `path` that `session` may act on:
+    /// its own, and every session's while previews are shared with it; oldest first.
+    pub fn preview_lenses(&self, session: &Session, path: &str) -> Vec<PreviewLens> {
+        let share = self.may_share(session);
+        let now: Option<String> = std::fs::read(self.store.root().join(path))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let sessions = lock(&self.sessions);
+        let previews = lock(&self.previews);
+        previews
+            .open()
+            .into_iter()
+            .filter(|p| share || p.session() == session.id)
+            .filter_map(|p| {
+                let after = p.planned(path)?;
+                let owner = sessions.get(&p.session());
+                Some(PreviewLens {
+                    preview_id: p.id.clone(),
+                    client: owner.map_or_else(|| "unknown".to_owned(), |s| s.client.clone()),
+                    front: owner.map_or("unknown", |s| s.front.as_str()),
+                    command: p.command.clone(),
+                    mine: p.session() == session.id,
+                    line: first_changed_line(now.as_deref().unwrap_or(""), after.unwrap_or("")),
+                })
+            })
+            .collect()
+    }
+
     /// `stardust.previews.list`: every open preview of every session, with who made it, the
     /// files it touches and its diagnostics delta. Another session's preview shows its id only
     /// to a session that may act on it.
@@ -531,4 +594,11 @@ impl Service {
             .collect();
         json!({"previews": items, "shared": share})
     }
+}
+
+/// The 0-based line of `before` where `after` first differs from it.
+fn first_changed_line(before: &str, after: &str) -> u32 {
+    let common = before.bytes().zip(after.bytes()).take_while(|(a, b)| a == b).count();
+    let lines = before.as_bytes()[..common].iter().filter(|b| **b == b'\n').count();
+    u32::try_from(lines).unwrap_or(u32::MAX)
 }

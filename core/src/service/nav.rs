@@ -206,6 +206,12 @@ pub(super) fn rename_preview(call: &mut Call<'_>) -> CommandResult {
     call.preview(&crate::patch::Patch { ops: vec![crate::patch::Op::Rename { from: id, to }] })
 }
 
+/// `code_action_preview {handle}` (SPEC §18): a code action of a code file, by the handle
+/// its `code_actions` listing minted, as a preview with its speculative diagnostics delta.
+pub(super) fn code_action_preview(call: &mut Call<'_>) -> CommandResult {
+    super::code_edit::code_action_preview(call)
+}
+
 pub(super) fn server_status(call: &mut Call<'_>) -> CommandResult {
     code::server_status(call)
 }

@@ -48,6 +48,12 @@ impl Preview {
         self.session
     }
 
+    /// The text the preview plans for `path` (`Some(None)`: it deletes it; `None`: it does not
+    /// touch it).
+    pub fn planned(&self, path: &str) -> Option<Option<&str>> {
+        self.documents.iter().find(|(p, _, _)| p == path).map(|(_, _, after)| after.as_deref())
+    }
+
     /// The store paths the preview writes.
     pub fn paths(&self) -> Vec<String> {
         self.documents.iter().map(|(path, _, _)| path.clone()).collect()

@@ -31,6 +31,18 @@ pub enum StoreError {
         problems: Vec<(String, Diagnostic)>,
     },
 
+    /// A code file's save adds errors from its language server, and `[save] refuse` lists
+    /// `code-error` (SPEC §18).
+    #[error(
+        "the save adds errors its language server reports, and [save] refuse lists code-error; \
+         nothing was written: {}",
+        errors.join("; ")
+    )]
+    CodeRefused {
+        /// Each error as `path:line:column: error[code-error] message (server)`.
+        errors: Vec<String>,
+    },
+
     #[error(
         "the core of {store} is shutting down and takes no more changes; retry once it restarts"
     )]
@@ -91,7 +103,7 @@ impl StoreError {
             StoreError::Busy { .. } | StoreError::Closed { .. } => crate::Code::Busy,
             StoreError::Conflict { .. } | StoreError::RemoteBehind { .. } => crate::Code::Conflict,
             StoreError::Unavailable { .. } => crate::Code::Unavailable,
-            StoreError::Refused { .. } => crate::Code::Refused,
+            StoreError::Refused { .. } | StoreError::CodeRefused { .. } => crate::Code::Refused,
             StoreError::NotFound(_) => crate::Code::NotFound,
             StoreError::OutsideStore { .. } => crate::Code::OutsideStore,
             StoreError::InvalidArguments(_) => crate::Code::InvalidArguments,

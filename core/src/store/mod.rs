@@ -261,6 +261,9 @@ struct Inner {
     reaper: reaper::Reaper<Snapshot>,
     /// A team store's database (SPEC §22): the commit point, before this folder's log.
     remote: Option<Arc<dyn remote::Remote>>,
+    /// Which files are code files for saves made as file operations, and the language
+    /// servers' `code-error` rule for them (SPEC §18), installed by the service.
+    code_saves: RwLock<Option<Arc<dyn saves::CodeSaves>>>,
 }
 
 struct Writer {
@@ -330,6 +333,7 @@ impl Store {
             checkpointing: Mutex::new(()),
             reaper: reaper::Reaper::start()?,
             remote,
+            code_saves: RwLock::new(None),
         });
         if inner.remote.is_some() {
             let mut writer = inner.writer()?;
@@ -1178,6 +1182,25 @@ impl Inner {
         let problems = analysis::new_problems(before, &after, &paths, &self.ctx.config.refuse);
         if !problems.is_empty() {
             return Err(StoreError::Refused { problems });
+        }
+        // A code file saved through the mount passes its language server's `code-error` rule
+        // here (a confirmed code edit passed it when its preview was made). It runs under the
+        // writer lock, so the text checked is the one replaced; the wait is bounded by the
+        // server's.
+        if origin == Origin::Mount && self.ctx.config.refuse_code_errors {
+            let check = sync::read(&self.code_saves).clone();
+            if let Some(check) = check {
+                let mut errors = Vec::new();
+                for (path, content) in &effective {
+                    if let (true, Some(after)) = (code.contains_key(path), content) {
+                        let before = previous.get(path).and_then(Option::as_deref);
+                        errors.extend(check.refusals(path, before, after));
+                    }
+                }
+                if !errors.is_empty() {
+                    return Err(StoreError::CodeRefused { errors });
+                }
+            }
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective, &code);

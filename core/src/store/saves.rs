@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
@@ -24,10 +25,25 @@ use super::{Change, Op as ChangeOp, PRIVATE_DIR, Store, projections, rfc3339};
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
 
+/// What the store asks about code files saved as file operations (SPEC §18), of the layer
+/// that knows the language servers (the service installs one: [`Store::set_code_saves`]).
+pub trait CodeSaves: Send + Sync {
+    /// Whether `rel`, a path that is not a document, is a code file: one a configured language
+    /// server covers. Its saves through the mount are transactions.
+    fn is_code(&self, rel: &str) -> bool;
+
+    /// Why a save of the code file `rel` from `before` (`None`: a new file) to `after` is
+    /// refused under `code-error`: each error the file's language server reports for `after`
+    /// that it does not for `before`, or why its diagnostics could not be had. Empty: none.
+    fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String>;
+}
+
 /// What a store-relative path names, for a front that shows the store as files.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum PathKind {
-    /// A document: every save goes through the save authority.
+    /// A document, or a code file (a file a language server covers, see [`CodeSaves`]): every
+    /// save goes through the save authority as one transaction. A code file's bytes are
+    /// committed as they are, never analysed by the store.
     Document,
     /// An editor's or a tool's temporary file: held outside the store until it is renamed onto
     /// a document path, and never written into the store.
@@ -558,11 +574,23 @@ impl Store {
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if is_scratch_name(name) {
             PathKind::Scratch
-        } else if scan::is_document_path(config, rel) {
+        } else if scan::is_document_path(config, rel) || self.is_code_file(rel) {
             PathKind::Document
         } else {
             PathKind::Plain
         }
+    }
+
+    /// Let `check` decide which files are code files and their `code-error` rule.
+    pub fn set_code_saves(&self, check: Arc<dyn CodeSaves>) {
+        *crate::sync::write(&self.inner.code_saves) = Some(check);
+    }
+
+    /// Whether `rel` (not a document) is a code file, as the installed [`CodeSaves`] says
+    /// (none installed: no file is).
+    fn is_code_file(&self, rel: &str) -> bool {
+        let check = crate::sync::read(&self.inner.code_saves).clone();
+        check.is_some_and(|c| c.is_code(rel))
     }
 
     /// The folder holding refused saves (it may not exist yet).
@@ -609,6 +637,13 @@ impl Store {
 
     fn why_text(&self, path: &str, bytes: &[u8], why: &StoreError, time: &str) -> String {
         let mut out = format!("the save of {path} at {time} was refused [{}]\n", why.code());
+        if let StoreError::CodeRefused { errors } = why {
+            for line in errors {
+                out.push_str(line);
+                out.push('\n');
+            }
+            return out;
+        }
         let StoreError::Refused { problems } = why else {
             out.push_str(&why.to_string());
             out.push('\n');
