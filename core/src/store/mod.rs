@@ -1481,30 +1481,33 @@ impl Inner {
             })?;
             offsets.push(offset);
         }
-        let mut documents: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-        for (path, (known, last)) in &states {
+        // Each file brought to its last state, in parallel: a new machine's copy writes every
+        // document of the store at once.
+        let states: Vec<_> = states.into_iter().collect();
+        states.par_iter().try_for_each(|(path, (known, last))| {
             let now = self.disk.read(path)?;
             let now_version = now.as_deref().map(Version::of);
-            if known.contains(&now_version) {
-                if now_version != *known.last().expect("a state per transaction") {
-                    // Not synced: the database has them, and the checkpoint syncs them.
-                    let written = match last {
-                        Some(bytes) => self.disk.put(path, bytes),
-                        None => self.disk.unlink(path),
-                    };
-                    written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
-                }
-            } else {
+            if !known.contains(&now_version) {
                 tracing::warn!(
                     "{path} was edited here while another core changed it; keeping this \
                      machine's edit, to be recorded on top"
                 );
+            } else if now_version != *known.last().expect("a state per transaction") {
+                // Not synced: the database has them, and the checkpoint syncs them.
+                let written = match last {
+                    Some(bytes) => self.disk.put(path, bytes),
+                    None => self.disk.unlink(path),
+                };
+                written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
             }
-            if scan::is_document_path(&self.ctx.config, path) {
-                documents.push(((*path).to_owned(), last.map(<[u8]>::to_vec)));
-            }
-        }
-        writer.dirty.extend(states.keys().map(|p| (*p).to_owned()));
+            Ok::<(), StoreError>(())
+        })?;
+        let documents: Vec<(String, Option<Vec<u8>>)> = states
+            .iter()
+            .filter(|(path, _)| scan::is_document_path(&self.ctx.config, path))
+            .map(|(path, (_, last))| ((*path).to_owned(), last.map(<[u8]>::to_vec)))
+            .collect();
+        writer.dirty.extend(states.iter().map(|(p, _)| (*p).to_owned()));
         let analysis = if snapshot.analysis.document_count() == 0 {
             let docs = documents.into_iter().filter_map(|(path, c)| Some((path, c?)));
             Analysis::new(self.ctx.clone(), docs.collect())
