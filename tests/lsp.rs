@@ -680,11 +680,18 @@ fn a_confirmed_preview_notifies_and_re_diagnoses_open_buffers() {
     let seq = confirmed["seq"].as_u64().expect("a seq");
     let documents = client.notification("stardust/documentsChanged");
     assert_eq!(documents["seq"], seq);
+    // The new document, then the files derived from it (SPEC §19): its JSON projection and
+    // its entity's file, each with the version of the document they derive from.
+    let version = &documents["documents"][0]["version"];
     assert_eq!(
         documents["documents"],
-        json!([{"uri": client.uri("people/new-one.dust"), "path": "people/new-one.dust", "change": "created", "version": documents["documents"][0]["version"]}])
+        json!([
+            {"uri": client.uri("people/new-one.dust"), "path": "people/new-one.dust", "change": "created", "version": version},
+            {"uri": client.uri(".stardust/entities/person/new-one.json"), "path": ".stardust/entities/person/new-one.json", "change": "created", "version": version, "derived": true},
+            {"uri": client.uri(".stardust/json/people/new-one.dust.json"), "path": ".stardust/json/people/new-one.dust.json", "change": "created", "version": version, "derived": true},
+        ])
     );
-    assert_eq!(documents["documents"][0]["version"].as_str().unwrap().len(), 64);
+    assert_eq!(version.as_str().unwrap().len(), 64);
     let entities = client.notification("stardust/entitiesChanged");
     assert_eq!(
         entities,

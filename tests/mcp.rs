@@ -629,6 +629,92 @@ fn views_are_resources_that_update_when_a_commit_changes_their_result() {
 }
 
 #[test]
+fn projections_and_entity_files_are_resources_by_their_mount_paths() {
+    let tmp = util::library();
+    let mut mcp = Mcp::open(tmp.path(), &["--allow-mutation"], "test-agent");
+    let projection = "stardust://documents/.stardust/json/books/dune.dust.json";
+    let file = "stardust://documents/.stardust/entities/book/dune.json";
+    let mut uris = Vec::new();
+    let mut cursor: Option<Value> = None;
+    loop {
+        let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
+        let listed = mcp.request("resources/list", params);
+        for r in listed["result"]["resources"].as_array().unwrap() {
+            uris.push(r["uri"].as_str().unwrap().to_owned());
+            if r["uri"] == file || r["uri"] == projection {
+                assert_eq!(r["mimeType"], "application/json", "{r}");
+            }
+        }
+        match listed["result"]["nextCursor"].clone() {
+            Value::Null => break,
+            next => cursor = Some(next),
+        }
+    }
+    assert!(uris.iter().any(|u| u == projection), "{uris:?}");
+    assert!(uris.iter().any(|u| u == file), "{uris:?}");
+    // A JSON document has no projection; the entity file of an entity in it exists.
+    let json_docs: Vec<&String> = uris
+        .iter()
+        .filter(|u| {
+            u.starts_with("stardust://documents/")
+                && u.ends_with(".json")
+                && !u.contains("/.stardust/")
+        })
+        .collect();
+    for doc in json_docs {
+        let path = doc.trim_start_matches("stardust://documents/");
+        let projected = format!("stardust://documents/.stardust/json/{path}.json");
+        assert!(!uris.contains(&projected), "{projected} is listed");
+    }
+
+    // Reading gives the entity's value as JSON, with the document it derives from.
+    let read_file = |mcp: &mut Mcp| {
+        let read = mcp.request("resources/read", json!({"uri": file}));
+        let contents = read["result"]["contents"][0].clone();
+        let value: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+        (value, contents["_meta"].clone())
+    };
+    let (value, meta) = read_file(&mut mcp);
+    let dune = mcp.ok("entity_get", json!({"id": "book/dune"}));
+    assert_eq!(value, dune["value"]);
+    assert_eq!(meta["source"], "books/dune.dust");
+    let read = mcp.request("resources/read", json!({"uri": projection}));
+    let projected: Value =
+        serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(projected, dune["value"], "a document of one entity projects to that entity");
+
+    // A commit that changes the entity updates both subscribed files.
+    for uri in [file, projection] {
+        assert_eq!(mcp.request("resources/subscribe", json!({"uri": uri}))["result"], json!({}));
+    }
+    let preview = mcp.ok(
+        "mutation_execute",
+        json!({"document": "find [?b] where [[?b id book/dune]]", "set": {"pages": 413}}),
+    );
+    mcp.ok("preview_confirm", json!({"previewId": preview["previewId"]}));
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let updated =
+            mcp.notification("notifications/resources/updated", Duration::from_millis(200));
+        let heard = |uri: &str| updated.iter().any(|n| n["params"]["uri"] == uri);
+        if heard(file) && heard(projection) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no update for the derived files: {updated:?}");
+    }
+    let (value, meta) = read_file(&mut mcp);
+    assert_eq!(value["pages"], 413);
+    let dune = mcp.ok("entity_get", json!({"id": "book/dune"}));
+    assert_eq!(meta["version"], dune["version"], "{dune}");
+
+    let missing = mcp.request(
+        "resources/read",
+        json!({"uri": "stardust://documents/.stardust/entities/book/none.json"}),
+    );
+    assert_eq!(missing["error"]["data"]["code"], "not-found", "{missing}");
+}
+
+#[test]
 fn without_a_store_the_server_says_how_to_name_one() {
     let elsewhere = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_stardust"))

@@ -233,17 +233,25 @@ fn a_subscriber_sees_every_commit_in_seq_order() {
     let expected: BTreeSet<String> = created.iter().map(|(_, id)| id.clone()).collect();
     assert_eq!(ids(&seen), expected);
 
-    // The document subscription of the writer's client sees the 30 new documents.
-    let paths: BTreeSet<String> = events_through(&mut documents, last)
+    // The document subscription of the writer's client sees the 30 new documents, and with
+    // them each new person's entity file, marked derived (SPEC §19).
+    let (derived, stored): (Vec<_>, Vec<_>) = events_through(&mut documents, last)
         .into_iter()
         .flat_map(|e| match e {
-            Event::Changed { changes, .. } => {
-                changes.into_iter().map(|c| c.path).collect::<Vec<_>>()
-            }
+            Event::Changed { changes, .. } => changes,
             Event::Reread { .. } => panic!("no re-read expected"),
         })
-        .collect();
+        .partition(|c| c.derived);
+    let paths: BTreeSet<String> = stored.into_iter().map(|c| c.path).collect();
     assert_eq!(paths.len(), 30, "{paths:?}");
+    let files: BTreeSet<String> = derived
+        .into_iter()
+        .filter(|c| c.path.starts_with(".stardust/entities/"))
+        .map(|c| c.path)
+        .collect();
+    let expected: BTreeSet<String> =
+        created.iter().map(|(_, id)| format!(".stardust/entities/{id}.json")).collect();
+    assert_eq!(files, expected);
 }
 
 #[test]

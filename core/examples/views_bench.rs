@@ -3,7 +3,7 @@
 //! start until a 1,000-row view's result is of that commit's seq.
 //!
 //! ```text
-//! views_bench STORE [--views 20] [--blocks 10] [--block 10] [--settle MS]
+//! views_bench STORE [--views 20] [--blocks 10] [--block 10] [--settle MS] [--steady]
 //! ```
 //!
 //! `--settle MS` waits that long after each commit (and after its views, when they run), in
@@ -11,6 +11,11 @@
 //! Without the thread, each commit is also followed by a pause as long as the last wait for
 //! the views took, so the commits of both modes come after the same idle time (a commit
 //! after a longer idle time is slower on a loaded machine: colder caches).
+//!
+//! `--steady` instead commits every `--settle` ms in both modes without waiting for the views:
+//! the views' thread recomputes while the next commits run (the case where it competes with
+//! them for the processor), and a second thread records when the 1,000-row view reaches each
+//! commit's seq (a batch may cover several commits).
 //!
 //! STORE is a store from `gen_store` (it is changed: `views.dust` and `bench/` are written).
 //! Every commit creates one book, which every view reads, so every commit makes the thread
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
     let (views, blocks, block) =
         (arg(&args, "--views", 20), arg(&args, "--blocks", 10), arg(&args, "--block", 10));
     let settle = Duration::from_millis(arg(&args, "--settle", 0) as u64);
+    let steady = args.iter().any(|a| a == "--steady");
     // One view of 1,000 rows (the latency figure), the others a year's books each.
     let mut text = String::from(
         "[{id view/v0 type view format json path views/v0.json\n  query {find [?b ?t] where [[?b type book] [?b title ?t]] limit 1000}}\n",
@@ -76,7 +82,24 @@ fn main() -> ExitCode {
     let mut n = 0;
     let mut pause = Duration::from_millis(300);
     for b in 0..blocks * 2 {
-        let live = (b % 2 == 1).then(|| Live::start(store.clone()).expect("views start"));
+        let live = (b % 2 == 1).then(|| Arc::new(Live::start(store.clone()).expect("views start")));
+        // In steady mode: commits' (seq, start) to a thread that waits for each in turn.
+        let (tx, waiter) = match (&live, steady) {
+            (Some(live), true) => {
+                let (tx, rx) = std::sync::mpsc::channel::<(u64, Instant)>();
+                let live = live.clone();
+                let waiter = std::thread::spawn(move || {
+                    rx.into_iter()
+                        .map(|(seq, started)| {
+                            assert!(live.wait_for(seq, Duration::from_secs(60)));
+                            started.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                });
+                (Some(tx), Some(waiter))
+            }
+            _ => (None, None),
+        };
         for _ in 0..block {
             n += 1;
             let doc = format!(
@@ -88,6 +111,11 @@ fn main() -> ExitCode {
                 .expect("the commit is accepted");
             let took = started.elapsed();
             match &live {
+                None if steady => without.push(took),
+                Some(_) if steady => {
+                    with.push(took);
+                    tx.as_ref().expect("a waiter").send((committed.seq, started)).unwrap();
+                }
                 None => {
                     without.push(took);
                     std::thread::sleep(pause);
@@ -101,8 +129,13 @@ fn main() -> ExitCode {
             }
             std::thread::sleep(settle);
         }
+        drop(tx);
+        if let Some(waiter) = waiter {
+            updated.extend(waiter.join().expect("the waiter ends"));
+        }
     }
-    println!("views: {views}, commits per mode: {}", without.len());
+    let how = if steady { "steady" } else { "waiting for the views" };
+    println!("views: {views}, commits per mode: {}, {how}", without.len());
     let (w50, w95) = (percentile(&mut without, 0.5), percentile(&mut without, 0.95));
     let (v50, v95) = (percentile(&mut with, 0.5), percentile(&mut with, 0.95));
     println!("commit without the views' thread: p50 {} p95 {}", ms(w50), ms(w95));

@@ -3,7 +3,7 @@
 //!
 //! Each fixture in `test-data/projections/` is a small store (`//- path` sections), then
 //! `//- OPS`, then one `//- <op> <path>` section per operation, each run on the store as the
-//! fixture gives it: `kind`, `list`, `read`, `write` (the section's text is what is written),
+//! fixture gives it: `kind`, `list`, `files` (every derived file of the area), `read`, `write` (the section's text is what is written),
 //! `write-stale` (the same, by a writer who read an older version of the document) and
 //! `delete`. The snapshot shows each answer: the kind, the entries, the bytes, or the new text
 //! of every document a write or delete changes and the store's diagnostics after it.
@@ -28,6 +28,12 @@ fn run(fixture: &str) -> String {
             "kind" => {
                 let kind = projections::kind(&analysis, path);
                 writeln!(out, "{kind:?}").unwrap();
+            }
+            "files" => {
+                let area = projections::area(path).expect("an area's folder").0;
+                for file in projections::files(&analysis, area) {
+                    writeln!(out, "{file}").unwrap();
+                }
             }
             "list" => match projections::list(&analysis, path) {
                 Some(entries) => {
@@ -218,4 +224,46 @@ fn kinds_of_derived_paths_in_a_store() {
     }
     let target = projections::target(".stardust/entities/book/dune.json").unwrap();
     assert_eq!(target, Target::Entity("book/dune".into()));
+}
+
+#[test]
+fn a_commit_names_the_projections_and_entity_files_it_changed() {
+    let json = "{\"id\": \"person/ann\", \"type\": \"person\", \"name\": \"Ann\"}\n";
+    let (_dir, store) = store(&[
+        ("books/all.dust", BOOKS),
+        ("people/frank.dust", FRANK),
+        ("people/ann.json", json),
+    ]);
+    let feed = store.subscribe();
+    // One item of an array changes, a JSON document changes (it has no projection), a DUST
+    // document goes with its entity.
+    let changes = vec![
+        Change::put("books/all.dust", BOOKS.replace("'Dune Messiah'", "Messiah")),
+        Change::put("people/ann.json", json.replace("Ann", "Anne")),
+        Change::put("people/frank.dust", FRANK.replace("person/frank", "person/f")),
+    ];
+    store.commit(Origin::Mount, changes).unwrap();
+    let Some(stardust_core::store::Notice::Changes { documents, entities, .. }) =
+        feed.next_timeout(std::time::Duration::from_secs(10))
+    else {
+        panic!("no notice for the commit");
+    };
+    let snapshot = store.snapshot();
+    let version = |path: &str| snapshot.version(path);
+    let changed: Vec<(String, &str, Option<Version>)> =
+        projections::changed(&snapshot.analysis, &documents, &entities)
+            .into_iter()
+            .map(|c| (c.path, c.change.as_str(), c.version))
+            .collect();
+    let expected = [
+        (".stardust/entities/book/messiah.json", "changed", version("books/all.dust")),
+        (".stardust/entities/person/ann.json", "changed", version("people/ann.json")),
+        (".stardust/entities/person/f.json", "created", version("people/frank.dust")),
+        (".stardust/entities/person/frank.json", "deleted", None),
+        (".stardust/json/books/all.dust.json", "changed", version("books/all.dust")),
+        (".stardust/json/people/frank.dust.json", "changed", version("people/frank.dust")),
+    ];
+    let expected: Vec<(String, &str, Option<Version>)> =
+        expected.into_iter().map(|(p, c, v)| (p.to_owned(), c, v)).collect();
+    assert_eq!(changed, expected);
 }

@@ -15,7 +15,7 @@ use lsp_types::{
 use serde_json::{Value, json};
 use stardust_core::Code;
 use stardust_core::service::{self, CommandError, Front};
-use stardust_core::store::{Notice, Subscription};
+use stardust_core::store::{Notice, Subscription, projections};
 
 use crate::diagnostics::{DiagnosticsMode, publish_now};
 use crate::state::{Shared, State, error, internal};
@@ -209,6 +209,21 @@ fn notify(client: &ClientSocket, shared: &Shared, notice: &Notice) -> async_lsp:
         }
         Notice::Changes { seq, documents, entities } => {
             if wants.documents && !documents.is_empty() {
+                // The projections and entity files the commit changed come with the documents
+                // they derive from (SPEC §19, docs/DECISIONS.md).
+                let service = conn.and_then(|c| c.service());
+                let derived = service.map(|s| {
+                    projections::changed(&s.store().snapshot().analysis, documents, entities)
+                });
+                let derived = derived.into_iter().flatten().map(|d| {
+                    json!({
+                        "uri": paths.as_ref().and_then(|p| p.uri(&d.path)),
+                        "path": d.path,
+                        "change": d.change,
+                        "version": d.version,
+                        "derived": true,
+                    })
+                });
                 let documents: Vec<Value> = documents
                     .iter()
                     .map(|d| {
@@ -219,6 +234,7 @@ fn notify(client: &ClientSocket, shared: &Shared, notice: &Notice) -> async_lsp:
                             "version": d.version,
                         })
                     })
+                    .chain(derived)
                     .collect();
                 client.notify::<DocumentsChanged>(json!({"seq": seq, "documents": documents}))?;
             }

@@ -13,6 +13,7 @@
 #![deny(clippy::print_stdout)]
 
 mod bounded;
+mod derived;
 mod fdio;
 mod http;
 mod jsonrpc;

@@ -23,8 +23,9 @@ use serde_json::{Map, Value, json};
 use stardust_core::Code;
 use stardust_core::error::{error_line, error_object};
 use stardust_core::service::{Front, Service, Session, SessionOptions};
-use stardust_core::store::Notice;
+use stardust_core::store::{Notice, projections};
 
+use crate::derived;
 use crate::tools::{self, CONFIRM_TOOL};
 use crate::views::{self, VIEWS};
 
@@ -42,7 +43,8 @@ const INLINE_JSON_BYTES: usize = 4 * 1024;
 /// Resources listed per `resources/list` page.
 const RESOURCE_PAGE: usize = 500;
 
-const DOCUMENTS: &str = "stardust://documents/";
+/// Documents, and the derived files under `.stardust/json/` and `.stardust/entities/`.
+pub(crate) const DOCUMENTS: &str = "stardust://documents/";
 const ENTITIES: &str = "stardust://entities/";
 
 /// One MCP connection to a store's [`Service`].
@@ -210,6 +212,7 @@ impl Conn {
             })
         });
         let mut all: Vec<Resource> = documents
+            .chain(derived::list(analysis))
             .chain(entities)
             .chain(views::list(&self.service))
             .skip(offset)
@@ -233,6 +236,9 @@ impl Conn {
         }
         let snapshot = self.service.store().snapshot();
         if let Some(path) = uri.strip_prefix(DOCUMENTS) {
+            if let Some(result) = derived::read(&snapshot.analysis, path, uri) {
+                return result;
+            }
             let doc = snapshot.analysis.document(path).ok_or_else(|| {
                 not_found(format!(
                     "{path} is not a document of the store; resources/list names them"
@@ -274,6 +280,8 @@ impl Conn {
         let subscriptions = self.subscriptions.clone();
         let closed = self.closed.clone();
         let runtime = tokio::runtime::Handle::current();
+        // Weak: this thread must not keep the core's service alive.
+        let service = Arc::downgrade(&self.service);
         let spawned = std::thread::Builder::new().name("mcp-feed".into()).spawn(move || {
             while !closed.load(Ordering::Relaxed) {
                 let Some(notice) = feed.next_timeout(Duration::from_millis(200)) else {
@@ -281,12 +289,26 @@ impl Conn {
                 };
                 let wanted = lock(&subscriptions).clone();
                 let changed: Vec<String> = match notice {
-                    Notice::Changes { documents, entities, .. } => documents
-                        .iter()
-                        .map(|d| format!("{DOCUMENTS}{}", d.path))
-                        .chain(entities.iter().map(|e| format!("{ENTITIES}{}", e.id)))
-                        .filter(|uri| wanted.contains(uri))
-                        .collect(),
+                    Notice::Changes { documents, entities, .. } => {
+                        // Derived files only when one is subscribed to: naming them costs a
+                        // look-up per changed entity.
+                        let derived = wanted.iter().any(|uri| {
+                            uri.strip_prefix(DOCUMENTS)
+                                .is_some_and(|p| projections::area(p).is_some())
+                        });
+                        let service = service.upgrade().filter(|_| derived);
+                        let derived = service.map(|service| {
+                            let analysis = &service.store().snapshot().analysis;
+                            derived::changed(analysis, &documents, &entities).collect::<Vec<_>>()
+                        });
+                        documents
+                            .iter()
+                            .map(|d| format!("{DOCUMENTS}{}", d.path))
+                            .chain(entities.iter().map(|e| format!("{ENTITIES}{}", e.id)))
+                            .chain(derived.into_iter().flatten())
+                            .filter(|uri| wanted.contains(uri))
+                            .collect()
+                    }
                     // Too much changed to list: everything subscribed may have.
                     Notice::Overflow { .. } => wanted.into_iter().collect(),
                 };
@@ -402,8 +424,10 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         // RFC 6570 reserved expansion: a path or an id keeps its slashes.
         Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new(format!("{DOCUMENTS}{{+path}}"), "document")
-                .with_description("a document of the store by its store-relative path, as text"),
+            ResourceTemplate::new(format!("{DOCUMENTS}{{+path}}"), "document").with_description(
+                "a document of the store by its store-relative path, as text; also a derived \
+                 file: .stardust/json/<document>.json, .stardust/entities/<id>.json",
+            ),
             ResourceTemplate::new(format!("{ENTITIES}{{+id}}"), "entity")
                 .with_description("an entity by id: its value, document path, range and version")
                 .with_mime_type("application/json"),

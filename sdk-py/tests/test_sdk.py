@@ -106,7 +106,12 @@ def test_a_subscriber_receives_another_commit_and_resumes_after_a_restart(store:
             seen = await until(events, seq)
             assert seen[-1] == Event("changed", seq, [{"id": "book/dune", "change": "changed"}])
             docs = await until(documents, seq)
-            assert [(c["path"], c["change"]) for c in docs[-1].changes] == [("books/dune.dust", "changed")]
+            # The document, then the files derived from it (SPEC §19), marked derived.
+            assert [(c["path"], c["change"], c.get("derived", False)) for c in docs[-1].changes] == [
+                ("books/dune.dust", "changed", False),
+                (".stardust/entities/book/dune.json", "changed", True),
+                (".stardust/json/books/dune.dust.json", "changed", True),
+            ]
             await documents.close()
             # The core goes away; a commit lands meanwhile; the subscription reconnects
             # (starting a core) and catches up with stardust.changes.since.

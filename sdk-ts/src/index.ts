@@ -60,7 +60,7 @@ export type DocumentDiff = { path: string; change: ChangeKind; before: string | 
 export type Committed = { seq: number; resolved: Record<string, string> };
 export type ChangeKind = "created" | "changed" | "deleted";
 export type EntityChange = { id: string; change: ChangeKind };
-export type DocumentChange = { path: string; change: ChangeKind; version?: string | null };
+export type DocumentChange = { path: string; change: ChangeKind; version?: string | null; derived?: boolean };
 /** What a subscription yields: changes as of `seq`, or `reread` when changes were dropped. */
 export type Event<C> = { kind: "changed"; seq: number; changes: C[] } | { kind: "reread"; seq: number };
 

@@ -36,9 +36,15 @@ pub struct DocumentChange {
     /// The document's path, relative to the store root.
     pub path: String,
     pub change: ChangeKind,
-    /// The document's version (SHA-256) after the change; `None` when it was deleted.
+    /// The document's version (SHA-256) after the change; `None` when it was deleted. For a
+    /// derived file, the version of the document it derives from.
     #[serde(default)]
     pub version: Option<String>,
+    /// A derived file rather than a stored document (SPEC §19): a view's result, the JSON
+    /// projection of a DUST document (`.stardust/json/<path>.json`) or an entity's file
+    /// (`.stardust/entities/<id>.json`), which the mount shows.
+    #[serde(default)]
+    pub derived: bool,
 }
 
 /// What a subscription yields.

@@ -30,7 +30,7 @@ use crate::text::Span;
 
 use super::error::{StoreError, StoreResult};
 use super::saves::{PathKind, is_scratch_name};
-use super::{Change, Op, PRIVATE_DIR, Version};
+use super::{Change, ChangeKind, DocumentNotice, EntityNotice, Op, PRIVATE_DIR, Version};
 
 /// The folder of JSON projections inside [`PRIVATE_DIR`].
 pub const JSON_DIR: &str = "json";
@@ -232,6 +232,75 @@ pub fn kind(analysis: &Analysis, path: &str) -> Option<PathKind> {
             }
         }
     })
+}
+
+/// Every derived file of `area` in `analysis`, as store-relative paths in path order:
+/// exactly the files the mount shows there (a stem that cannot be a path is left out, a file
+/// shadowed by a folder of its name too). For a front that lists derived files as resources.
+pub fn files(analysis: &Analysis, area: Area) -> Vec<String> {
+    let top = match area {
+        Area::Json => JSON_DIR,
+        Area::Entities => ENTITIES_DIR,
+    };
+    let mut out: Vec<String> = with_folders(analysis, area, |folders| {
+        folders
+            .0
+            .iter()
+            .flat_map(|(folder, entries)| {
+                entries.iter().filter(|(_, dir)| !dir).map(move |(name, _)| match folder.as_str() {
+                    "" => format!("{PRIVATE_DIR}/{top}/{name}"),
+                    folder => format!("{PRIVATE_DIR}/{top}/{folder}/{name}"),
+                })
+            })
+            .collect()
+    });
+    out.sort_unstable();
+    out
+}
+
+/// A derived file that a transaction changed, as a change notification names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedChange {
+    /// The derived file's store-relative path.
+    pub path: String,
+    pub change: ChangeKind,
+    /// The version of the document it derives from, as [`Read::version`] gives it: what a
+    /// write based on a read of it now expects. `None` when it was deleted.
+    pub version: Option<Version>,
+}
+
+/// The derived files that changed with `documents` and `entities` (one notice of the change
+/// feed): the projection of each DUST document (created, changed or deleted with it), and
+/// the entity file of each entity (with it), in path order. `analysis` is the snapshot the
+/// notice reaches or a later one, for the version of an entity's document. An id that cannot
+/// be a path has no file, so no entry.
+pub fn changed(
+    analysis: &Analysis,
+    documents: &[DocumentNotice],
+    entities: &[EntityNotice],
+) -> Vec<DerivedChange> {
+    let projections = documents
+        .iter()
+        .filter(|d| Lang::from_path(&d.path) == Some(Lang::Dust))
+        .map(|d| DerivedChange {
+            path: path_of(&Target::Projection(d.path.clone())),
+            change: d.change,
+            version: d.version,
+        });
+    let files = entities.iter().filter(|e| model::id_problem(&e.id).is_none()).map(|e| {
+        let version = match e.change {
+            ChangeKind::Deleted => None,
+            _ => analysis
+                .entity(&e.id)
+                .first()
+                .and_then(|loc| analysis.document(&loc.path))
+                .map(|doc| version_of(doc)),
+        };
+        DerivedChange { path: path_of(&Target::Entity(e.id.clone())), change: e.change, version }
+    });
+    let mut out: Vec<DerivedChange> = projections.chain(files).collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }
 
 /// A derived file's content as of one snapshot.
