@@ -18,6 +18,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
+use stardust_core::store::remote::Remote;
 use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
 
 fn main() {
@@ -88,6 +89,48 @@ fn commit_latency(admin: &str, n: usize) {
         .unwrap();
     let insert = bare.prepare("INSERT INTO bench (content) VALUES ($1)").unwrap();
     let (mut team, mut plain, mut local) = (Vec::new(), Vec::new(), Vec::new());
+    let mut db_part = Vec::new();
+    // The database's part alone: the same call a commit makes, on a database of its own.
+    let part_url = database(admin, "stardust_bench_part");
+    let part = stardust_pg::connect(&part_url).unwrap();
+    for i in 0..n + 10 {
+        let content = person(0, &format!("name {i}"));
+        let txn = stardust_core::store::Transaction {
+            seq: i as u64 + 1,
+            time: "2026-12-02T00:00:00Z".to_owned(),
+            origin: Origin::Mount,
+            documents: vec![stardust_core::store::DocumentChange {
+                path: "p.json".to_owned(),
+                before: None,
+                after: Some(stardust_core::store::Version::of(content.as_bytes())),
+                created: Vec::new(),
+                changed: vec!["person/p0".to_owned()],
+                deleted: Vec::new(),
+            }],
+        };
+        let start = Instant::now();
+        part.append(&txn, &[content.as_bytes()]).unwrap();
+        if i >= 10 {
+            db_part.push(start.elapsed());
+        }
+    }
+    // This core's own part: the same commits on a database that answers at once.
+    let mut own_part = Vec::new();
+    {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
+        let remote: std::sync::Arc<dyn Remote> = std::sync::Arc::new(Instant_::default());
+        let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
+        let own = Store::open(dir.path(), options).unwrap();
+        for i in 0..n + 10 {
+            let content = person(0, &format!("name {i}"));
+            let start = Instant::now();
+            own.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
+            if i >= 10 {
+                own_part.push(start.elapsed());
+            }
+        }
+    }
     for i in 0..n + 10 {
         let content = person(0, &format!("name {i}"));
         let start = Instant::now();
@@ -110,6 +153,8 @@ fn commit_latency(admin: &str, n: usize) {
     let t = stats("team store commit (PostgreSQL)", &mut team);
     let b = stats("bare INSERT; COMMIT of the same bytes", &mut plain);
     stats("folder store commit (for reference)", &mut local);
+    stats("the database's part (one stardust_commit)", &mut db_part);
+    stats("this core's part (a database answering at once)", &mut own_part);
     println!("ratio team / bare at p50: {:.2}x", t.as_secs_f64() / b.as_secs_f64());
 }
 
@@ -188,4 +233,35 @@ fn open_latency(admin: &str, docs: usize) {
     stats("folder store (reopen)", &mut from_folder);
     stats("team store, this machine's copy up to date", &mut up_to_date);
     stats("team store, a new machine (history from db)", &mut new_copy);
+}
+
+/// A database that commits everything at once, in memory: this core's own part of a commit.
+#[derive(Debug, Default)]
+struct Instant_ {
+    head: std::sync::Mutex<u64>,
+}
+
+impl Remote for Instant_ {
+    fn head(&self) -> stardust_core::store::StoreResult<u64> {
+        Ok(*self.head.lock().unwrap())
+    }
+    fn since(
+        &self,
+        _: u64,
+        _: usize,
+    ) -> stardust_core::store::StoreResult<Vec<stardust_core::store::remote::Shipped>> {
+        Ok(Vec::new())
+    }
+    fn append(
+        &self,
+        transaction: &stardust_core::store::Transaction,
+        _: &[&[u8]],
+    ) -> stardust_core::store::StoreResult<stardust_core::store::remote::Appended> {
+        *self.head.lock().unwrap() = transaction.seq;
+        Ok(stardust_core::store::remote::Appended::Committed)
+    }
+    fn wait(&self, timeout: Duration) -> bool {
+        std::thread::sleep(timeout);
+        false
+    }
 }

@@ -15,6 +15,7 @@
 mod schema;
 pub mod scratch;
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +36,8 @@ pub struct Postgres {
     shown: String,
     commands: Mutex<Option<Client>>,
     listener: Mutex<Option<Client>>,
+    /// The server process of the command connection: its own commits' NOTIFYs wake nobody.
+    commands_pid: AtomicI32,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -58,6 +61,7 @@ impl Postgres {
             shown: shown(url),
             commands: Mutex::new(None),
             listener: Mutex::new(None),
+            commands_pid: AtomicI32::new(0),
         })
     }
 
@@ -66,7 +70,13 @@ impl Postgres {
     fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, Failure>) -> StoreResult<T> {
         let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
         if slot.as_ref().is_none_or(Client::is_closed) {
-            *slot = Some(self.open()?);
+            let mut client = self.open()?;
+            let pid: i32 = client
+                .query_one("SELECT pg_backend_pid()", &[])
+                .map_err(|e| self.error("cannot start a session on the database", &e))?
+                .get(0);
+            self.commands_pid.store(pid, Ordering::Relaxed);
+            *slot = Some(client);
         }
         let client = slot.as_mut().expect("connected above");
         match f(client) {
@@ -173,6 +183,24 @@ impl Remote for Postgres {
         })
     }
 
+    fn reserve(&self) -> StoreResult<()> {
+        self.with(|client| {
+            client.execute("SELECT pg_advisory_lock(7401196323)", &[])?;
+            Ok(())
+        })
+    }
+
+    fn release(&self) {
+        // A connection that broke released it with its session.
+        let released = self.with(|client| {
+            client.execute("SELECT pg_advisory_unlock(7401196323)", &[])?;
+            Ok(())
+        });
+        if let Err(err) = released {
+            tracing::debug!("cannot release the head: {err}");
+        }
+    }
+
     fn wait(&self, timeout: Duration) -> bool {
         let mut slot = self.listener.lock().unwrap_or_else(|p| p.into_inner());
         if slot.as_ref().is_none_or(Client::is_closed) {
@@ -193,12 +221,20 @@ impl Remote for Postgres {
         }
         let client = slot.as_mut().expect("listening above");
         let woken = {
+            // This core's own commits are already here: only another's wakes it.
+            let own = self.commands_pid.load(Ordering::Relaxed);
             let mut notifications = client.notifications();
-            let woken = match notifications.timeout_iter(timeout).next() {
-                Ok(Some(_)) => Ok(true),
-                Err(err) => Err(describe(&err)),
-                Ok(None) => Ok(false),
-            };
+            let deadline = std::time::Instant::now() + timeout;
+            let mut woken = Ok(false);
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match notifications.timeout_iter(left).next() {
+                    Ok(Some(n)) if n.process_id() == own => continue,
+                    Ok(Some(_)) => woken = Ok(true),
+                    Err(err) => woken = Err(describe(&err)),
+                    Ok(None) => {}
+                }
+                break;
+            }
             // Several commits may have woken us: one read takes them all in.
             while let Ok(Some(_)) = notifications.iter().next() {}
             woken

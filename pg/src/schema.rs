@@ -53,6 +53,9 @@ CREATE FUNCTION stardust_commit(
     p_deleted text[], OUT committed boolean, OUT head bigint
 ) LANGUAGE plpgsql AS $$
 BEGIN
+    -- Shared: commits run side by side, unless a core that lost the race holds the lock
+    -- exclusively to catch up and try again (Remote::reserve).
+    PERFORM pg_advisory_xact_lock_shared(7401196323);
     UPDATE stardust_head SET seq = p_seq WHERE id = 1 AND seq = p_seq - 1;
     IF NOT FOUND THEN
         committed := false;

@@ -1077,6 +1077,7 @@ impl Inner {
         // A team store may find another core committed first: then it catches up and runs
         // the save authority again on the new state, from the changes as given.
         let mut prepared = prepared;
+        let mut reserved = remote::Reserved::none();
         for _ in 0..remote::RETRIES {
             let retry = self.remote.is_some().then(|| changes.clone());
             match self.commit_locked(
@@ -1088,6 +1089,10 @@ impl Inner {
             )? {
                 Some(committed) => return Ok(committed),
                 None => {
+                    // Lost the race: hold the head for this core, so the next try wins.
+                    if let (false, Some(remote)) = (reserved.is_held(), &self.remote) {
+                        reserved = remote::Reserved::take(remote.as_ref())?;
+                    }
                     self.catch_up_locked(&mut writer)?;
                     changes = retry.expect("only a team store is behind");
                 }
@@ -1344,11 +1349,16 @@ impl Inner {
         let mut found = found;
         found.sort_by(|a, b| a.0.cmp(&b.0));
         found.dedup_by(|a, b| a.0 == b.0);
+        let mut reserved = remote::Reserved::none();
         for _ in 0..remote::RETRIES {
             if let Some(done) = self.ingest_once(writer, &found)? {
                 return Ok(done);
             }
-            // Another core committed first: take its commits in and compare again.
+            // Another core committed first: hold the head, take its commits in and compare
+            // again.
+            if let (false, Some(remote)) = (reserved.is_held(), &self.remote) {
+                reserved = remote::Reserved::take(remote.as_ref())?;
+            }
             self.catch_up_locked(writer)?;
         }
         Err(StoreError::Unavailable {

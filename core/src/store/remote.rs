@@ -50,6 +50,16 @@ pub trait Remote: Send + Sync + std::fmt::Debug {
     /// other cores.
     fn append(&self, transaction: &Transaction, contents: &[&[u8]]) -> StoreResult<Appended>;
 
+    /// Keep every other core from committing until [`Remote::release`] (or until this core's
+    /// connection ends), waiting for commits in flight: a core that lost the race to the
+    /// head takes this before it catches up and tries again, so it cannot lose forever.
+    fn reserve(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// End a [`Remote::reserve`].
+    fn release(&self) {}
+
     /// Block until another core may have committed (`true`), or `timeout` passed (`false`).
     /// A wake-up carries no data and may be spurious or lost; callers read with `since`.
     fn wait(&self, timeout: Duration) -> bool;
@@ -78,8 +88,35 @@ pub const POLL: Duration = Duration::from_secs(1);
 /// How many transactions one read of the remote asks for while catching up.
 pub(super) const PAGE: usize = 500;
 
-/// How many times a commit is tried again after another core committed first.
+/// How many times a commit is tried again after another core committed first (from the
+/// second try on, with the head reserved: see [`Remote::reserve`]).
 pub(super) const RETRIES: usize = 32;
+
+/// A [`Remote::reserve`] held until dropped.
+pub(super) struct Reserved<'a>(Option<&'a dyn Remote>);
+
+impl<'a> Reserved<'a> {
+    pub(super) fn none() -> Reserved<'a> {
+        Reserved(None)
+    }
+
+    pub(super) fn take(remote: &'a dyn Remote) -> StoreResult<Reserved<'a>> {
+        remote.reserve()?;
+        Ok(Reserved(Some(remote)))
+    }
+
+    pub(super) fn is_held(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(remote) = self.0 {
+            remote.release();
+        }
+    }
+}
 
 /// The remote a store's configuration names, connected; `None` for a folder store.
 pub(super) fn open(config: &crate::config::Config) -> StoreResult<Option<Arc<dyn Remote>>> {
