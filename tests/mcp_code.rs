@@ -10,7 +10,7 @@
 
 mod util;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -359,56 +359,106 @@ fn preview_files(preview: &Value) -> (Vec<String>, Vec<String>) {
     )
 }
 
-/// SPEC §18 with pyright: a rename across three files previews three diffs and an empty
-/// delta; a rename that breaks the module shows the new error, which `code-error` refuses at
-/// confirm; the clean one commits as one transaction that `stardust log` shows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
+/// A copy of `examples/mixed` whose `[save] refuse` also lists `code-error`, trusted, with
+/// `extra` files written first, and an MCP client that may confirm: SPEC §18's end-to-end
+/// setting for either server.
+async fn refusing_code_errors(extra: &[(&str, &str)]) -> (Mixed, Client) {
     let mixed = Mixed::new();
+    for (rel, text) in extra {
+        mixed.write(rel, text);
+    }
     mixed.append(
         "stardust.toml",
         "\n[save]\nrefuse = [\"syntax\", \"schema\", \"duplicate-id\", \"invalid-id\", \"code-error\"]\n",
     );
     mixed.trust();
     let client = mixed.connect_with(&["--allow-mutation"]).await;
+    (mixed, client)
+}
+
+/// The store's head seq, as `stardust log --format json` shows it (0 for no transaction).
+fn head_seq(store: &Path) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .args(["log", store.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    util::text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|t| t["seq"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// `rename_preview` of what is at `path:line:column` to `new_name`.
+async fn rename_preview(
+    peer: &Peer<RoleClient>,
+    (path, line, column): (&str, u32, u32),
+    new_name: &str,
+) -> Value {
+    let mut args = at(path, line, column);
+    args["newName"] = json!(new_name);
+    call(peer, "rename_preview", args).await
+}
+
+/// A preview whose delta has new errors is not committable, and with `code-error` refused its
+/// confirm is `refused`: none of the files it touches changes.
+async fn confirm_is_refused(mixed: &Mixed, peer: &Peer<RoleClient>, preview: &Value) {
+    assert_eq!(preview["committable"], false, "{preview}");
+    let (files, _) = preview_files(preview);
+    let read = || -> Vec<String> {
+        files.iter().map(|f| std::fs::read_to_string(mixed.store.join(f)).unwrap()).collect()
+    };
+    let before = read();
+    let head = head_seq(&mixed.store);
+    let refused = fail(peer, "preview_confirm", json!({"previewId": preview["previewId"]})).await;
+    assert_eq!(refused["code"], "refused", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("code-error"), "{refused}");
+    assert_eq!(read(), before, "a refused confirm writes nothing");
+    assert_eq!(head_seq(&mixed.store), head, "a refused confirm is no transaction");
+}
+
+/// A preview with an empty delta is committable, and its confirm is the store's next
+/// transaction.
+async fn confirm_commits(mixed: &Mixed, peer: &Peer<RoleClient>, preview: &Value) {
+    assert_eq!(preview["committable"], true, "{preview}");
+    let head = head_seq(&mixed.store);
+    let committed = call(peer, "preview_confirm", json!({"previewId": preview["previewId"]})).await;
+    assert_eq!(committed["seq"].as_u64(), Some(head + 1), "{committed}");
+}
+
+/// Once the client is gone, `stardust log` shows its transaction on `path`, by its origin.
+async fn logged(mixed: &Mixed, client: Client, path: &str) {
+    client.cancel().await.unwrap();
+    let log = mixed.stardust(&["log", mixed.store.to_str().unwrap()]);
+    let text = util::text(&log.stdout);
+    assert!(text.contains(path) && text.contains("mcp:mcp-code-test"), "{text}");
+}
+
+/// SPEC §18 with pyright: a rename across three files previews three diffs and an empty
+/// delta; a rename that breaks the module shows the new error, which `code-error` refuses at
+/// confirm; the clean one commits as one transaction that `stardust log` shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
+    let (mixed, client) = refusing_code_errors(&[]).await;
     let peer = client.peer();
     hover_when_ready(peer, at("py/shop/catalog.py", 18, 45), "def with_tax").await;
-    let seq = |store: &PathBuf| -> u64 {
-        let out = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .args(["log", store.to_str().unwrap(), "--format", "json"])
-            .output()
-            .unwrap();
-        let text = util::text(&out.stdout);
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|t| t["seq"].as_u64())
-            .max()
-            .unwrap_or(0)
-    };
-    let before = std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap();
 
     // `format_price` renamed to `with_tax`: pricing.py declares `with_tax` twice, and
     // catalog.py's `format_price(with_tax(..))` becomes `with_tax(with_tax(..))`, which passes
     // a str where an int is wanted.
-    let mut args = at("py/shop/pricing.py", 11, 6);
-    args["newName"] = json!("with_tax");
-    let breaking = call(peer, "rename_preview", args).await;
+    let breaking = rename_preview(peer, ("py/shop/pricing.py", 11, 6), "with_tax").await;
     let (files, new) = preview_files(&breaking);
     assert_eq!(files, ["py/shop/catalog.py", "py/shop/pricing.py"], "{breaking}");
     assert_eq!(new, ["py/shop/catalog.py:18 error", "py/shop/pricing.py:6 error"], "{breaking}");
     let codes: Vec<&Value> =
         breaking["diagnostics"]["new"].as_array().unwrap().iter().map(|d| &d["code"]).collect();
     assert_eq!(codes, ["reportArgumentType", "reportRedeclaration"], "{breaking}");
-    assert_eq!(breaking["committable"], false, "{breaking}");
-    let refused = fail(peer, "preview_confirm", json!({"previewId": breaking["previewId"]})).await;
-    assert_eq!(refused["code"], "refused", "{refused}");
-    assert_eq!(std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap(), before);
+    confirm_is_refused(&mixed, peer, &breaking).await;
 
     // `with_tax` renamed to `add_tax`: its definition, catalog.py's import and call, and
     // __init__.py's import and `__all__`; nothing new.
-    let mut args = at("py/shop/pricing.py", 6, 6);
-    args["newName"] = json!("add_tax");
-    let clean = call(peer, "rename_preview", args).await;
+    let clean = rename_preview(peer, ("py/shop/pricing.py", 6, 6), "add_tax").await;
     let (files, new) = preview_files(&clean);
     assert_eq!(
         files,
@@ -416,7 +466,6 @@ async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
         "{clean}"
     );
     assert_eq!(new, Vec::<String>::new(), "{clean}");
-    assert_eq!(clean["committable"], true, "{clean}");
     assert!(
         clean["documents"][1]["diff"]
             .as_str()
@@ -424,9 +473,7 @@ async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
             .contains("+from shop.pricing import format_price, add_tax"),
         "{clean}"
     );
-    let head = seq(&mixed.store);
-    let committed = call(peer, "preview_confirm", json!({"previewId": clean["previewId"]})).await;
-    assert_eq!(committed["seq"].as_u64(), Some(head + 1), "{committed}");
+    confirm_commits(&mixed, peer, &clean).await;
     let pricing = std::fs::read_to_string(mixed.store.join("py/shop/pricing.py")).unwrap();
     assert!(pricing.contains("def add_tax("), "{pricing}");
     assert!(
@@ -436,10 +483,66 @@ async fn pyright_renames_preview_with_their_diagnostics_and_commit() {
     );
     // The server agrees: hover at the call in catalog.py names the new function.
     hover_when_ready(peer, at("py/shop/catalog.py", 18, 45), "def add_tax").await;
-    client.cancel().await.unwrap();
-    let log = mixed.stardust(&["log", mixed.store.to_str().unwrap()]);
-    let text = util::text(&log.stdout);
-    assert!(text.contains("py/shop/catalog.py") && text.contains("mcp:mcp-code-test"), "{text}");
+    logged(&mixed, client, "py/shop/catalog.py").await;
+}
+
+/// A third user of `withTax` beside main.ts, whose own `total` an import of that name would
+/// collide with.
+const CART_TS: &str = r#"import { withTax } from "./price";
+
+/** The cart's total, tax included. */
+export function total(pricesCents: number[]): number {
+  return pricesCents.reduce((sum, cents) => sum + withTax(cents), 0);
+}
+"#;
+
+/// SPEC §18 with typescript-language-server: `withTax`, declared in price.ts and imported by
+/// main.ts and cart.ts, renamed to `total` breaks cart.ts's import (it collides with cart.ts's
+/// own `total`, whose call of it now calls itself), which the delta shows and `code-error`
+/// refuses at confirm; renamed to
+/// `addTax` it previews three diffs and an empty delta, and commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_renames_preview_with_their_diagnostics_and_commit() {
+    let (mixed, client) = refusing_code_errors(&[("web/src/cart.ts", CART_TS)]).await;
+    let peer = client.peer();
+    hover_when_ready(peer, at("web/src/main.ts", 12, 42), "withTax(priceCents").await;
+    let files = ["web/src/cart.ts", "web/src/main.ts", "web/src/price.ts"];
+
+    let breaking = rename_preview(peer, ("web/src/price.ts", 6, 17), "total").await;
+    let (touched, new) = preview_files(&breaking);
+    assert_eq!(touched, files, "{breaking}");
+    assert_eq!(new, ["web/src/cart.ts:1 error", "web/src/cart.ts:5 error"], "{breaking}");
+    // The import collides, and the call in `total` now is a call of cart.ts's own `total`.
+    let found: Vec<(&Value, &Value)> = breaking["diagnostics"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (&d["code"], &d["server"]))
+        .collect();
+    let typescript = json!("typescript");
+    assert_eq!(found, [(&json!(2440), &typescript), (&json!(2345), &typescript)], "{breaking}");
+    assert_eq!(
+        breaking["diagnostics"]["new"][0]["message"],
+        "Import declaration conflicts with local declaration of 'total'."
+    );
+    confirm_is_refused(&mixed, peer, &breaking).await;
+
+    let clean = rename_preview(peer, ("web/src/price.ts", 6, 17), "addTax").await;
+    let (touched, new) = preview_files(&clean);
+    assert_eq!((touched, new), (files.map(String::from).to_vec(), vec![]), "{clean}");
+    assert!(
+        clean["documents"][1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+import { formatPrice, addTax } from \"./price\";"),
+        "{clean}"
+    );
+    confirm_commits(&mixed, peer, &clean).await;
+    let cart = std::fs::read_to_string(mixed.store.join("web/src/cart.ts")).unwrap();
+    assert!(cart.contains("import { addTax }") && cart.contains("+ addTax(cents)"), "{cart}");
+    // The server agrees: hover at the call in main.ts names the new function.
+    hover_when_ready(peer, at("web/src/main.ts", 12, 42), "addTax(priceCents").await;
+    logged(&mixed, client, "web/src/cart.ts").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -578,10 +681,7 @@ async fn typescript_quick_fix_previews_through_its_handle_and_commits() {
     );
     let (_, items) = diagnostics(peer, "web/src/typo.ts", |i| i.is_empty()).await;
     assert_eq!(items, Vec::<String>::new());
-    client.cancel().await.unwrap();
-    let log = mixed.stardust(&["log", mixed.store.to_str().unwrap()]);
-    let text = util::text(&log.stdout);
-    assert!(text.contains("web/src/typo.ts") && text.contains("mcp:mcp-code-test"), "{text}");
+    logged(&mixed, client, "web/src/typo.ts").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
