@@ -426,8 +426,17 @@ impl Service {
     /// a file outside it (a library's source, a stub) from the disk. `None` when it cannot be
     /// read as text.
     pub fn code_file_text(&self, given: &str) -> Option<Arc<str>> {
-        match self.roots().to_store_path(given) {
-            Ok(resolved) => {
+        self.code_file_text_of(given, self.roots().to_store_path(given).ok().as_ref())
+    }
+
+    /// [`Service::code_file_text`] of `given`, already resolved (`None`: not in the store).
+    fn code_file_text_of(
+        &self,
+        given: &str,
+        resolved: Option<&crate::ide::Resolved>,
+    ) -> Option<Arc<str>> {
+        match resolved {
+            Some(resolved) => {
                 if let Some(buffer) = lock(&self.code.buffers).get(&resolved.path) {
                     return Some(buffer.text.clone());
                 }
@@ -435,7 +444,7 @@ impl Service {
                     .ok()
                     .map(Arc::from)
             }
-            Err(_) => {
+            None => {
                 let path = if given.starts_with("file:") {
                     crate::ide::uri_path(given).ok()?
                 } else {
@@ -635,15 +644,17 @@ impl<'a> Texts<'a> {
     fn file(&mut self, uri: &str) -> (String, Option<&(Arc<str>, LineIndex)>) {
         let (service, roots) = (self.service, &self.roots);
         let (shown, text) = self.files.entry(uri.to_owned()).or_insert_with(|| {
-            let shown = match roots.uri_to_store_path(uri) {
-                Ok(resolved) => resolved.path,
-                Err(_) => crate::ide::uri_path(uri)
-                    .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
-            };
-            let text = service.code_file_text(uri).map(|t| {
+            // Resolved once, for the path shown and the text read.
+            let resolved = roots.uri_to_store_path(uri).ok();
+            let text = service.code_file_text_of(uri, resolved.as_ref()).map(|t| {
                 let index = LineIndex::new(&t);
                 (t, index)
             });
+            let shown = match resolved {
+                Some(resolved) => resolved.path,
+                None => crate::ide::uri_path(uri)
+                    .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
+            };
             (shown, text)
         });
         (shown.clone(), text.as_ref())
