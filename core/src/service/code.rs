@@ -124,9 +124,9 @@ impl Service {
     /// with), so a table edited while the core runs is the one checked against the recorded
     /// trust — a changed table needs trusting again — and the one started once trusted.
     ///
-    /// Parsing is reused while the files' bytes (and the user file's mode, which decides
-    /// whether it may be used) are unchanged: every code request asks, and parsing and
-    /// validating the tables costs more than the request itself.
+    /// Parsing is reused while the files are unchanged (size, mode, which decides whether the
+    /// user file may be used, inode and times: `file_key`): every code request asks, and
+    /// parsing and validating the tables costs more than the request itself.
     pub fn code_servers(&self) -> Result<Servers, CommandError> {
         let dir = self.code_config_dir();
         let store_file = self.store.root().join(crate::config::CONFIG_FILE);
@@ -574,13 +574,15 @@ impl Service {
 /// and PATH.
 type LaunchKey = (String, String, Option<String>, Option<std::ffi::OsString>);
 
-/// What a configuration file is now: its bytes and mode (`None`: it cannot be read).
-type FileKey = Option<(Vec<u8>, u32)>;
+/// What a configuration file is now, from one `stat` (`None`: there is none): its size, mode,
+/// inode and modification and change times, to the nanosecond. Not its bytes: every code
+/// request asks, and opening `stardust.toml` wakes the store's file watcher each time.
+type FileKey = Option<(u64, u32, u64, [i64; 4])>;
 
 fn file_key(path: &Path) -> FileKey {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path).ok()?.permissions().mode();
-    Some((std::fs::read(path).ok()?, mode))
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.mode(), m.ino(), [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()]))
 }
 
 /// `spec` rooted for the file at store path `rel`: the nearest folder holding one of its
