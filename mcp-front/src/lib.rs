@@ -5,8 +5,8 @@
 //!
 //! Shape: `rmcp`'s server over stdio (or streamable HTTP on loopback), with hand-written
 //! `list_tools`/`call_tool` because the tool list is generated from the registry. Each call
-//! runs on the blocking pool against the current snapshot, so the connection keeps reading
-//! while a query runs. The wire framing is ours where rmcp's falls short of JSON-RPC 2.0:
+//! runs in place (`block_in_place`, its worker's other tasks handed to another thread)
+//! against the current snapshot, so the connection keeps reading while a query runs. The wire framing is ours where rmcp's falls short of JSON-RPC 2.0:
 //! every inbound line or body is checked before rmcp sees it (`jsonrpc`); stdio and the
 //! daemon socket use our line transport (`lines`) with its bound (`bounded`), and HTTP
 //! answers a body rmcp cannot read with a JSON-RPC error (`http`).
@@ -75,8 +75,10 @@ pub fn run_attached(
     served
 }
 
-/// The runtime of one MCP server. Requests run on its blocking pool: two cores gain nothing
-/// from hundreds of threads, and every thread keeps its own allocator heap.
+/// The runtime of one MCP server: multi-threaded, as `block_in_place` (tool calls) needs.
+/// Resource reads, and the workers `block_in_place` hands over, use its blocking pool,
+/// bounded: two cores gain nothing from hundreds of threads, and every thread keeps its own
+/// allocator heap.
 pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -103,19 +103,19 @@ impl Conn {
             let message = format!("unknown tool {name}; tools/list names every tool");
             return error_result(Code::InvalidArguments, &message, json!({}));
         };
-        match self.service.execute_paged(&session, contract.name, args) {
-            Ok(value) => ok_result(name, value),
+        match self.service.execute_paged_json(&session, contract.name, args) {
+            Ok((value, json)) => ok_result(name, value, &json),
             Err(err) => tool_error(&err.to_json(&self.service.store().snapshot().analysis)),
         }
     }
 }
 
-fn ok_result(tool: &str, value: Value) -> CallToolResult {
+/// The answer `value`, whose compact JSON (as the core measured it) is `json`.
+fn ok_result(tool: &str, value: Value, json: &str) -> CallToolResult {
     let mut text = summary(tool, &value);
-    let inline = serde_json::to_string(&value).unwrap_or_default();
-    if inline.len() <= INLINE_JSON_BYTES {
+    if json.len() <= INLINE_JSON_BYTES {
         text.push('\n');
-        text.push_str(&inline);
+        text.push_str(json);
     }
     let mut result = CallToolResult::structured(value);
     result.content = vec![ContentBlock::text(text)];
@@ -397,11 +397,17 @@ impl ServerHandler for McpServer {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let conn = self.conn.clone();
+        // Run on this task's thread, which hands its other tasks to a new worker for the
+        // while: the connection keeps reading during a long query, as on the blocking pool,
+        // but a call neither waits for a pool thread to wake nor for this task to be woken
+        // back (two thread hand-overs per call, most of a fast answer's time in the core).
+        // Every server runtime is multi-threaded (`crate::runtime`), which this needs.
+        // A panic is still an answer (as the pool's join error was), not a silent request.
+        let call = std::panic::AssertUnwindSafe(|| self.conn.call(&name, args));
         let result =
-            tokio::task::spawn_blocking(move || conn.call(&name, args)).await.unwrap_or_else(
-                |err| error_result(Code::Internal, &format!("the tool failed: {err}"), json!({})),
-            );
+            tokio::task::block_in_place(|| std::panic::catch_unwind(call)).unwrap_or_else(|_| {
+                error_result(Code::Internal, "the tool failed: it panicked", json!({}))
+            });
         Ok(result.into())
     }
 

@@ -2,20 +2,29 @@
 //! answers to their callers, answers to the server's own requests, and what its notifications
 //! tell (work-done progress, push diagnostics).
 //!
-//! Writes go through one writer thread, so neither a caller nor the reader ever blocks on a
-//! full pipe to a server that stopped reading (the classic both-sides-writing deadlock).
+//! Neither a caller nor the reader ever blocks on a full pipe to a server that stopped reading
+//! (the classic both-sides-writing deadlock): the server's stdin is non-blocking, a caller's
+//! message is written in place only when nothing is queued, no frame is being written and it
+//! fits one atomic pipe write (`PIPE_BUF`: all of it or nothing), and everything else (the
+//! reader's answers, large messages, a full pipe) goes through one writer thread, in order.
+//! A request's common path so has no thread hand-over before it reaches the server.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{BufReader, BufWriter};
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::{ChildStdin, ChildStdout};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
 use serde_json::{Value, json};
 
-use crate::frame::{ReadError, read_frame, write_frame};
+use crate::frame::{ReadError, frame, read_frame};
 use stardust_core::sync::lock;
 
 /// Whether the server reports work in progress (`$/progress` begun and not ended).
@@ -70,9 +79,60 @@ pub(crate) struct Observed {
     pub closed: Option<(String, Instant)>,
 }
 
+/// The largest write a pipe takes whole or not at all (POSIX `PIPE_BUF`, 4096 on Linux).
+const ATOMIC_WRITE: usize = 4096;
+
+/// The way to the server's stdin: the writer thread's queue, and the stdin itself for writes
+/// in place.
+#[derive(Clone)]
+struct Wire {
+    queue: Sender<Vec<u8>>,
+    pipe: Arc<Pipe>,
+}
+
+/// What the callers and the writer thread share (the thread holds no sender: the queue ends
+/// when the connection's and the reader's copies of the wire have gone).
+struct Pipe {
+    /// Frames queued and not yet written whole: while any is, a caller queues too (so its
+    /// messages keep their order).
+    queued: AtomicUsize,
+    stdin: File,
+    /// Held while a frame is being written (by the writer thread, or a caller in place), so
+    /// frames never interleave. A caller only tries it: it never waits on a full pipe.
+    writing: Mutex<()>,
+}
+
+impl Wire {
+    /// Queue `frame` for the writer thread; `false` once it has stopped.
+    fn enqueue(&self, frame: Vec<u8>) -> bool {
+        self.pipe.queued.fetch_add(1, Ordering::SeqCst);
+        if self.queue.send(frame).is_ok() {
+            return true;
+        }
+        self.pipe.queued.fetch_sub(1, Ordering::SeqCst);
+        false
+    }
+
+    /// Write `frame` in place if that cannot block, else queue it. Callers hold the outbox's
+    /// lock, so what one caller sends stays in order.
+    fn send(&self, frame: Vec<u8>) -> bool {
+        if frame.len() > ATOMIC_WRITE || self.pipe.queued.load(Ordering::SeqCst) != 0 {
+            return self.enqueue(frame);
+        }
+        let Ok(_writing) = self.pipe.writing.try_lock() else { return self.enqueue(frame) };
+        match (&self.pipe.stdin).write(&frame) {
+            Ok(n) if n == frame.len() => true,
+            // Not on a pipe (a write of at most PIPE_BUF is whole), but never lose the rest.
+            Ok(n) => self.enqueue(frame[n..].to_vec()),
+            // A full pipe (or an error the writer thread meets too, and stops on).
+            Err(_) => self.enqueue(frame),
+        }
+    }
+}
+
 /// One open connection.
 pub(crate) struct Connection {
-    outbox: Mutex<Option<Sender<Value>>>,
+    outbox: Mutex<Option<Wire>>,
     pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>>,
     next_id: AtomicI64,
     pub observed: Arc<Mutex<Observed>>,
@@ -106,26 +166,32 @@ impl Connection {
         answering: Answering,
         on_close: Box<dyn FnOnce(&str) + Send>,
     ) -> std::io::Result<Connection> {
-        let (tx, rx) = mpsc::channel::<Value>();
+        let stdin = File::from(OwnedFd::from(stdin));
+        let flags = OFlag::from_bits_truncate(fcntl(&stdin, FcntlArg::F_GETFL)?);
+        // Ours alone: the server holds the other end of the pipe.
+        fcntl(&stdin, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        let pipe = Arc::new(Pipe { queued: AtomicUsize::new(0), stdin, writing: Mutex::new(()) });
+        let wire = Wire { queue: tx, pipe: pipe.clone() };
         let pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>> = Arc::default();
         let observed: Arc<Mutex<Observed>> = Arc::default();
         let notifications = Arc::new(AtomicU64::new(0));
         std::thread::Builder::new()
             .name(format!("lsp-{name}-write"))
-            .spawn(move || write_loop(stdin, rx))?;
+            .spawn(move || write_loop(&pipe, rx))?;
         let reader = Reader {
             name: name.to_owned(),
             pending: pending.clone(),
             observed: observed.clone(),
             notifications: notifications.clone(),
-            outbox: tx.clone(),
+            outbox: wire.clone(),
             answering,
         };
         std::thread::Builder::new()
             .name(format!("lsp-{name}-read"))
             .spawn(move || reader.run(stdout, on_close))?;
         Ok(Connection {
-            outbox: Mutex::new(Some(tx)),
+            outbox: Mutex::new(Some(wire)),
             pending,
             next_id: AtomicI64::new(1),
             observed,
@@ -134,8 +200,9 @@ impl Connection {
     }
 
     fn send(&self, message: Value) -> bool {
+        let Ok(frame) = frame(&message) else { return false };
         match &*lock(&self.outbox) {
-            Some(tx) => tx.send(message).is_ok(),
+            Some(wire) => wire.send(frame),
             None => false,
         }
     }
@@ -185,14 +252,40 @@ impl Connection {
     }
 }
 
-fn write_loop(stdin: ChildStdin, rx: Receiver<Value>) {
-    let mut out = BufWriter::new(stdin);
-    for message in rx {
-        if write_frame(&mut out, &message).is_err() {
-            // The server stopped reading: the reader sees the end of its output.
+/// The writer thread: each queued frame written whole, in order, waiting for the pipe to
+/// take it. Ends when every sender has gone (the queue drained) or the server stops reading
+/// (the reader then sees the end of its output); the last copy of the stdin closes it.
+fn write_loop(pipe: &Pipe, rx: Receiver<Vec<u8>>) {
+    for frame in rx {
+        let written = {
+            let _writing = lock(&pipe.writing);
+            write_all(&pipe.stdin, &frame)
+        };
+        pipe.queued.fetch_sub(1, Ordering::SeqCst);
+        if written.is_err() {
             return;
         }
     }
+}
+
+/// All of `bytes` to the non-blocking `out`, waiting while the pipe is full.
+fn write_all(out: &File, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match (&*out).write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLOUT)];
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 struct Reader {
@@ -200,7 +293,7 @@ struct Reader {
     pending: Arc<Mutex<HashMap<i64, SyncSender<Reply>>>>,
     observed: Arc<Mutex<Observed>>,
     notifications: Arc<AtomicU64>,
-    outbox: Sender<Value>,
+    outbox: Wire,
     answering: Answering,
 }
 
@@ -258,7 +351,10 @@ impl Reader {
                         json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}})
                     }
                 };
-                let _ = self.outbox.send(answer);
+                // Always queued: the reader must never wait on the server's stdin.
+                if let Ok(frame) = frame(&answer) {
+                    let _ = self.outbox.enqueue(frame);
+                }
             }
             (Some(method), None) => {
                 self.notifications.fetch_add(1, Ordering::Relaxed);

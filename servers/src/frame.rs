@@ -102,12 +102,17 @@ fn truncate(s: &str, n: usize) -> &str {
     }
 }
 
-/// Writes `message` as one frame and flushes.
-pub fn write_frame(output: &mut impl Write, message: &Value) -> io::Result<()> {
+/// `message` as one frame's bytes: its header and its body.
+pub fn frame(message: &Value) -> io::Result<Vec<u8>> {
     let body = serde_json::to_vec(message).map_err(io::Error::other)?;
     let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     frame.extend_from_slice(&body);
-    output.write_all(&frame)?;
+    Ok(frame)
+}
+
+/// Writes `message` as one frame and flushes.
+pub fn write_frame(output: &mut impl Write, message: &Value) -> io::Result<()> {
+    output.write_all(&frame(message)?)?;
     output.flush()
 }
 

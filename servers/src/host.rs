@@ -46,14 +46,14 @@ impl Host {
     /// (then the old one is stopped first). The workspace root is the first file's: a later
     /// file under another root is served by the same process (one per server and store).
     fn server(&self, launch: &LaunchSpec) -> Arc<LanguageServer> {
-        let wanted = ServerSpec::from(launch);
         let replaced = {
             let mut servers = lock(&self.servers);
             match servers.get(&launch.name) {
-                Some(server) if same_config(server.spec(), &wanted) => return server.clone(),
+                // Every request asks: the running server is compared in place, not copied.
+                Some(server) if same_config(server.spec(), launch) => return server.clone(),
                 _ => {
                     let server = Arc::new(
-                        LanguageServer::new(wanted, self.program.clone())
+                        LanguageServer::new(ServerSpec::from(launch), self.program.clone())
                             .with_events(self.sink(&launch.name)),
                     );
                     servers.insert(launch.name.clone(), server)
@@ -93,12 +93,13 @@ impl Host {
     }
 }
 
-/// Whether two specs run the same program the same way (the root aside: see `Host::server`).
-fn same_config(a: &ServerSpec, b: &ServerSpec) -> bool {
+/// Whether `a` runs the program of `b` the same way (the root aside: see `Host::server`), as
+/// `ServerSpec::from(b)` would.
+fn same_config(a: &ServerSpec, b: &LaunchSpec) -> bool {
     a.command == b.command
         && a.args == b.args
         && a.languages == b.languages
-        && a.initialization_options == b.initialization_options
+        && a.initialization_options == *b.initialization_options.as_ref().unwrap_or(&Value::Null)
         && a.settings == b.settings
         && a.timeouts == b.timeouts
         && a.max_restarts == b.max_restarts

@@ -352,6 +352,28 @@ fn documents_are_opened_changed_and_closed() {
     );
 }
 
+/// Small messages are written in place and large ones by the writer thread: a request sent
+/// right after a change far larger than the pipe still reaches the server after it, whole.
+#[test]
+fn messages_keep_their_order_between_writes_in_place_and_the_writer_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path(), &[]);
+    let file = dir.path().join("a.fk");
+    let uri = file_uri(&file);
+    let hover = |server: &LanguageServer| {
+        let at = json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}});
+        server.request("textDocument/hover", at, None).unwrap().result["contents"]["value"].clone()
+    };
+    server.open(&file, "one").unwrap();
+    let big = "x".repeat(4 << 20);
+    for round in 0..3 {
+        server.change(&file, &big).unwrap();
+        assert_eq!(hover(&server), format!("v{} {} bytes", 2 + 2 * round, big.len()));
+        server.change(&file, "small").unwrap();
+        assert_eq!(hover(&server), format!("v{} 5 bytes", 3 + 2 * round));
+    }
+}
+
 #[test]
 fn push_diagnostics_are_kept_per_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,11 @@ use crate::error::Error;
 /// `Ok` when `args` fits the contract's argument schema; else `invalid-arguments` naming
 /// the first failing field.
 pub(super) fn validate(contract: &Contract, args: &Value) -> Result<(), Error> {
+    // Every call is checked: the yes-or-no check allocates no error iterator, and only
+    // arguments that fail it are walked again for the message.
+    if contract.validator.is_valid(args) {
+        return Ok(());
+    }
     match contract.validator.iter_errors(args).next() {
         None => Ok(()),
         Some(err) => Err(Error::InvalidArguments(format!(

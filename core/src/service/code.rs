@@ -124,9 +124,9 @@ impl Service {
     /// with), so a table edited while the core runs is the one checked against the recorded
     /// trust — a changed table needs trusting again — and the one started once trusted.
     ///
-    /// Parsing is reused while the files' bytes (and the user file's mode, which decides
-    /// whether it may be used) are unchanged: every code request asks, and parsing and
-    /// validating the tables costs more than the request itself.
+    /// Parsing is reused while the files are unchanged (size, mode, which decides whether the
+    /// user file may be used, inode and times: `file_key`): every code request asks, and
+    /// parsing and validating the tables costs more than the request itself.
     pub fn code_servers(&self) -> Result<Servers, CommandError> {
         let dir = self.code_config_dir();
         let store_file = self.store.root().join(crate::config::CONFIG_FILE);
@@ -426,8 +426,17 @@ impl Service {
     /// a file outside it (a library's source, a stub) from the disk. `None` when it cannot be
     /// read as text.
     pub fn code_file_text(&self, given: &str) -> Option<Arc<str>> {
-        match self.roots().to_store_path(given) {
-            Ok(resolved) => {
+        self.code_file_text_of(given, self.roots().to_store_path(given).ok().as_ref())
+    }
+
+    /// [`Service::code_file_text`] of `given`, already resolved (`None`: not in the store).
+    fn code_file_text_of(
+        &self,
+        given: &str,
+        resolved: Option<&crate::ide::Resolved>,
+    ) -> Option<Arc<str>> {
+        match resolved {
+            Some(resolved) => {
                 if let Some(buffer) = lock(&self.code.buffers).get(&resolved.path) {
                     return Some(buffer.text.clone());
                 }
@@ -435,7 +444,7 @@ impl Service {
                     .ok()
                     .map(Arc::from)
             }
-            Err(_) => {
+            None => {
                 let path = if given.starts_with("file:") {
                     crate::ide::uri_path(given).ok()?
                 } else {
@@ -565,13 +574,15 @@ impl Service {
 /// and PATH.
 type LaunchKey = (String, String, Option<String>, Option<std::ffi::OsString>);
 
-/// What a configuration file is now: its bytes and mode (`None`: it cannot be read).
-type FileKey = Option<(Vec<u8>, u32)>;
+/// What a configuration file is now, from one `stat` (`None`: there is none): its size, mode,
+/// inode and modification and change times, to the nanosecond. Not its bytes: every code
+/// request asks, and opening `stardust.toml` wakes the store's file watcher each time.
+type FileKey = Option<(u64, u32, u64, [i64; 4])>;
 
 fn file_key(path: &Path) -> FileKey {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path).ok()?.permissions().mode();
-    Some((std::fs::read(path).ok()?, mode))
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.mode(), m.ino(), [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()]))
 }
 
 /// `spec` rooted for the file at store path `rel`: the nearest folder holding one of its
@@ -635,15 +646,17 @@ impl<'a> Texts<'a> {
     fn file(&mut self, uri: &str) -> (String, Option<&(Arc<str>, LineIndex)>) {
         let (service, roots) = (self.service, &self.roots);
         let (shown, text) = self.files.entry(uri.to_owned()).or_insert_with(|| {
-            let shown = match roots.uri_to_store_path(uri) {
-                Ok(resolved) => resolved.path,
-                Err(_) => crate::ide::uri_path(uri)
-                    .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
-            };
-            let text = service.code_file_text(uri).map(|t| {
+            // Resolved once, for the path shown and the text read.
+            let resolved = roots.uri_to_store_path(uri).ok();
+            let text = service.code_file_text_of(uri, resolved.as_ref()).map(|t| {
                 let index = LineIndex::new(&t);
                 (t, index)
             });
+            let shown = match resolved {
+                Some(resolved) => resolved.path,
+                None => crate::ide::uri_path(uri)
+                    .map_or_else(|_| uri.to_owned(), |p| p.display().to_string()),
+            };
             (shown, text)
         });
         (shown.clone(), text.as_ref())

@@ -13,9 +13,6 @@ pub const MAX_LIMIT: u64 = 500;
 /// The most bytes of JSON one page may take.
 pub const MAX_PAGE_BYTES: usize = 64 * 1024;
 
-/// What `,"pageShrunk":true` adds to an answer's JSON.
-const PAGE_SHRUNK_BYTES: usize = 18;
-
 /// The `limit` and `offset` of a tool's arguments, with the defaults and bounds above.
 pub fn window(args: &Map<String, Value>) -> Result<(u64, u64), Error> {
     let number = |key: &str, default: u64| match args.get(key) {
@@ -113,38 +110,52 @@ impl Service {
         &self,
         session: &Session,
         name: &str,
-        mut args: Map<String, Value>,
+        args: Map<String, Value>,
     ) -> CommandResult {
+        self.execute_paged_json(session, name, args).map(|(value, _)| value)
+    }
+
+    /// [`Service::execute_paged`], with the answer's compact JSON text: measuring the page
+    /// serializes it anyway, so a front that also shows the answer as text (MCP's inline
+    /// copy) need not serialize it again.
+    pub fn execute_paged_json(
+        &self,
+        session: &Session,
+        name: &str,
+        mut args: Map<String, Value>,
+    ) -> Result<(Value, String), CommandError> {
         if contract(name).is_some_and(|c| c.arguments.pointer("/properties/limit").is_some()) {
             let (limit, _) = window(&args)?;
             args.insert("limit".into(), json!(limit));
         }
         let mut shrunk = false;
         // Each answer is measured once; only one over the cap is measured again after `fit`.
-        let (value, size) = loop {
+        let (value, json) = loop {
             let mut value = self.execute(session, name, Value::Object(args.clone()))?;
-            let size = serde_json::to_vec(&value).map_or(0, |b| b.len());
+            let json = serde_json::to_string(&value).unwrap_or_default();
             let rows = value.get("rows").and_then(Value::as_array).map_or(0, Vec::len);
-            if size <= MAX_PAGE_BYTES || rows <= 1 {
+            if json.len() <= MAX_PAGE_BYTES || rows <= 1 {
                 if shrunk {
                     value["pageShrunk"] = json!(true);
+                    let json = serde_json::to_string(&value).unwrap_or_default();
+                    break (value, json);
                 }
-                break (value, size + if shrunk { PAGE_SHRUNK_BYTES } else { 0 });
+                break (value, json);
             }
             // Rows are roughly alike: aim under the cap with a margin, and always shrink.
-            let fit = rows * MAX_PAGE_BYTES * 9 / 10 / size;
+            let fit = rows * MAX_PAGE_BYTES * 9 / 10 / json.len();
             args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
             shrunk = true;
         };
-        if size <= MAX_PAGE_BYTES {
-            return Ok(value);
+        if json.len() <= MAX_PAGE_BYTES {
+            return Ok((value, json));
         }
-        let value = fit_measured(value, size);
-        let bytes = serde_json::to_vec(&value).map_or(0, |b| b.len());
-        if bytes > MAX_PAGE_BYTES {
-            return Err(CommandError::TooLarge { bytes });
+        let value = fit_measured(value, json.len());
+        let json = serde_json::to_string(&value).unwrap_or_default();
+        if json.len() > MAX_PAGE_BYTES {
+            return Err(CommandError::TooLarge { bytes: json.len() });
         }
-        Ok(value)
+        Ok((value, json))
     }
 }
 

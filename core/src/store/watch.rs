@@ -41,10 +41,16 @@ impl Watcher {
         debounce: Duration,
     ) -> StoreResult<Watcher> {
         let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-        let mut notify = notify::recommended_watcher(move |event| {
-            let _ = tx.send(event);
-        })
-        .map_err(|e| watch_error(root, e))?;
+        let mut notify =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Opening a file (every read of the store, ours included) changes nothing: not
+                // passed on, so a read does not wake this thread too.
+                if event.as_ref().is_ok_and(|e| matches!(e.kind, EventKind::Access(_))) {
+                    return;
+                }
+                let _ = tx.send(event);
+            })
+            .map_err(|e| watch_error(root, e))?;
         notify.watch(root, RecursiveMode::Recursive).map_err(|e| watch_error(root, e))?;
         let root = root.to_owned();
         let thread = std::thread::Builder::new()
