@@ -302,3 +302,15 @@ fn documents(root: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// The README's team-store configuration is valid as written.
+#[test]
+fn the_readmes_team_store_configuration_is_valid() {
+    let readme = std::fs::read_to_string(util::repo().join("README.md")).unwrap();
+    let section = readme.split("\n## Team stores on PostgreSQL\n").nth(1).expect("the section");
+    let block = section.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stardust.toml"), block).unwrap();
+    let out = stardust(&["check", dir.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
