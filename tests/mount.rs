@@ -6,10 +6,11 @@ mod util;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use util::mount::{Mounted, is_mounted};
 use util::text;
 
 const DUNE: &str = "{\"id\": \"book/dune\", \"title\": \"Dune\"}\n";
@@ -17,15 +18,6 @@ const EIO: i32 = 5;
 
 /// A transaction's documents: (path, change).
 type Docs = Vec<(String, String)>;
-
-/// A mounted store that unmounts when dropped, even when the test fails.
-struct Mounted {
-    _tmp: tempfile::TempDir,
-    store: PathBuf,
-    dir: PathBuf,
-    child: Option<Child>,
-    stderr: PathBuf,
-}
 
 impl Mounted {
     fn new(files: &[(&str, &str)]) -> Mounted {
@@ -42,60 +34,19 @@ impl Mounted {
         let store = tmp.path().join(if name == "mnt" { "store" } else { "s" });
         let dir = tmp.path().join(name);
         fs::create_dir_all(&store).unwrap();
-        fs::create_dir_all(&dir).unwrap();
         for (path, content) in files {
             let p = store.join(path);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, content).unwrap();
         }
-        let stderr = tmp.path().join("mount.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("mount")
-            .arg(&store)
-            .arg(&dir)
-            .args(extra)
-            .env("RUST_LOG", "stardust=info,stardust_fuse=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("the stardust binary runs");
-        let mut mounted = Mounted { _tmp: tmp, store, dir, child: Some(child), stderr };
-        mounted.wait_mounted();
-        mounted
-    }
-
-    fn wait_mounted(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !is_mounted(&self.dir) {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the mount exited ({status}): {}", self.log());
-            }
-            assert!(Instant::now() < deadline, "not mounted after 20s: {}", self.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-
-    fn on_disk(&self, rel: &str) -> String {
-        fs::read_to_string(self.store.join(rel)).unwrap()
+        Mounted::start(tmp, store, dir, extra, &[])
     }
 
     /// `stardust log --format json` of the store: (seq, origin, [(path, change)]).
     fn history(&self) -> Vec<(u64, String, Docs)> {
-        let out = util::stardust(&["log", self.store.to_str().unwrap(), "--format", "json"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
-            .lines()
-            .map(|line| {
-                let txn: serde_json::Value = serde_json::from_str(line).unwrap();
+        self.transactions()
+            .iter()
+            .map(|txn| {
                 let docs = txn["documents"]
                     .as_array()
                     .unwrap()
@@ -115,27 +66,6 @@ impl Mounted {
     /// The transactions after the first (the store's existing documents).
     fn saves(&self) -> Vec<(String, Docs)> {
         self.history().into_iter().skip(1).map(|(_, origin, docs)| (origin, docs)).collect()
-    }
-
-    /// The refused saves kept: (name, content, why), oldest first.
-    fn rejected(&self) -> Vec<(String, String, String)> {
-        let dir = self.store.join(".stardust/rejected");
-        let mut names: Vec<String> = match fs::read_dir(&dir) {
-            Ok(entries) => entries
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .filter(|n| !n.ends_with(".why"))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        names.sort();
-        names
-            .into_iter()
-            .map(|n| {
-                let content = fs::read_to_string(dir.join(&n)).unwrap();
-                let why = fs::read_to_string(dir.join(format!("{n}.why"))).unwrap();
-                (n, content, why)
-            })
-            .collect()
     }
 
     fn signal(&self, signal: &str) {
@@ -160,29 +90,6 @@ impl Mounted {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if is_mounted(&self.dir) {
-            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.dir).status();
-        }
-    }
-}
-
-fn is_mounted(dir: &Path) -> bool {
-    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let dir = dir.to_str().unwrap();
-    mounts.lines().any(|line| line.split(' ').nth(1) == Some(dir))
 }
 
 /// Wait until `done` holds: the kernel sends `release` after `close` returns, so what is

@@ -11,24 +11,20 @@
 mod util;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use util::mount::{Mounted, is_mounted};
 use util::text;
 
 const EIO: i32 = 5;
 const APP: &str = "def double(x: int) -> int:\n    return x * 2\n";
 
-/// A mounted store that unmounts when dropped, even when the test fails.
-struct Mounted {
-    _tmp: tempfile::TempDir,
-    store: PathBuf,
-    dir: PathBuf,
-    child: Option<Child>,
-    stderr: PathBuf,
-}
+/// The user's `servers.toml` of these tests: pyright covers `.py` files.
+const SERVERS: &str = "[servers.pyright]\ncommand = \"pyright-langserver\"\nargs = [\"--stdio\"]\n\
+                       languages = { py = \"python\" }\n";
 
 impl Mounted {
     /// `stardust mount` of a store holding `app.py`, with `config` as its `stardust.toml` and
@@ -38,63 +34,21 @@ impl Mounted {
         let store = tmp.path().join("store");
         let dir = tmp.path().join("mnt");
         fs::create_dir_all(&store).unwrap();
-        fs::create_dir_all(&dir).unwrap();
         fs::write(store.join("stardust.toml"), config).unwrap();
         fs::write(store.join("app.py"), APP).unwrap();
         let xdg = tmp.path().join("xdg");
+        let home = tmp.path().join("home");
         fs::create_dir_all(xdg.join("stardust")).unwrap();
-        fs::create_dir_all(tmp.path().join("home")).unwrap();
-        fs::write(
-            xdg.join("stardust/servers.toml"),
-            "[servers.pyright]\ncommand = \"pyright-langserver\"\nargs = [\"--stdio\"]\n\
-             languages = { py = \"python\" }\n",
-        )
-        .unwrap();
-        let stderr = tmp.path().join("mount.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("mount")
-            .arg(&store)
-            .arg(&dir)
-            .env("XDG_CONFIG_HOME", &xdg)
-            .env("HOME", tmp.path().join("home"))
-            .env("RUST_LOG", "stardust=info,stardust_fuse=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("the stardust binary runs");
-        let mut mounted = Mounted { _tmp: tmp, store, dir, child: Some(child), stderr };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !is_mounted(&mounted.dir) {
-            if let Some(status) = mounted.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the mount exited ({status}): {}", mounted.log());
-            }
-            assert!(Instant::now() < deadline, "not mounted after 20s: {}", mounted.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        mounted
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-
-    fn on_disk(&self, rel: &str) -> String {
-        fs::read_to_string(self.store.join(rel)).unwrap()
+        fs::create_dir_all(&home).unwrap();
+        fs::write(xdg.join("stardust/servers.toml"), SERVERS).unwrap();
+        Mounted::start(tmp, store, dir, &[], &[("XDG_CONFIG_HOME", &xdg), ("HOME", &home)])
     }
 
     /// The transactions but the store's first record, from `stardust log --format json`: origin and
     /// `path change` of each file.
     fn saves(&self) -> Vec<(String, Vec<String>)> {
-        let out = util::stardust(&["log", self.store.to_str().unwrap(), "--format", "json"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
-            .lines()
-            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        self.transactions()
+            .iter()
             .filter(|txn| txn["origin"] != "external")
             .map(|txn| {
                 let docs = txn["documents"].as_array().unwrap().iter();
@@ -103,47 +57,6 @@ impl Mounted {
             })
             .collect()
     }
-
-    /// The refused saves kept: (content, why).
-    fn rejected(&self) -> Vec<(String, String)> {
-        let dir = self.store.join(".stardust/rejected");
-        let Ok(entries) = fs::read_dir(&dir) else { return Vec::new() };
-        let mut names: Vec<String> = entries
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| !n.ends_with(".why"))
-            .collect();
-        names.sort();
-        names
-            .into_iter()
-            .map(|n| {
-                let why = fs::read_to_string(dir.join(format!("{n}.why"))).unwrap();
-                (fs::read_to_string(dir.join(&n)).unwrap(), why)
-            })
-            .collect()
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if is_mounted(&self.dir) {
-            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.dir).status();
-        }
-    }
-}
-
-fn is_mounted(dir: &Path) -> bool {
-    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let dir = dir.to_str().unwrap();
-    mounts.lines().any(|line| line.split(' ').nth(1) == Some(dir))
 }
 
 fn python(code: &str, cwd: &Path) -> String {
@@ -212,8 +125,8 @@ fn with_code_error_a_mount_save_adding_an_error_is_refused_and_kept() {
     assert_eq!(m.on_disk("app.py"), clean, "the file keeps its committed content");
     let rejected = m.rejected();
     assert_eq!(rejected.len(), 1, "{}", m.log());
-    assert_eq!(rejected[0].0, broken);
-    let why = &rejected[0].1;
+    assert_eq!(rejected[0].1, broken);
+    let why = &rejected[0].2;
     assert!(why.contains("app.py:5:14: error[code-error] Argument of type"), "{why}");
     assert!(why.contains("(pyright)"), "{why}");
     assert_eq!(m.saves(), [mount(&["\"app.py\" \"changed\""])], "{}", m.log());
@@ -231,12 +144,7 @@ fn a_cores_mount_saves_code_files_as_transactions_too() {
     }
     fs::write(store.join("stardust.toml"), "[store]\n").unwrap();
     fs::write(store.join("app.py"), APP).unwrap();
-    fs::write(
-        xdg.join("stardust/servers.toml"),
-        "[servers.pyright]\ncommand = \"pyright-langserver\"\nargs = [\"--stdio\"]\n\
-         languages = { py = \"python\" }\n",
-    )
-    .unwrap();
+    fs::write(xdg.join("stardust/servers.toml"), SERVERS).unwrap();
     let serve = util::Serve::mounted_with_config(&store, &dir, &xdg);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !is_mounted(&dir) {

@@ -6,61 +6,23 @@
 mod util;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use util::mount::Mounted;
 use util::text;
-
-/// A mounted store that unmounts when dropped, even when the test fails.
-struct Mounted {
-    _tmp: tempfile::TempDir,
-    store: PathBuf,
-    dir: PathBuf,
-    child: Option<Child>,
-    stderr: PathBuf,
-}
 
 impl Mounted {
     fn new(files: &[(&str, &str)]) -> Mounted {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
         let dir = tmp.path().join("mnt");
-        fs::create_dir_all(&dir).unwrap();
         for (path, content) in files {
             let p = store.join(path);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, content).unwrap();
         }
-        let stderr = tmp.path().join("mount.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("mount")
-            .arg(&store)
-            .arg(&dir)
-            .env("RUST_LOG", "stardust=info,stardust_fuse=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("the stardust binary runs");
-        let mut mounted = Mounted { _tmp: tmp, store, dir, child: Some(child), stderr };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !is_mounted(&mounted.dir) {
-            if let Some(status) = mounted.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the mount exited ({status}): {}", mounted.log());
-            }
-            assert!(Instant::now() < deadline, "not mounted after 20s: {}", mounted.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        mounted
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn on_disk(&self, rel: &str) -> String {
-        fs::read_to_string(self.store.join(rel)).unwrap()
+        Mounted::start(tmp, store, dir, &[], &[])
     }
 
     /// Run a shell script in the mount.
@@ -78,13 +40,10 @@ impl Mounted {
 
     /// `stardust log --format json` after the first transaction: (origin, [(path, change)]).
     fn saves(&self) -> Vec<(String, Vec<(String, String)>)> {
-        let out = util::stardust(&["log", self.store.to_str().unwrap(), "--format", "json"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
-            .lines()
+        self.transactions()
+            .iter()
             .skip(1)
-            .map(|line| {
-                let txn: serde_json::Value = serde_json::from_str(line).unwrap();
+            .map(|txn| {
                 let docs = txn["documents"]
                     .as_array()
                     .unwrap()
@@ -97,44 +56,6 @@ impl Mounted {
             })
             .collect()
     }
-
-    /// The refused saves kept: (name, content), oldest first.
-    fn rejected(&self) -> Vec<(String, String)> {
-        let dir = self.store.join(".stardust/rejected");
-        let mut names: Vec<String> = fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .map(|e| e.unwrap().file_name().into_string().unwrap())
-                    .filter(|n| !n.ends_with(".why"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names.into_iter().map(|n| (n.clone(), fs::read_to_string(dir.join(n)).unwrap())).collect()
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if is_mounted(&self.dir) {
-            let _ = Command::new("fusermount3").arg("-u").arg("-z").arg(&self.dir).status();
-        }
-    }
-}
-
-fn is_mounted(dir: &Path) -> bool {
-    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let dir = dir.to_str().unwrap();
-    mounts.lines().any(|line| line.split(' ').nth(1) == Some(dir))
 }
 
 const CONFIG: &str = "[save]\nrefuse = [\"syntax\", \"schema\", \"duplicate-id\", \"invalid-id\", \"dangling-ref\"]\n";

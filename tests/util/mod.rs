@@ -73,6 +73,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub mod lsp;
 pub mod mcp;
+pub mod mount;
 
 /// Wait until `done`, failing the test after [`TIMEOUT`] with `what` was awaited.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
