@@ -33,18 +33,7 @@ impl Db {
 impl Db {
     /// Make the database unreachable for the cores (as if its server stopped), or reachable.
     fn reachable(&self, yes: bool) {
-        let mut admin = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
-        let name = &self.name;
-        admin
-            .batch_execute(&format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS {yes}"))
-            .unwrap();
-        if !yes {
-            admin
-                .batch_execute(&format!(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
-                ))
-                .unwrap();
-        }
+        stardust_pg::scratch::set_reachable(&self.admin, &self.name, yes).unwrap();
     }
 }
 

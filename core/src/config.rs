@@ -84,6 +84,25 @@ impl Backend {
                 .or_else(|| url.clone()),
         }
     }
+
+    /// The database URL of a team store, or why there is none (a folder store, or no URL
+    /// set): what opening or migrating one needs.
+    pub fn required_url(&self) -> Result<String> {
+        match self {
+            Backend::Folder => Err(Error::InvalidArguments(
+                "this is a folder store; set [store] backend = \"postgres\" and url in its \
+                 stardust.toml first"
+                    .to_owned(),
+            )),
+            Backend::Postgres { .. } => self.database_url().ok_or_else(|| Error::ConfigInvalid {
+                path: CONFIG_FILE.into(),
+                message: format!(
+                    "store.backend is \"postgres\" but no database is named; set [store] url \
+                     or {DATABASE_URL_ENV}"
+                ),
+            }),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

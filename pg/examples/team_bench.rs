@@ -119,7 +119,7 @@ fn commit_latency(admin: &str, n: usize) {
     {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
-        let remote: std::sync::Arc<dyn Remote> = std::sync::Arc::new(Instant_::default());
+        let remote: std::sync::Arc<dyn Remote> = std::sync::Arc::new(AtOnce::default());
         let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
         let own = Store::open(dir.path(), options).unwrap();
         for i in 0..n + 10 {
@@ -237,11 +237,11 @@ fn open_latency(admin: &str, docs: usize) {
 
 /// A database that commits everything at once, in memory: this core's own part of a commit.
 #[derive(Debug, Default)]
-struct Instant_ {
+struct AtOnce {
     head: std::sync::Mutex<u64>,
 }
 
-impl Remote for Instant_ {
+impl Remote for AtOnce {
     fn head(&self) -> stardust_core::store::StoreResult<u64> {
         Ok(*self.head.lock().unwrap())
     }

@@ -30,6 +30,19 @@ pub fn drop(admin: &str, name: &str) -> Result<(), postgres::Error> {
         .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 }
 
+/// Make the database `name` unreachable for everyone but `admin` (as if its server stopped:
+/// new connections refused, open ones ended), or reachable again.
+pub fn set_reachable(admin: &str, name: &str, yes: bool) -> Result<(), postgres::Error> {
+    let mut client = Client::connect(admin, NoTls)?;
+    client.batch_execute(&format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS {yes}"))?;
+    if !yes {
+        client.batch_execute(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        ))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

@@ -60,13 +60,7 @@ impl Db {
 
     /// Make the database unreachable for the stores (as if its server stopped), or reachable.
     fn reachable(&self, yes: bool) {
-        self.admin(&format!("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {yes}", self.name));
-        if !yes {
-            self.admin(&format!(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{}'",
-                self.name
-            ));
-        }
+        stardust_pg::scratch::set_reachable(&self.admin, &self.name, yes).unwrap();
     }
 
     fn open(&self, root: &Path) -> Store {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use stardust_core::config::{Backend, Config};
+use stardust_core::config::Config;
 use stardust_core::store::{OpenOptions, Store};
 
 #[derive(Subcommand)]
@@ -27,21 +27,7 @@ pub(crate) fn run(command: DbCommand) -> anyhow::Result<ExitCode> {
 
 fn migrate(store: &Path) -> anyhow::Result<ExitCode> {
     let config = Config::load(store)?;
-    let Some(url) = config.backend.database_url() else {
-        let why = match config.backend {
-            Backend::Folder => format!(
-                "{} is a folder store; set [store] backend = \"postgres\" and url in its \
-                 stardust.toml first",
-                store.display()
-            ),
-            Backend::Postgres { .. } => format!(
-                "{}'s stardust.toml names no database; set [store] url or {}",
-                store.display(),
-                stardust_core::config::DATABASE_URL_ENV
-            ),
-        };
-        return Err(stardust_core::Error::InvalidArguments(why).into());
-    };
+    let url = config.backend.required_url()?;
     let migrated = stardust_pg::migrate(&url)?;
     let shown = stardust_pg::shown(&url);
     if migrated.from == migrated.to {

@@ -618,6 +618,18 @@ fn recover(
 /// holds (`None`: gone).
 type Found = Vec<(String, Option<Vec<u8>>)>;
 
+/// Add to `found` (every document there is) each document of `analysis` it lacks, as gone.
+fn add_deletions(analysis: &Analysis, found: &mut Found) {
+    let present: std::collections::HashSet<&str> =
+        found.iter().map(|(path, _)| path.as_str()).collect();
+    let gone: Vec<String> = analysis
+        .documents()
+        .filter(|doc| !present.contains(doc.path.as_str()))
+        .map(|doc| doc.path.clone())
+        .collect();
+    found.extend(gone.into_iter().map(|path| (path, None)));
+}
+
 /// What the log says at open.
 struct LogState {
     /// The last logged state: each document's version and the record holding its content.
@@ -1032,10 +1044,23 @@ impl Inner {
 
     /// Make `snapshot` current and tell subscribers about `txn`.
     fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
-        sync::write(&self.offsets).push(offset);
+        self.publish_all([txn], snapshot, [offset]);
+    }
+
+    /// Make `snapshot` current after the transactions `txns` (logged at `offsets`), and tell
+    /// subscribers about each, in order.
+    fn publish_all<'a>(
+        &self,
+        txns: impl IntoIterator<Item = &'a Transaction>,
+        snapshot: Snapshot,
+        offsets: impl IntoIterator<Item = u64>,
+    ) {
+        sync::write(&self.offsets).extend(offsets);
         let old = std::mem::replace(&mut *sync::write(&self.current), Arc::new(snapshot));
         self.reaper.free(old);
-        self.feed.publish(txn);
+        for txn in txns {
+            self.feed.publish(txn);
+        }
     }
 
     fn commit(
@@ -1525,15 +1550,8 @@ impl Inner {
             snapshot.analysis.with_changes(documents)
         };
         let seq = batch.last().expect("a batch is not empty").transaction.seq;
-        sync::write(&self.offsets).extend(offsets);
-        let old = std::mem::replace(
-            &mut *sync::write(&self.current),
-            Arc::new(Snapshot { seq, analysis }),
-        );
-        self.reaper.free(old);
-        for shipped in batch {
-            self.feed.publish(&shipped.transaction);
-        }
+        let txns = batch.iter().map(|shipped| &shipped.transaction);
+        self.publish_all(txns, Snapshot { seq, analysis }, offsets);
         self.trigger.committed();
         writer.log.sync_in_background();
         Ok(())
@@ -1637,15 +1655,7 @@ impl Inner {
                 Ok((rel, bytes))
             })
             .collect::<StoreResult<_>>()?;
-        let present: std::collections::HashSet<&str> =
-            found.iter().map(|(path, _)| path.as_str()).collect();
-        let gone: Vec<String> = snapshot
-            .analysis
-            .documents()
-            .filter(|doc| !present.contains(doc.path.as_str()))
-            .map(|doc| doc.path.clone())
-            .collect();
-        found.extend(gone.into_iter().map(|path| (path, None)));
+        add_deletions(&snapshot.analysis, &mut found);
         self.ingest_locked(&mut writer, found)
     }
 

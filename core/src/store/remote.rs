@@ -123,13 +123,7 @@ pub(super) fn open(config: &crate::config::Config) -> StoreResult<Option<Arc<dyn
     if config.backend == crate::config::Backend::Folder {
         return Ok(None);
     }
-    let url = config.backend.database_url().ok_or_else(|| crate::Error::ConfigInvalid {
-        path: crate::config::CONFIG_FILE.into(),
-        message: format!(
-            "store.backend is \"postgres\" but no database is named; set [store] url or {}",
-            crate::config::DATABASE_URL_ENV
-        ),
-    })?;
+    let url = config.backend.required_url()?;
     let connect = connector().ok_or_else(|| {
         crate::Error::Unsupported(
             "this program cannot open team stores (no PostgreSQL support was built in); use \

@@ -71,14 +71,7 @@ impl Store {
         }
         let mut writer = self.inner.writer()?;
         let snapshot = self.snapshot();
-        let kept: std::collections::HashSet<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
-        let gone: Vec<String> = snapshot
-            .analysis
-            .documents()
-            .filter(|doc| !kept.contains(doc.path.as_str()))
-            .map(|doc| doc.path.clone())
-            .collect();
-        found.extend(gone.into_iter().map(|path| (path, None)));
+        super::add_deletions(&snapshot.analysis, &mut found);
         found.retain(|(path, bytes)| bytes.as_deref().map(Version::of) != snapshot.version(path));
         let previous = self.inner.put_files(&found)?;
         // The record that follows is `external`, which recovery never redoes: the files must
