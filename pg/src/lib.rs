@@ -3,8 +3,8 @@
 //! The database holds the history (`stardust_transactions`, with each transaction's new
 //! contents in `stardust_contents`), the documents as of the head (`stardust_documents`) and
 //! the head seq (`stardust_head`, one row). A commit is one call of `stardust_commit`, a
-//! function the migration creates: it moves the head from `seq - 1` to `seq` or does nothing
-//! and answers the head, so exactly one of two cores committing at once wins, and the
+//! function the migration creates, prepared once per connection: it moves the head from
+//! `seq - 1` to `seq` or does nothing and answers the head, so exactly one of two cores committing at once wins, and the
 //! transaction, its contents, the documents and the NOTIFY that wakes the other cores are one
 //! database transaction (a NOTIFY is sent at commit or never). NOTIFY carries no data: cores
 //! read what changed with `since`.
@@ -15,16 +15,18 @@
 mod schema;
 pub mod scratch;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, Config, NoTls};
+use postgres::types::ToSql;
+use postgres::{Client, Config, NoTls, Row, Statement};
 use stardust_core::store::remote::{Appended, Remote, Shipped};
 use stardust_core::store::{StoreError, StoreResult, Transaction};
 
-pub use schema::{Migrated, SCHEMA, migrate};
+pub use schema::{Migrated, SCHEMA, migrate, migrate_to};
 
 /// The channel commits are announced on.
 const CHANNEL: &str = "stardust";
@@ -34,7 +36,7 @@ pub struct Postgres {
     config: Config,
     /// The URL without any password, for messages.
     shown: String,
-    commands: Mutex<Option<Client>>,
+    commands: Mutex<Option<Session>>,
     listener: Mutex<Option<Client>>,
     /// The server process of the command connection: its own commits' NOTIFYs wake nobody.
     commands_pid: AtomicI32,
@@ -46,11 +48,54 @@ impl std::fmt::Debug for Postgres {
     }
 }
 
+/// The command connection and the statements prepared on it: each is parsed and planned
+/// once per connection, so a call is one round trip (a statement sent as text is two: parse
+/// and describe, then bind and execute).
+struct Session {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl Session {
+    /// Run `sql`, prepared on this connection the first time.
+    fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let statement = match self.statements.get(sql) {
+            Some(statement) => statement.clone(),
+            None => {
+                let statement = self.client.prepare(sql)?;
+                self.statements.insert(sql, statement.clone());
+                statement
+            }
+        };
+        self.client.query(&statement, params)
+    }
+
+    /// [`Session::query`] for a statement that answers exactly one row.
+    fn query_one(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, Failure> {
+        let mut rows = self.query(sql, params)?;
+        match rows.len() {
+            1 => Ok(rows.remove(0)),
+            n => Err(Failure::Store(StoreError::Io {
+                context: format!("the database answered {n} rows to `{sql}`"),
+                source: std::io::Error::other("one row was expected"),
+            })),
+        }
+    }
+}
+
 /// The core's connector (`stardust_core::store::remote::install`): connect to the database
 /// at `url` and check that it holds a team store of a schema this binary knows.
 pub fn connect(url: &str) -> StoreResult<Arc<dyn Remote>> {
     let db = Postgres::new(url)?;
-    db.with(|client| schema::check(client, &db.shown))?;
+    db.with(|session| schema::check(&mut session.client, &db.shown))?;
     Ok(Arc::new(db))
 }
 
@@ -67,24 +112,27 @@ impl Postgres {
 
     /// Run `f` on the command connection, connecting first if there is none; a connection
     /// that broke is dropped, so the next call connects again.
-    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, Failure>) -> StoreResult<T> {
+    fn with<T>(&self, f: impl FnOnce(&mut Session) -> Result<T, Failure>) -> StoreResult<T> {
         let mut slot = self.commands.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_none_or(Client::is_closed) {
+        if slot.as_ref().is_none_or(|s| s.client.is_closed()) {
             let mut client = self.open()?;
             let pid: i32 = client
                 .query_one("SELECT pg_backend_pid()", &[])
                 .map_err(|e| self.error("cannot start a session on the database", &e))?
                 .get(0);
             self.commands_pid.store(pid, Ordering::Relaxed);
-            *slot = Some(client);
+            *slot = Some(Session { client, statements: HashMap::new() });
         }
-        let client = slot.as_mut().expect("connected above");
-        match f(client) {
+        let session = slot.as_mut().expect("connected above");
+        match f(session) {
             Ok(value) => Ok(value),
             Err(Failure::Store(err)) => Err(err),
             Err(Failure::Db(err)) => {
+                // A statement prepared before the schema changed under it fails from then on:
+                // prepare again on the next call.
+                session.statements.clear();
                 let unreachable = is_unreachable(&err);
-                if unreachable || client.is_closed() {
+                if unreachable || session.client.is_closed() {
                     *slot = None;
                 }
                 Err(self.error("the database failed", &err))
@@ -126,15 +174,15 @@ impl From<postgres::Error> for Failure {
 
 impl Remote for Postgres {
     fn head(&self) -> StoreResult<u64> {
-        self.with(|client| {
-            let row = client.query_one("SELECT seq FROM stardust_head WHERE id = 1", &[])?;
+        self.with(|session| {
+            let row = session.query_one("SELECT seq FROM stardust_head WHERE id = 1", &[])?;
             Ok(row.get::<_, i64>(0) as u64)
         })
     }
 
     fn since(&self, seq: u64, limit: usize) -> StoreResult<Vec<Shipped>> {
-        self.with(|client| {
-            let rows = client.query(
+        self.with(|session| {
+            let rows = session.query(
                 "SELECT t.record::text, \
                         (SELECT array_agg(c.content ORDER BY c.ord) FROM stardust_contents c \
                           WHERE c.seq = t.seq) \
@@ -173,8 +221,8 @@ impl Remote for Postgres {
             }
         }
         let seq = transaction.seq as i64;
-        self.with(|client| {
-            let row = client.query_one(
+        self.with(|session| {
+            let row = session.query_one(
                 "SELECT committed, head FROM stardust_commit($1, $2::text::jsonb, $3, $4, $5, $6)",
                 &[&seq, &record, &paths, &contents, &versions, &deleted],
             )?;
@@ -184,16 +232,16 @@ impl Remote for Postgres {
     }
 
     fn reserve(&self) -> StoreResult<()> {
-        self.with(|client| {
-            client.execute("SELECT pg_advisory_lock(7401196323)", &[])?;
+        self.with(|session| {
+            session.query("SELECT pg_advisory_lock(7401196323)", &[])?;
             Ok(())
         })
     }
 
     fn release(&self) {
         // A connection that broke released it with its session.
-        let released = self.with(|client| {
-            client.execute("SELECT pg_advisory_unlock(7401196323)", &[])?;
+        let released = self.with(|session| {
+            session.query("SELECT pg_advisory_unlock(7401196323)", &[])?;
             Ok(())
         });
         if let Err(err) = released {

@@ -8,7 +8,7 @@ use stardust_core::store::{StoreError, StoreResult};
 use crate::{Failure, Postgres};
 
 /// The schema this binary reads and writes.
-pub const SCHEMA: i32 = 1;
+pub const SCHEMA: i32 = 2;
 
 /// What a migration did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,30 +77,86 @@ BEGIN
     head := p_seq;
 END
 $$;
+"#, r#"
+-- Schema 2: a lighter commit.
+-- The contents' foreign key cost every commit a lookup and a row lock of its transaction
+-- per content row; stardust_commit writes both and is their only writer.
+ALTER TABLE stardust_contents DROP CONSTRAINT IF EXISTS stardust_contents_seq_fkey;
+DROP FUNCTION stardust_commit(bigint, jsonb, text[], bytea[], text[], text[]);
+CREATE FUNCTION stardust_commit(
+    p_seq bigint, p_record jsonb, p_paths text[], p_contents bytea[], p_versions text[],
+    p_deleted text[], OUT committed boolean, OUT head bigint
+) LANGUAGE plpgsql AS $$
+BEGIN
+    -- Shared: commits run side by side, unless a core that lost the race holds the lock
+    -- exclusively to catch up and try again (Remote::reserve).
+    PERFORM pg_advisory_xact_lock_shared(7401196323);
+    UPDATE stardust_head SET seq = p_seq WHERE id = 1 AND seq = p_seq - 1;
+    IF NOT FOUND THEN
+        committed := false;
+        SELECT h.seq INTO head FROM stardust_head h WHERE h.id = 1;
+        RETURN;
+    END IF;
+    INSERT INTO stardust_transactions (seq, time, origin, record)
+        VALUES (p_seq, p_record->>'time', p_record->>'origin', p_record);
+    -- One document is the common commit: plain statements, no unnest.
+    IF cardinality(p_paths) = 1 THEN
+        INSERT INTO stardust_contents (seq, ord, path, content)
+            VALUES (p_seq, 0, p_paths[1], p_contents[1]);
+        INSERT INTO stardust_documents (path, content, version, seq)
+            VALUES (p_paths[1], p_contents[1], p_versions[1], p_seq)
+            ON CONFLICT (path) DO UPDATE
+                SET content = EXCLUDED.content, version = EXCLUDED.version, seq = EXCLUDED.seq;
+    ELSIF cardinality(p_paths) > 1 THEN
+        INSERT INTO stardust_contents (seq, ord, path, content)
+            SELECT p_seq, u.o - 1, u.p, u.c
+              FROM unnest(p_paths, p_contents) WITH ORDINALITY AS u(p, c, o);
+        INSERT INTO stardust_documents (path, content, version, seq)
+            SELECT u.p, u.c, u.v, p_seq
+              FROM unnest(p_paths, p_contents, p_versions) AS u(p, c, v)
+            ON CONFLICT (path) DO UPDATE
+                SET content = EXCLUDED.content, version = EXCLUDED.version, seq = EXCLUDED.seq;
+    END IF;
+    IF cardinality(p_deleted) > 0 THEN
+        DELETE FROM stardust_documents WHERE path = ANY (p_deleted);
+    END IF;
+    PERFORM pg_notify('stardust', p_seq::text);
+    committed := true;
+    head := p_seq;
+END
+$$;
 "#];
 
 /// Create or upgrade the team store's tables in the database at `url`.
 pub fn migrate(url: &str) -> StoreResult<Migrated> {
+    migrate_to(url, SCHEMA)
+}
+
+/// [`migrate`] up to schema `target` (at most [`SCHEMA`]): what an older binary's migration
+/// left, for the tests of upgrades.
+pub fn migrate_to(url: &str, target: i32) -> StoreResult<Migrated> {
     assert_eq!(STEPS.len(), SCHEMA as usize, "one step per schema version");
+    assert!((1..=SCHEMA).contains(&target), "schema {target} is not one this binary has");
     let db = Postgres::new(url)?;
-    db.with(|client| {
-        let mut tx = client.transaction()?;
+    db.with(|session| {
+        let mut tx = session.client.transaction()?;
         // Two members migrating at once: the second waits, then finds nothing to do.
         tx.execute("SELECT pg_advisory_xact_lock(7401196322)", &[])?;
         let from = version(&mut tx)?;
         if from > SCHEMA {
             return Err(Failure::Store(newer(from, &db.shown)));
         }
-        for step in &STEPS[from as usize..] {
+        let to = from.max(target);
+        for step in &STEPS[from as usize..to as usize] {
             tx.batch_execute(step)?;
         }
         tx.execute(
             "INSERT INTO stardust_meta (key, value) VALUES ('schema', $1) \
              ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            &[&SCHEMA.to_string()],
+            &[&to.to_string()],
         )?;
         tx.commit()?;
-        Ok(Migrated { from, to: SCHEMA })
+        Ok(Migrated { from, to })
     })
 }
 
