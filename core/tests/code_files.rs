@@ -230,6 +230,25 @@ fn files_outside_the_store_are_read_from_disk_and_unreadable_ones_have_no_text()
 }
 
 #[test]
+fn a_code_file_is_read_again_whenever_it_changed_and_kept_while_it_did_not() {
+    let dir = store();
+    let (service, _) = service(dir.path());
+    // Rewritten at once with the same size: within one tick of the file times, so the stamp
+    // alone could not tell; a file this fresh is always read again.
+    assert_eq!(text_of(&service, "app.fk"), "on disk\n");
+    std::fs::write(dir.path().join("app.fk"), "on DISK\n").unwrap();
+    assert_eq!(text_of(&service, "app.fk"), "on DISK\n");
+    // Once the file is older than the racy window, an unchanged file is read once...
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let first = service.code_file_text("app.fk").unwrap();
+    let second = service.code_file_text("app.fk").unwrap();
+    assert!(Arc::ptr_eq(&first, &second), "the second request read the file again");
+    // ...and a rewrite of the same size is seen at once.
+    std::fs::write(dir.path().join("app.fk"), "on disc\n").unwrap();
+    assert_eq!(text_of(&service, "app.fk"), "on disc\n");
+}
+
+#[test]
 fn syncing_gives_the_server_the_editor_text_else_the_disk() {
     let dir = store();
     let (service, host) = service(dir.path());

@@ -50,7 +50,21 @@ pub(super) struct CodeFiles {
     /// request sees the edited texts a preview gives the servers, nor puts the real ones back
     /// in the middle of the check.
     speculation: RwLock<()>,
+    /// Texts of code files as last read from disk, with the `stat` they were read at.
+    disk_texts: Mutex<HashMap<PathBuf, (DiskStamp, Arc<str>)>>,
 }
+
+/// What a code file on disk is, from one `stat`: device, inode, size, and modification and
+/// change times to the nanosecond.
+type DiskStamp = (u64, u64, u64, [i64; 4]);
+
+/// A file changed this recently is read again on every request, whatever its `stat` says:
+/// file times are coarse (a kernel tick), so two writes of the same size within one tick
+/// leave the same stamp (git's "racily clean" entries).
+const RACY: Duration = Duration::from_secs(2);
+
+/// The most texts [`CodeFiles::disk_texts`] keeps; past it, it starts again empty.
+const MAX_DISK_TEXTS: usize = 512;
 
 struct EditorBuffer {
     text: Arc<str>,
@@ -255,7 +269,40 @@ impl Service {
         if let Some(buffer) = lock(&self.code.buffers).get(&target.path) {
             return Ok(buffer.text.clone());
         }
-        read_text(&target.file, &target.path).map(Arc::from)
+        self.disk_text(&target.file, &target.path)
+    }
+
+    /// The text of the code file `file` (shown as `rel`) on disk: as [`read_text`] reads it,
+    /// but taken from the last read while one `stat` finds the file unchanged. Every code
+    /// request needs its file's text, and opening the file wakes the store's watcher.
+    fn disk_text(&self, file: &Path, rel: &str) -> Result<Arc<str>, CommandError> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(file).ok();
+        let stamp = meta.as_ref().filter(|m| m.is_file()).and_then(|m| {
+            let changed = m.modified().ok()?.max(
+                std::time::UNIX_EPOCH
+                    + Duration::new(u64::try_from(m.ctime()).ok()?, m.ctime_nsec() as u32),
+            );
+            // Not a stamp to trust yet: the file may change again within the same tick.
+            (changed.elapsed().ok()? >= RACY).then(|| {
+                (m.dev(), m.ino(), m.len(), [m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()])
+            })
+        });
+        if let Some(stamp) = stamp
+            && let Some((seen, text)) = lock(&self.code.disk_texts).get(file)
+            && *seen == stamp
+        {
+            return Ok(text.clone());
+        }
+        let text: Arc<str> = read_text(file, rel)?.into();
+        if let Some(stamp) = stamp {
+            let mut texts = lock(&self.code.disk_texts);
+            if texts.len() >= MAX_DISK_TEXTS {
+                texts.clear();
+            }
+            texts.insert(file.to_owned(), (stamp, text.clone()));
+        }
+        Ok(text)
     }
 
     /// Send `method` for `target` to its server, after giving the server the file's current
@@ -440,9 +487,7 @@ impl Service {
                 if let Some(buffer) = lock(&self.code.buffers).get(&resolved.path) {
                     return Some(buffer.text.clone());
                 }
-                read_text(&self.store.root().join(&resolved.path), &resolved.path)
-                    .ok()
-                    .map(Arc::from)
+                self.disk_text(&self.store.root().join(&resolved.path), &resolved.path).ok()
             }
             None => {
                 let path = if given.starts_with("file:") {
@@ -450,7 +495,7 @@ impl Service {
                 } else {
                     PathBuf::from(given)
                 };
-                read_text(&path, given).ok().map(Arc::from)
+                self.disk_text(&path, given).ok()
             }
         }
     }
