@@ -87,7 +87,11 @@ fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor
     let b = machine(dir.path(), "b", &db, false);
     let out = stardust(&["db", "migrate", a.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("from schema 0 to 1"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains(&format!("from schema 0 to {}", stardust_pg::SCHEMA)),
+        "{}",
+        text(&out.stdout)
+    );
 
     let (mnt_a, serve_a) = mount(dir.path(), "mnt-a", &a);
     let (mnt_b, serve_b) = mount(dir.path(), "mnt-b", &b);
