@@ -156,6 +156,62 @@ fn a_save_through_one_machines_mount_reaches_the_other_machines_mount_and_editor
 }
 
 #[test]
+fn a_thousand_saves_through_two_machines_mounts_at_once_keep_one_history() {
+    let db = Db::new("many");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    let b = machine(dir.path(), "b", &db, false);
+    assert!(stardust(&["db", "migrate", a.to_str().unwrap()]).status.success());
+    let (mnt_a, serve_a) = mount(dir.path(), "mnt-a", &a);
+    let (mnt_b, serve_b) = mount(dir.path(), "mnt-b", &b);
+    let start = log(&a).len();
+    // Each machine saves 500 documents of its own through its mount, at the same time, so
+    // the two cores keep finding the database's head moved and catching up first.
+    let writers: Vec<_> = [("a", mnt_a.clone()), ("b", mnt_b.clone())]
+        .into_iter()
+        .map(|(name, mnt)| {
+            std::thread::spawn(move || {
+                std::fs::create_dir_all(mnt.join(format!("notes-{name}"))).unwrap();
+                for i in 0..500 {
+                    let doc = format!("id note/{name}{i}\ntype note\ntitle 'N {i}'\n");
+                    std::fs::write(mnt.join(format!("notes-{name}/n{i}.dust")), doc).unwrap();
+                }
+            })
+        })
+        .collect();
+    writers.into_iter().for_each(|w| w.join().unwrap());
+    let total = start + 1000;
+    wait_until("both machines' logs have every save", || {
+        log(&a).len() == total && log(&b).len() == total
+    });
+    let log_a = log(&a);
+    assert_eq!(log_a, log(&b), "the two machines' histories differ");
+    let seqs: Vec<u64> = log_a.iter().map(|t| t["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=total as u64).collect::<Vec<_>>(), "one strictly increasing history");
+    let saves = |name: &str| {
+        log_a
+            .iter()
+            .filter(|t| {
+                t["origin"] == "mount"
+                    && t["documents"][0]["path"]
+                        .as_str()
+                        .is_some_and(|p| p.starts_with(&format!("notes-{name}/")))
+            })
+            .count()
+    };
+    assert_eq!((saves("a"), saves("b")), (500, 500));
+    // Each mount shows the other's documents.
+    for (mnt, other) in [(&mnt_a, "b"), (&mnt_b, "a")] {
+        wait_until("a mount shows the other machine's saves", || {
+            std::fs::read_dir(mnt.join(format!("notes-{other}")))
+                .is_ok_and(|d| d.filter_map(Result::ok).count() == 500)
+        });
+    }
+    assert!(serve_a.stop().success());
+    assert!(serve_b.stop().success());
+}
+
+#[test]
 fn a_core_killed_right_after_a_commit_loses_nothing_and_catches_up_when_it_returns() {
     let db = Db::new("kill");
     let dir = tempfile::tempdir().unwrap();
