@@ -181,6 +181,7 @@ class DirectDelta(Direct):
     diagnostics before the edit: a lower bound for what the speculative delta costs."""
     name = "direct-delta"
     transport = Recording
+    window = {}
 
     def start(self):
         self.rpc = self.transport([self.cfg.pyright, "--stdio"], "lsp", cwd=self.py)
@@ -190,7 +191,8 @@ class DirectDelta(Direct):
             "capabilities": {"general": {"positionEncodings": ["utf-16"]},
                              "workspace": {"configuration": True, "workspaceFolders": True,
                                            "workspaceEdit": {"documentChanges": True}},
-                             "textDocument": {"publishDiagnostics": {"versionSupport": True}}}})
+                             "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+                             "window": self.window}})
         self.rpc.notify("initialized", {})
         self.versions, self.texts = {}, {}
         for path in sorted((self.py / "bench").glob("m*.py")):
@@ -257,6 +259,8 @@ class DirectSettled(DirectDelta):
     ms apart, between `window/workDoneProgress/create` and `$/progress` end)."""
     name = "direct-settled"
     transport = Settling
+    # As Stardust's client: pyright then reports its work with `$/progress`.
+    window = {"workDoneProgress": True}
 
     def give(self, texts):
         for u, text in texts.items():
@@ -436,12 +440,13 @@ def main():
     ap.add_argument("--systems", default="direct,direct-delta,direct-settled,stardust,lsp,agent-lsp")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--stardust-log", dest="stardust_log",
+                    help="RUST_LOG for Stardust (its stderr kept in the temp dir; see --keep)")
     cfg = ap.parse_args()
     cfg.systems = cfg.systems.split(",")
     cfg.tmp = pathlib.Path(tempfile.mkdtemp(prefix="rename_bench."))
     cfg.xdg = cfg.tmp / "xdg"
     cfg.xdg.mkdir()
-    cfg.stardust_log = None
     store, py = fixture(cfg.tmp)
     report = {"load_before": loadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
               "n": cfg.n, "agent_n": cfg.agent_n, "warmup": cfg.warmup, "systems": {}}
