@@ -709,3 +709,23 @@ fn a_push_server_that_stops_while_checking_answers_diagnostics_unknown() {
     assert_eq!(host.texts.lock().unwrap()[&f.store.join("app.py")].0, APP);
     assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
 }
+
+#[test]
+fn a_push_server_still_at_work_at_the_bound_answers_diagnostics_unknown() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let host = Canned {
+        stalls: true,
+        ..host_pushing(rename_hello(&f, "broken"), |t| t.contains("broken"))
+    };
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    // Its first stage (no errors) is published for every edited text, but it never says
+    // its work is done: what it published is not taken for the answer.
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    assert_eq!(preview["diagnosticsUnknown"], true, "{preview}");
+    let reason = preview["diagnosticsUnknownReason"].as_str().unwrap();
+    assert!(reason.contains("still checking the texts"), "{reason}");
+    assert_eq!(preview["committable"], true, "[save] refuse does not list code-error here");
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
+}

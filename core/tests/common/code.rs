@@ -47,6 +47,8 @@ pub struct Canned {
     pub staged: Option<fn(&str) -> bool>,
     /// Given a text this finds, the pushing server's connection closes (it crashed).
     pub stops_on: Option<fn(&str) -> bool>,
+    /// The pushing server never finishes a staged check (its work never ends).
+    pub stalls: bool,
     pub work: Mutex<Work>,
     /// `publication <file name>` for each publication read, `sync <text>` for each text
     /// given, in order.
@@ -167,7 +169,7 @@ impl CodeHost for Canned {
     fn activity(&self, _: &str) -> Option<Activity> {
         let push = self.push?;
         let mut work = self.work.lock().unwrap();
-        if work.pending > 0 {
+        if work.pending > 0 && !self.stalls {
             work.pending -= 1;
             if work.pending == 0 {
                 for path in std::mem::take(&mut work.dirty) {
