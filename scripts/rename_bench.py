@@ -6,7 +6,7 @@ pyright-langserver directly, and against agent-lsp's simulation tools, in one ru
 
 usage: rename_bench.py [--stardust BIN] [--agent-lsp BIN] [--pyright BIN] [-n 30]
                        [--agent-n 5] [--warmup 3]
-                       [--systems direct,direct-delta,stardust,lsp,agent-lsp]
+                       [--systems direct,direct-delta,direct-settled,stardust,lsp,agent-lsp]
                        [--json OUT.json] [--keep]
 
 The fixture: a copy of examples/mixed with a generated package py/bench/: m00.py defines
@@ -25,6 +25,10 @@ The systems (stdlib only; the transports are code_bench.py's):
              (`didChange` of open files) and waits until pyright has published for each at its
              version, then gives the texts back and waits again: the floor of a delta on
              pyright (first publication taken, no quiet period, no "before" collection);
+  direct-settled  as direct-delta, but each wait lasts until pyright has also reported its
+             work done after the last publication (`$/progress` end; 100 ms of quiet if it
+             announced none): pyright's first publication for a version is the diagnostics it
+             had, its checker's findings follow; the floor of a complete delta on pyright;
   lsp        `stardust lsp --store STORE`, `textDocument/rename` (the editor's path: the
              server's WorkspaceEdit relayed, no delta), to tell the delta from the hops;
   agent-lsp  `agent-lsp python:pyright-langserver,--stdio` (PyPI agent-lsp): what an agent
@@ -176,16 +180,19 @@ class DirectDelta(Direct):
     publication for a version as its answer (no quiet period), and does not collect the
     diagnostics before the edit: a lower bound for what the speculative delta costs."""
     name = "direct-delta"
+    transport = Recording
+    window = {}
 
     def start(self):
-        self.rpc = Recording([self.cfg.pyright, "--stdio"], "lsp", cwd=self.py)
+        self.rpc = self.transport([self.cfg.pyright, "--stdio"], "lsp", cwd=self.py)
         self.rpc.request("initialize", {
             "processId": os.getpid(), "rootUri": uri(self.py),
             "workspaceFolders": [{"uri": uri(self.py), "name": "py"}],
             "capabilities": {"general": {"positionEncodings": ["utf-16"]},
                              "workspace": {"configuration": True, "workspaceFolders": True,
                                            "workspaceEdit": {"documentChanges": True}},
-                             "textDocument": {"publishDiagnostics": {"versionSupport": True}}}})
+                             "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+                             "window": self.window}})
         self.rpc.notify("initialized", {})
         self.versions, self.texts = {}, {}
         for path in sorted((self.py / "bench").glob("m*.py")):
@@ -212,6 +219,76 @@ class DirectDelta(Direct):
         self.give(edited)
         self.give({u: self.texts[u] for u in edited})
         return files, time.perf_counter() - t0, {}
+
+
+class Settling(Recording):
+    """A Recording that also follows pyright's work-done progress: the clock of each
+    publication, progress announced (`window/workDoneProgress/create`) or begun and not
+    ended, and the clock of the last end."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.clock, self.at, self.working, self.done_at = 0, {}, set(), 0
+        self.heard = time.perf_counter()
+
+    def _next_message(self, deadline):
+        msg = super()._next_message(deadline)
+        self.clock += 1
+        self.heard = time.perf_counter()
+        method, params = msg.get("method"), msg.get("params") or {}
+        if method == "textDocument/publishDiagnostics":
+            self.at[params["uri"]] = self.clock
+        elif method == "window/workDoneProgress/create":
+            self.working.add(json.dumps(params["token"]))
+        elif method == "$/progress":
+            kind = (params.get("value") or {}).get("kind")
+            token = json.dumps(params["token"])
+            if kind == "begin":
+                self.working.add(token)
+            elif kind == "end":
+                self.working.discard(token)
+                self.done_at = self.clock
+        return msg
+
+
+class DirectSettled(DirectDelta):
+    """pyright's own floor for a complete delta: as direct-delta, but each wait lasts until
+    every file has a publication at its version and pyright has reported its work done after
+    the last of them (or, if it announced no work, stayed quiet for 100 ms), since its first
+    publication for a version is the diagnostics it had (its checker's findings follow, 50-85
+    ms apart, between `window/workDoneProgress/create` and `$/progress` end)."""
+    name = "direct-settled"
+    transport = Settling
+    # As Stardust's client: pyright then reports its work with `$/progress`.
+    window = {"workDoneProgress": True}
+
+    def give(self, texts):
+        for u, text in texts.items():
+            self.versions[u] += 1
+            self.rpc.notify("textDocument/didChange", {
+                "textDocument": {"uri": u, "version": self.versions[u]},
+                "contentChanges": [{"text": text}]})
+        rpc = self.rpc
+
+        def settled():
+            if not all(rpc.published.get(u) == self.versions[u] for u in texts):
+                return False
+            if rpc.working:
+                return False
+            if rpc.done_at > max(rpc.at[u] for u in texts):
+                return True
+            return time.perf_counter() - rpc.heard >= 0.1
+
+        deadline = time.perf_counter() + 60
+        while not settled():
+            try:
+                msg = rpc._next_message(min(deadline, time.perf_counter() + 0.01))
+                if "method" in msg and "id" in msg:
+                    rpc._answer_server_request(msg)
+            except TimeoutError:
+                if time.perf_counter() > deadline:
+                    raise
+                continue
 
 
 class Stardust(CodeStardust):
@@ -321,7 +398,8 @@ class AgentLsp:
         return [self.rpc.p.pid]
 
 
-SYSTEMS = {"direct": Direct, "direct-delta": DirectDelta, "stardust": Stardust, "lsp": Lsp, "agent-lsp": AgentLsp}
+SYSTEMS = {"direct": Direct, "direct-delta": DirectDelta, "direct-settled": DirectSettled,
+           "stardust": Stardust, "lsp": Lsp, "agent-lsp": AgentLsp}
 
 
 def series(system, n, warmup):
@@ -359,15 +437,16 @@ def main():
     ap.add_argument("-n", type=int, default=30)
     ap.add_argument("--agent-n", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--systems", default="direct,direct-delta,stardust,lsp,agent-lsp")
+    ap.add_argument("--systems", default="direct,direct-delta,direct-settled,stardust,lsp,agent-lsp")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--stardust-log", dest="stardust_log",
+                    help="RUST_LOG for Stardust (its stderr kept in the temp dir; see --keep)")
     cfg = ap.parse_args()
     cfg.systems = cfg.systems.split(",")
     cfg.tmp = pathlib.Path(tempfile.mkdtemp(prefix="rename_bench."))
     cfg.xdg = cfg.tmp / "xdg"
     cfg.xdg.mkdir()
-    cfg.stardust_log = None
     store, py = fixture(cfg.tmp)
     report = {"load_before": loadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
               "n": cfg.n, "agent_n": cfg.agent_n, "warmup": cfg.warmup, "systems": {}}
@@ -403,6 +482,7 @@ def markdown(report):
             "stardust": "`rename_preview` via `stardust mcp`: 20 diffs + speculative delta",
             "lsp": "`textDocument/rename` via `stardust lsp` (no delta)",
             "direct-delta": "the rename + 20 edited texts to pyright and back, first publication each",
+            "direct-settled": "as direct-delta, each wait until pyright reports its work done",
             "agent-lsp": "`rename_symbol` + simulation session (%s places) + `evaluate_session` (workspace)"
                          % "39"}
     base = report["systems"].get("direct", {}).get("p50")

@@ -623,3 +623,109 @@ fn preview_lenses_name_who_made_the_preview_and_the_line_its_change_starts() {
     // An agent never acts on another session's preview: no lens.
     assert!(service.preview_lenses(&other_agent, "app.py").is_empty());
 }
+
+/// A server like pyright: it publishes (push, no pull) what `broken_lines` finds, and checks
+/// the texts `staged` picks in stages (the file's previous diagnostics first, under the new
+/// version, while at work; its findings once it reports the work done).
+fn host_pushing(edit: Value, staged: fn(&str) -> bool) -> Canned {
+    Canned { push: Some(broken_lines), staged: Some(staged), ..Canned::default() }
+        .with("textDocument/rename", edit)
+}
+
+/// The rename's new errors, as `path:line`.
+fn new_errors(preview: &Value) -> Vec<String> {
+    preview["diagnostics"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{}:{}", d["path"].as_str().unwrap(), d["range"]["line"]))
+        .collect()
+}
+
+#[test]
+fn a_push_server_s_staged_check_is_waited_out_and_an_idle_one_is_read_at_once() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, host) =
+        f.service(host_pushing(rename_hello(&f, "broken"), |t| t.contains("broken")));
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    // The edited texts' first publications (no errors yet) were not taken for the answer:
+    // the server was at work until it reported its findings.
+    assert_eq!(new_errors(&preview), ["app.py:1", "app.py:2", "lib.py:1"], "{preview}");
+    assert!(preview.get("diagnosticsUnknown").is_none(), "{preview}");
+    // The files' own texts were checked at once and the server was idle: the diagnostics
+    // before the edit are what it had published, read once per file, with no wait.
+    let log = host.log.lock().unwrap().clone();
+    let first_edit = log.iter().position(|l| l.contains("broken")).unwrap();
+    let reads = log[..first_edit].iter().filter(|l| l.starts_with("publication")).count();
+    assert_eq!(reads, 2, "{log:?}");
+    // And the server holds the files' own texts again.
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("app.py")].0, APP);
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
+}
+
+#[test]
+fn the_texts_given_back_are_checked_again_before_the_next_preview_s_before() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let (service, _, _) = f.service(host_pushing(rename_hello(&f, "broken"), |_| true));
+    let session = agent(&f, &service);
+    // Every text is checked in stages: the second preview finds the texts given back by the
+    // first published under their new version with the edited texts' errors, while the server
+    // is at work on them; taken as the diagnostics before the edit, they would hide the new
+    // errors.
+    for _ in 0..2 {
+        let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+        assert_eq!(new_errors(&preview), ["app.py:1", "app.py:2", "lib.py:1"], "{preview}");
+        run(
+            &service,
+            &session,
+            "stardust.preview.discard",
+            json!({"previewId": preview["previewId"]}),
+        );
+    }
+}
+
+#[test]
+fn a_push_server_that_stops_while_checking_answers_diagnostics_unknown() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let host = Canned {
+        stops_on: Some(|t| t.contains("broken")),
+        ..host_pushing(rename_hello(&f, "broken"), |t| t.contains("broken"))
+    };
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    assert_eq!(preview["diagnosticsUnknown"], true, "{preview}");
+    let reason = preview["diagnosticsUnknownReason"].as_str().unwrap();
+    assert!(
+        reason.contains("stopped while checking") && reason.contains("canned crashed"),
+        "{reason}"
+    );
+    assert_eq!(preview["diagnostics"]["new"], json!([]));
+    // The texts were given back all the same.
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("app.py")].0, APP);
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
+}
+
+#[test]
+fn a_push_server_still_at_work_at_the_bound_answers_diagnostics_unknown() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    let host = Canned {
+        stalls: true,
+        ..host_pushing(rename_hello(&f, "broken"), |t| t.contains("broken"))
+    };
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    // Its first stage (no errors) is published for every edited text, but it never says
+    // its work is done: what it published is not taken for the answer.
+    let preview = run(&service, &session, "rename_preview", at_hello("broken"));
+    assert_eq!(preview["diagnosticsUnknown"], true, "{preview}");
+    let reason = preview["diagnosticsUnknownReason"].as_str().unwrap();
+    assert!(reason.contains("still checking the texts"), "{reason}");
+    assert_eq!(preview["committable"], true, "[save] refuse does not list code-error here");
+    assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
+}

@@ -19,7 +19,8 @@ pub struct Migrated {
 }
 
 /// Step `n` takes a database from schema `n - 1` to `n`.
-const STEPS: &[&str] = &[r#"
+const STEPS: &[&str] = &[
+    r#"
 CREATE TABLE stardust_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE stardust_head (id int PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL);
 INSERT INTO stardust_head VALUES (1, 0);
@@ -77,7 +78,8 @@ BEGIN
     head := p_seq;
 END
 $$;
-"#, r#"
+"#,
+    r#"
 -- Schema 2: a lighter commit.
 -- The contents' foreign key cost every commit a lookup and a row lock of its transaction
 -- per content row; stardust_commit writes both and is their only writer.
@@ -125,7 +127,8 @@ BEGIN
     head := p_seq;
 END
 $$;
-"#];
+"#,
+];
 
 /// Create or upgrade the team store's tables in the database at `url`.
 pub fn migrate(url: &str) -> StoreResult<Migrated> {

@@ -118,10 +118,10 @@ fn two_machines(db: &Db) -> (tempfile::TempDir, Store, tempfile::TempDir, Store)
 fn migrating_twice_does_it_once_and_a_newer_schema_is_refused() {
     let db = Db::new();
     let schema = stardust_pg::SCHEMA;
-    assert_eq!(stardust_pg::migrate(&db.url).unwrap(), stardust_pg::Migrated {
-        from: schema,
-        to: schema
-    });
+    assert_eq!(
+        stardust_pg::migrate(&db.url).unwrap(),
+        stardust_pg::Migrated { from: schema, to: schema }
+    );
     db.sql("UPDATE stardust_meta SET value = '99' WHERE key = 'schema'");
     let err = stardust_pg::connect(&db.url).unwrap_err();
     assert_eq!(err.code(), Code::Unsupported);
@@ -140,10 +140,10 @@ fn a_database_of_the_first_schema_is_upgraded_and_then_commits() {
     assert_eq!(stardust_pg::migrate_to(&url, 1).unwrap(), stardust_pg::Migrated { from: 0, to: 1 });
     let err = stardust_pg::connect(&url).unwrap_err();
     assert!(err.to_string().contains("older than this stardust's"), "{err}");
-    assert_eq!(stardust_pg::migrate(&url).unwrap(), stardust_pg::Migrated {
-        from: 1,
-        to: stardust_pg::SCHEMA
-    });
+    assert_eq!(
+        stardust_pg::migrate(&url).unwrap(),
+        stardust_pg::Migrated { from: 1, to: stardust_pg::SCHEMA }
+    );
     let db = Db { name, url, admin };
     // Schema 2 dropped the contents' foreign key (a lookup and a row lock per content row).
     let mut client = Client::connect(&db.url, NoTls).unwrap();
@@ -153,8 +153,8 @@ fn a_database_of_the_first_schema_is_upgraded_and_then_commits() {
         .get(0);
     assert_eq!(keys, 0);
     let (_a, store_a, _b, store_b) = two_machines(&db);
-    let committed =
-        store_a.commit(Origin::Mount, vec![Change::put("people/bo.json", person("person/bo", "Bo"))]);
+    let committed = store_a
+        .commit(Origin::Mount, vec![Change::put("people/bo.json", person("person/bo", "Bo"))]);
     let seq = committed.unwrap().seq;
     reaches(&store_b, seq, Duration::from_secs(10));
     assert_eq!(db.seqs(), (1..=seq as i64).collect::<Vec<_>>());

@@ -62,6 +62,8 @@ pub struct PublishedDiagnostics {
     pub version: Option<i64>,
     /// The LSP `Diagnostic` objects, as the server sent them (its position encoding).
     pub diagnostics: Vec<Value>,
+    /// Where on the connection's clock ([`Observed::clock`]) they arrived.
+    pub at: u64,
 }
 
 /// What the reader keeps about the server, read by the server handle.
@@ -69,6 +71,20 @@ pub struct PublishedDiagnostics {
 pub(crate) struct Observed {
     /// Progress tokens begun and not yet ended.
     pub progress: HashSet<String>,
+    /// Progress tokens announced (`window/workDoneProgress/create`) and not yet begun or
+    /// ended: work the server has started and not yet reported (pyright announces its
+    /// checker's work in the same turn as the publications that precede it, and begins it
+    /// only later). Not readiness (`indexing` is begun work), but a speculative check waits.
+    pub announced: HashSet<String>,
+    /// Whether the server has announced or begun work-done progress on this connection.
+    pub reports: bool,
+    /// The count of what the server sent that is observed here (notifications, progress
+    /// announcements): the order of publications and reports of work done.
+    pub clock: u64,
+    /// The clock when work-done progress last ended (0: never).
+    pub done_at: u64,
+    /// When the server last sent a notification or a request.
+    pub last_heard: Option<Instant>,
     /// The latest `$/progress` title or message, for status.
     pub progress_note: Option<String>,
     /// Push diagnostics by document URI.
@@ -344,6 +360,7 @@ impl Reader {
                 let _ = tx.send(reply);
             }
             (Some(method), Some(id)) => {
+                lock(&self.observed).last_heard = Some(Instant::now());
                 let params = message.get("params").unwrap_or(&Value::Null);
                 let answer = match self.answer(method, params) {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
@@ -385,7 +402,15 @@ impl Reader {
                         .collect(),
                 ))
             }
-            "window/workDoneProgress/create" => Ok(Value::Null),
+            "window/workDoneProgress/create" => {
+                if let Some(token) = params.get("token") {
+                    let mut observed = lock(&self.observed);
+                    observed.clock += 1;
+                    observed.reports = true;
+                    observed.announced.insert(token.to_string());
+                }
+                Ok(Value::Null)
+            }
             "client/registerCapability" => {
                 let mut observed = lock(&self.observed);
                 for r in params.get("registrations").and_then(Value::as_array).into_iter().flatten()
@@ -435,6 +460,11 @@ impl Reader {
     }
 
     fn observe(&self, method: &str, params: &Value) {
+        {
+            let mut observed = lock(&self.observed);
+            observed.clock += 1;
+            observed.last_heard = Some(Instant::now());
+        }
         match method {
             "$/progress" => {
                 let Some(token) = params.get("token") else { return };
@@ -443,6 +473,8 @@ impl Reader {
                 let mut observed = lock(&self.observed);
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") => {
+                        observed.reports = true;
+                        observed.announced.remove(&token);
                         observed.progress.insert(token);
                         observed.progress_note =
                             value.get("title").and_then(Value::as_str).map(str::to_owned);
@@ -453,6 +485,8 @@ impl Reader {
                         }
                     }
                     Some("end") => {
+                        observed.done_at = observed.clock;
+                        observed.announced.remove(&token);
                         observed.progress.remove(&token);
                         if observed.progress.is_empty() {
                             observed.progress_note = None;
@@ -463,22 +497,24 @@ impl Reader {
             }
             "textDocument/publishDiagnostics" => {
                 let Some(uri) = params.get("uri").and_then(Value::as_str) else { return };
-                let published = PublishedDiagnostics {
-                    version: params.get("version").and_then(Value::as_i64),
-                    diagnostics: params
-                        .get("diagnostics")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                };
+                let version = params.get("version").and_then(Value::as_i64);
+                let diagnostics = params
+                    .get("diagnostics")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 tracing::debug!(
                     server = self.name,
                     uri,
-                    version = published.version,
-                    count = published.diagnostics.len(),
+                    version,
+                    count = diagnostics.len(),
                     "published diagnostics"
                 );
-                lock(&self.observed).diagnostics.insert(uri.to_owned(), published);
+                let mut observed = lock(&self.observed);
+                let at = observed.clock;
+                observed
+                    .diagnostics
+                    .insert(uri.to_owned(), PublishedDiagnostics { version, diagnostics, at });
             }
             "window/logMessage" | "window/showMessage" => {
                 let text = params.get("message").and_then(Value::as_str).unwrap_or("");

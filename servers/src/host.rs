@@ -8,7 +8,9 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use stardust_core::codefiles::{CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec};
+use stardust_core::codefiles::{
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication,
+};
 use stardust_core::sync::lock;
 use stardust_core::text::Encoding;
 
@@ -171,6 +173,19 @@ impl CodeHost for Host {
     fn published(&self, server: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)> {
         let published = self.running(server)?.diagnostics(path)?;
         Some((published.version, published.diagnostics))
+    }
+
+    fn publication(&self, server: &str, path: &Path) -> Option<Publication> {
+        let published = self.running(server)?.diagnostics(path)?;
+        Some(Publication {
+            version: published.version,
+            diagnostics: published.diagnostics,
+            at: published.at,
+        })
+    }
+
+    fn activity(&self, server: &str) -> Option<Activity> {
+        self.running(server)?.activity()
     }
 
     fn version(&self, server: &str, path: &Path) -> Option<i64> {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use stardust_core::codefiles::Activity;
 use stardust_core::ide::file_uri;
 
 use crate::client::{Answering, Connection, EventSink, PublishedDiagnostics, Readiness, Reply};
@@ -564,6 +565,27 @@ impl LanguageServer {
         let instance = self.lock().instance.clone()?;
         let observed = lock(&instance.conn.observed);
         observed.diagnostics.get(&file_uri(path)).cloned()
+    }
+
+    /// What the current instance has said about its work: progress announced or begun and
+    /// not ended, the clock of its last report of work done, when it last sent anything, and
+    /// why its connection closed if it did (`None`: no instance was ever started, or it was
+    /// shut down).
+    pub fn activity(&self) -> Option<Activity> {
+        let instance = self.lock().instance.clone()?;
+        let stopped = match instance.conn.closed() {
+            Some(reason) => Some(reason),
+            None if instance.process.server_exited() => Some("the server exited".to_owned()),
+            None => None,
+        };
+        let observed = lock(&instance.conn.observed);
+        Some(Activity {
+            busy: !observed.progress.is_empty() || !observed.announced.is_empty(),
+            reports: observed.reports,
+            done_at: observed.done_at,
+            last_heard: observed.last_heard,
+            stopped,
+        })
     }
 
     /// Notifications received from the running server (a flood is counted, never queued).

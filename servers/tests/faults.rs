@@ -404,6 +404,47 @@ fn push_diagnostics_are_kept_per_file() {
     assert_eq!(server.diagnostics(&dir.path().join("c.fk")), None);
 }
 
+/// What a speculative check waits on: work announced (`window/workDoneProgress/create`) is
+/// work in progress before it begins, though not readiness `indexing`; every publication and
+/// report of work done has its place on one clock; a crash is told.
+#[test]
+fn activity_places_publications_and_work_done_on_one_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path(), &[]);
+    let a = dir.path().join("a.fk");
+    let publish = |version: i64| {
+        let params = json!({"uri": file_uri(&a), "version": version, "diagnostics": []});
+        server.request("fake/publish", params, None).unwrap();
+        server.diagnostics(&a).unwrap().at
+    };
+    let first = publish(1);
+    let idle = server.activity().unwrap();
+    assert!(!idle.busy && !idle.reports && idle.stopped.is_none(), "{idle:?}");
+    assert_eq!(idle.done_at, 0);
+    assert!(idle.last_heard.is_some());
+
+    let progress = |kind: &str| {
+        server.request("fake/progress", json!({"token": "t", "kind": kind}), None).unwrap()
+    };
+    assert_eq!(progress("create").readiness, Readiness::Ready);
+    let announced = server.activity().unwrap();
+    assert!(announced.busy && announced.reports, "{announced:?}");
+    let second = publish(2);
+    assert!(second > first);
+    assert_eq!(progress("begin").readiness, Readiness::Indexing);
+    assert!(server.activity().unwrap().busy);
+    progress("end");
+    let done = server.activity().unwrap();
+    assert!(!done.busy && done.reports, "{done:?}");
+    assert!(done.done_at > second, "{done:?} after {second}");
+    // Published after the work was done: later on the clock.
+    assert!(publish(3) > done.done_at);
+
+    let _ = server.request("fake/crash", Value::Null, None).unwrap_err();
+    let stopped = server.activity().unwrap();
+    assert!(stopped.stopped.is_some(), "{stopped:?}");
+}
+
 #[test]
 fn the_server_gets_a_scrubbed_environment_and_its_own_process_group() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 use std::sync::mpsc::Receiver;
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -42,6 +43,39 @@ pub struct CodeEvent {
     pub server: String,
     pub method: String,
     pub params: Value,
+}
+
+/// The push diagnostics a server last published for one file, with their place on its clock
+/// (see [`Activity`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Publication {
+    /// The document version they were for, if the server said.
+    pub version: Option<i64>,
+    /// The LSP `Diagnostic` objects, as the server sent them.
+    pub diagnostics: Vec<Value>,
+    /// Where on the server's clock they arrived (0: the host keeps no clock).
+    pub at: u64,
+}
+
+/// What a running server has said about its work, for a caller waiting for it to finish
+/// checking the texts it was given (the speculative delta of a code edit, SPEC §18). The
+/// clock counts what the server sent on its current connection (its notifications and its
+/// `window/workDoneProgress/create` requests), so that a report of work done can be placed
+/// after (or before) a publication.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Work-done progress announced (`window/workDoneProgress/create`) or begun, and not
+    /// ended: the server is at work.
+    pub busy: bool,
+    /// Whether the server has reported work-done progress on this connection at all: one
+    /// that does is taken to announce the work it does in stages.
+    pub reports: bool,
+    /// Where on the clock it last ended work (`$/progress` end); 0: never.
+    pub done_at: u64,
+    /// When it last sent anything (`None`: nothing yet).
+    pub last_heard: Option<Instant>,
+    /// Why its connection closed, when it did (it crashed or was stopped).
+    pub stopped: Option<String>,
 }
 
 /// The supervised language servers of one core, one instance per server name, shared by
@@ -81,6 +115,19 @@ pub trait CodeHost: Send + Sync {
     /// The push diagnostics the server last published for `path`: the version they were for
     /// (if the server said) and the LSP `Diagnostic` objects.
     fn published(&self, server: &str, path: &Path) -> Option<(Option<i64>, Vec<Value>)>;
+
+    /// [`CodeHost::published`] with its place on the server's clock (0 when the host keeps
+    /// none).
+    fn publication(&self, server: &str, path: &Path) -> Option<Publication> {
+        let (version, diagnostics) = self.published(server, path)?;
+        Some(Publication { version, diagnostics, at: 0 })
+    }
+
+    /// What the running server has said about its work (`None`: the host does not say, or
+    /// no server runs).
+    fn activity(&self, _server: &str) -> Option<Activity> {
+        None
+    }
 
     /// The version of `path` the server was last sent (`None`: not open there).
     fn version(&self, server: &str, path: &Path) -> Option<i64>;

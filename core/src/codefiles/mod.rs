@@ -14,7 +14,7 @@ mod trust;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use host::{CodeAnswer, CodeError, CodeEvent, CodeHost};
+pub use host::{Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, Publication};
 pub use launch::{
     LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, trust_command,
 };

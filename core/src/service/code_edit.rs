@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, text_position};
 use super::preview::{self, Preview};
 use super::{Call, CommandError, CommandResult, Service};
-use crate::codefiles::{self, Owner};
-use crate::error::Error;
+use crate::codefiles::{self, Activity, CodeError, Owner, Publication};
+use crate::error::{Code, Error};
 use crate::store::saves::CodeSaves;
 use crate::store::{Version, rfc3339};
 use crate::sync::lock;
@@ -368,18 +368,62 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
     Delta::Known { new, resolved }
 }
 
-/// How long a server that only publishes diagnostics must stay quiet about the edited files
-/// before what it published counts as its answer: pyright, for one, first publishes what it
-/// has at once and its checker's findings later, for the same version.
+/// How long a server that publishes diagnostics, and has not reported work-done progress on
+/// its connection, must stay quiet once it has published for every edited file before what it
+/// published counts as its answer: pyright, for one, first publishes the diagnostics it had
+/// under the new version and its checker's findings later, 60 to 130 ms apart
+/// (docs/DECISIONS.md, "Speculative deltas wait for the server's state"); nothing tells such a
+/// server's last stage from its first but the quiet after it.
 const SETTLE: Duration = Duration::from_millis(400);
+
+/// How long a server that reports its work (work-done progress) must stay quiet, and not at
+/// work, once it has published for every edited file and not reported work done since: the
+/// time it may take to announce the work that follows a publication. pyright announces its
+/// checker's next stage (`window/workDoneProgress/create`) in the same turn as the
+/// publications before it (measured under 1 ms apart); the rest is a margin for a loaded
+/// machine. Once it reports that work done, its answer is complete without any wait.
+const QUIET: Duration = Duration::from_millis(100);
 
 /// How long a server that publishes without versions may keep its publication unchanged after
 /// it was given a new text before that publication counts as its answer for the new text.
 const UNVERSIONED_SETTLE: Duration = Duration::from_secs(2);
 
+/// How often a wait for published diagnostics looks again.
+const POLL: Duration = Duration::from_millis(5);
+
+/// One server's side of a wait in [`collect`]: what it said about its work (read before its
+/// publications), and the latest of those publications on its clock.
+struct Waited {
+    activity: Option<Activity>,
+    latest: u64,
+    /// Whether one of its files' publications carries no version.
+    unversioned: bool,
+}
+
+impl Waited {
+    /// Whether what the server has published for every file it was waited for is its answer:
+    /// it is not at work, and it reported its work done after the last of those publications
+    /// or has been quiet since long enough to have announced more work (see [`QUIET`],
+    /// [`SETTLE`]). `quiet_since` is when the publications last changed, for a host that
+    /// says nothing about its servers' work.
+    fn settled(&self, quiet_since: Instant) -> bool {
+        let quiet = |a: &Activity| a.last_heard.map_or(Duration::MAX, |at| at.elapsed());
+        match &self.activity {
+            None => quiet_since.elapsed() >= SETTLE,
+            Some(a) if a.busy => false,
+            Some(a) if self.unversioned => quiet(a) >= SETTLE,
+            Some(a) if a.reports && a.done_at > self.latest => true,
+            Some(a) if a.reports => quiet(a) >= QUIET,
+            Some(a) => quiet(a) >= SETTLE,
+        }
+    }
+}
+
 /// Every file's diagnostics with the text `text_of` picks given to its server: pulled where
 /// the server offers it, else what it publishes for that text once it has published for
-/// every file and then been quiet for [`SETTLE`] (bounded by the diagnostics tool's wait).
+/// every file and settled (not at work, and its work reported done or quiet: see
+/// [`Waited::settled`]), bounded by the diagnostics tool's wait. A file whose server already
+/// published for the text it has, and is idle, is answered at once.
 fn collect(
     service: &Service,
     files: &[FileEdit],
@@ -416,19 +460,43 @@ fn collect(
     let mut seen: Vec<Option<Vec<Value>>> = vec![None; files.len()];
     let mut quiet_since = Instant::now();
     while !waiting.is_empty() {
+        // Each server's activity is read before its publications, so that work reported done
+        // after the latest publication read below is done after all of them.
+        let mut servers: BTreeMap<&str, Waited> = BTreeMap::new();
+        for &i in &waiting {
+            let name = files[i].target.server();
+            if servers.contains_key(name) {
+                continue;
+            }
+            let activity = service.host(name)?.activity(name);
+            if let Some(reason) = activity.as_ref().and_then(|a| a.stopped.as_deref()) {
+                return Err(CommandError::Server(CodeError {
+                    code: Code::ServerUnavailable,
+                    message: format!("{name} stopped while checking the texts: {reason}"),
+                    server: name.to_owned(),
+                }));
+            }
+            servers.insert(name, Waited { activity, latest: 0, unversioned: false });
+        }
         let mut all_published = true;
         for &i in &waiting {
             let target = &files[i].target;
             let host = service.host(target.server())?;
             let sent = host.version(target.server(), &target.file);
-            let now = match host.published(target.server(), &target.file) {
-                Some((Some(v), items)) if Some(v) >= sent => Some(items),
-                Some((None, items))
+            let server = servers.get_mut(target.server()).expect("every waited server is listed");
+            let now = match host.publication(target.server(), &target.file) {
+                Some(Publication { version: Some(v), diagnostics, at }) if Some(v) >= sent => {
+                    server.latest = server.latest.max(at);
+                    Some(diagnostics)
+                }
+                Some(Publication { version: None, diagnostics, at })
                     if !changed[i]
-                        || prior[i].as_ref() != Some(&items)
+                        || prior[i].as_ref() != Some(&diagnostics)
                         || given.elapsed() >= UNVERSIONED_SETTLE =>
                 {
-                    Some(items)
+                    server.latest = server.latest.max(at);
+                    server.unversioned = true;
+                    Some(diagnostics)
                 }
                 _ => None,
             };
@@ -438,7 +506,7 @@ fn collect(
                 quiet_since = Instant::now();
             }
         }
-        if all_published && quiet_since.elapsed() >= SETTLE {
+        if all_published && servers.values().all(|s| s.settled(quiet_since)) {
             break;
         }
         if Instant::now() >= deadline {
@@ -447,17 +515,29 @@ fn collect(
                 .filter(|&&i| seen[i].is_none())
                 .map(|&i| files[i].target.path.as_str())
                 .collect();
-            if missing.is_empty() {
-                break;
+            let wait = super::code::PUBLISH_WAIT.as_secs();
+            if !missing.is_empty() {
+                return Err(Error::Unsupported(format!(
+                    "the language server published no diagnostics for {} within {wait} s",
+                    missing.join(", "),
+                ))
+                .into());
             }
-            return Err(Error::Unsupported(format!(
-                "the language server published no diagnostics for {} within {} s",
-                missing.join(", "),
-                super::code::PUBLISH_WAIT.as_secs()
-            ))
-            .into());
+            // What a server still at work has published may be a stage of its answer, not
+            // the answer: unknown, never a delta made up from it.
+            if let Some(name) = servers
+                .iter()
+                .find(|(_, s)| s.activity.as_ref().is_some_and(|a| a.busy))
+                .map(|(name, _)| *name)
+            {
+                return Err(Error::Unsupported(format!(
+                    "{name} was still checking the texts after {wait} s"
+                ))
+                .into());
+            }
+            break;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(POLL);
     }
     for i in waiting {
         found[i] = seen[i].take();

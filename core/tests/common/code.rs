@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use expect_test::Expect;
 use serde_json::{Value, json};
-use stardust_core::codefiles::{CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec};
+use stardust_core::codefiles::{
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication,
+};
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::text::Encoding;
 
@@ -35,6 +37,39 @@ pub struct Canned {
     pub diagnose: Option<fn(&str) -> Vec<Value>>,
     /// A method the server fails (`server-unavailable`, as when it crashed mid-request).
     pub failing: Option<&'static str>,
+    /// When set, the server publishes (push) what this finds in each text it is given, and
+    /// says what it is doing ([`CodeHost::activity`]): a server like pyright.
+    pub push: Option<fn(&str) -> Vec<Value>>,
+    /// Which texts the pushing server checks in stages: given one, it first publishes the
+    /// file's previous diagnostics under the new version and is at work, and publishes its
+    /// findings (and reports its work done) only once asked for its activity
+    /// [`STAGE_POLLS`] times. Other texts are checked at once.
+    pub staged: Option<fn(&str) -> bool>,
+    /// Given a text this finds, the pushing server's connection closes (it crashed).
+    pub stops_on: Option<fn(&str) -> bool>,
+    /// The pushing server never finishes a staged check (its work never ends).
+    pub stalls: bool,
+    pub work: Mutex<Work>,
+    /// `publication <file name>` for each publication read, `sync <text>` for each text
+    /// given, in order.
+    pub log: Mutex<Vec<String>>,
+}
+
+/// How many looks at its activity the pushing double takes to finish a staged check.
+pub const STAGE_POLLS: u32 = 3;
+
+/// The pushing double's clock and its work in progress.
+#[derive(Default)]
+pub struct Work {
+    clock: u64,
+    done_at: u64,
+    /// Looks at its activity left before the staged check is done.
+    pending: u32,
+    /// The files of the staged check.
+    dirty: Vec<PathBuf>,
+    /// Where on the clock each file's publication arrived.
+    at: BTreeMap<PathBuf, u64>,
+    stopped: Option<String>,
 }
 
 impl Canned {
@@ -91,10 +126,13 @@ impl CodeHost for Canned {
 
     fn sync(&self, _: &LaunchSpec, path: &Path, _: &str, text: &str) -> Result<(), CodeError> {
         self.texts_given.lock().unwrap().push(text.to_owned());
+        self.log.lock().unwrap().push(format!("sync {text}"));
         let mut texts = self.texts.lock().unwrap();
         let entry = texts.entry(path.to_owned()).or_insert_with(|| (String::new(), 0));
         if entry.0 != text || entry.1 == 0 {
             *entry = (text.to_owned(), entry.1 + 1);
+            drop(texts);
+            self.pushed(path, text);
         }
         Ok(())
     }
@@ -120,6 +158,40 @@ impl CodeHost for Canned {
         self.texts.lock().unwrap().get(path).map(|t| t.1)
     }
 
+    fn publication(&self, server: &str, path: &Path) -> Option<Publication> {
+        let name = path.file_name().unwrap().to_string_lossy();
+        self.log.lock().unwrap().push(format!("publication {name}"));
+        let at = self.work.lock().unwrap().at.get(path).copied().unwrap_or(0);
+        let (version, diagnostics) = self.published(server, path)?;
+        Some(Publication { version, diagnostics, at })
+    }
+
+    fn activity(&self, _: &str) -> Option<Activity> {
+        let push = self.push?;
+        let mut work = self.work.lock().unwrap();
+        if work.pending > 0 && !self.stalls {
+            work.pending -= 1;
+            if work.pending == 0 {
+                for path in std::mem::take(&mut work.dirty) {
+                    let text = self.texts.lock().unwrap()[&path].0.clone();
+                    work.clock += 1;
+                    let at = work.clock;
+                    work.at.insert(path.clone(), at);
+                    self.published.lock().unwrap().insert(path, (0, push(&text)));
+                }
+                work.clock += 1;
+                work.done_at = work.clock;
+            }
+        }
+        Some(Activity {
+            busy: work.pending > 0,
+            reports: true,
+            done_at: work.done_at,
+            last_heard: None,
+            stopped: work.stopped.clone(),
+        })
+    }
+
     fn status(&self) -> Vec<Value> {
         Vec::new()
     }
@@ -133,6 +205,32 @@ impl CodeHost for Canned {
     }
 
     fn shutdown(&self) {}
+}
+
+impl Canned {
+    /// The pushing server was given `text` for `path` (a new version): it publishes, at once
+    /// or in stages.
+    fn pushed(&self, path: &Path, text: &str) {
+        let Some(push) = self.push else { return };
+        let mut work = self.work.lock().unwrap();
+        if self.stops_on.is_some_and(|stops| stops(text)) {
+            work.stopped = Some("canned crashed".into());
+        }
+        work.clock += 1;
+        let at = work.clock;
+        work.at.insert(path.to_owned(), at);
+        let mut published = self.published.lock().unwrap();
+        if self.staged.is_some_and(|staged| staged(text)) {
+            let before = published.get(path).map(|p| p.1.clone()).unwrap_or_default();
+            published.insert(path.to_owned(), (0, before));
+            work.pending = STAGE_POLLS;
+            work.dirty.push(path.to_owned());
+        } else {
+            published.insert(path.to_owned(), (0, push(text)));
+            work.clock += 1;
+            work.done_at = work.clock;
+        }
+    }
 }
 
 /// A store (canonical path) whose `.py` and `.txt` files the user's `[servers.canned]` serves,

@@ -19,7 +19,8 @@
 //! `fake/slow {ms}`, `fake/never`, `fake/modified {key, times}` (ContentModified to the first `times`
 //! requests with that key), `fake/server-cancelled {key, times}`, `fake/crash` (exit 3 at once), `fake/close-stdout`
 //! (closes its output and keeps running), `fake/flood {count, uri}`,
-//! `fake/progress {token, kind}`, `fake/publish {uri, diagnostics}`.
+//! `fake/progress {token, kind}` (`create`: only announces the token; `begin`: announces and
+//! begins it; else ends it), `fake/publish {uri, diagnostics}`.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Write};
@@ -320,7 +321,12 @@ fn main() {
             }
             "fake/progress" => {
                 let token = params["token"].clone();
-                if params["kind"] == "begin" {
+                if params["kind"] == "create" {
+                    send(
+                        &out,
+                        json!({"jsonrpc": "2.0", "id": 4, "method": "window/workDoneProgress/create", "params": {"token": token}}),
+                    );
+                } else if params["kind"] == "begin" {
                     send(
                         &out,
                         json!({"jsonrpc": "2.0", "id": 3, "method": "window/workDoneProgress/create", "params": {"token": token}}),
