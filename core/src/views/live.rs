@@ -286,6 +286,9 @@ fn recompute(
     let analysis = &snapshot.analysis;
     let views = analysis.views();
     let mut state = ViewState { seq: snapshot.seq, ..ViewState::default() };
+    // The first view to recompute carries the previous snapshot's query index over (its
+    // attributes are rebuilt from the unchanged documents' values, not read again).
+    let mut carried = false;
     for def in &views.list {
         // A duplicate id: the first definition, by document path, is the view.
         if state.defs.contains_key(&def.id) {
@@ -308,8 +311,13 @@ fn recompute(
             };
             (!affected).then(|| old.clone())
         });
-        let rendered =
-            kept.unwrap_or_else(|| Arc::new(compute(analysis, def, snapshot.seq, max_bindings)));
+        let rendered = kept.unwrap_or_else(|| {
+            if let (false, Some((_, last))) = (carried, previous) {
+                analysis.query_index_from(&last.analysis);
+                carried = true;
+            }
+            Arc::new(compute(analysis, def, snapshot.seq, max_bindings))
+        });
         let reads = def.query.as_ref().and_then(|q| Query::from_json(q).ok()).map(|q| q.reads());
         if let Some(path) = &rendered.path {
             state.by_path.entry(path.clone()).or_insert_with(|| def.id.clone());
