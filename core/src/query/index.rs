@@ -222,11 +222,13 @@ impl QueryIndex {
                 if num == EntityNum::MAX || index.lookup(id).is_some() {
                     continue;
                 }
-                let hash = id_hash(id);
-                if index.by_hash.contains_key(&hash) {
-                    index.spill.insert(id.as_str().into(), num);
-                } else {
-                    index.by_hash.insert(hash, num);
+                match index.by_hash.entry(id_hash(id)) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        index.spill.insert(id.as_str().into(), num);
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(num);
+                    }
                 }
                 index.id_text.push_str(id);
                 index.entities.push(Ent {

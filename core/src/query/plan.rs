@@ -82,7 +82,7 @@ struct Planner<'i, 'v, 'q> {
 /// The variables `filters` pin to a literal: `?v = c` or `c = ?v`, with `c` a scalar whose
 /// `=` agrees with the postings' hash. Not a float zero: `-0.0 = 0.0`, yet their bits, and so
 /// their hashes, differ (a guard only: a whole float, zero too, is read as an integer).
-fn pins<'q>(filters: &'q [Filter]) -> HashMap<usize, &'q Val<'static>> {
+fn pins(filters: &[Filter]) -> HashMap<usize, &Val<'static>> {
     let mut pins = HashMap::new();
     for filter in filters {
         let ExprKind::Binary(BinOp::Eq, left, right) = &filter.expr.root.kind else { continue };
