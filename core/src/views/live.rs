@@ -113,6 +113,9 @@ impl std::fmt::Debug for Live {
     }
 }
 
+/// How long the thread waits after a notice before it starts a batch (see `follow`).
+const LET_THE_COMMIT_RETURN: Duration = Duration::from_millis(1);
+
 /// How long the thread waits for the notices that bring it up to a snapshot's seq.
 const CATCH_UP: Duration = Duration::from_millis(200);
 
@@ -215,6 +218,11 @@ fn follow(
             }
             continue;
         };
+        // Let the commit that published the notice return first. Woken by its publish, this
+        // thread, having slept, may take the committing thread's processor at once (the
+        // scheduler favours a waking sleeper) and keep it for a time slice of its batch,
+        // which the commit's caller then waits out.
+        std::thread::sleep(LET_THE_COMMIT_RETURN);
         // The entity ids changed since `last`, and the seq they reach; `None`: unknown.
         let mut changed: Option<BTreeSet<String>> = Some(BTreeSet::new());
         let mut reached = merge(&mut changed, &first);
