@@ -219,3 +219,17 @@ fn unexpected_input_never_panics() {
     let err = Query::parse(&format!("find [?b] where [{vars}]")).unwrap_err();
     assert!(err.to_string().contains("at most 64 variables"), "{err}");
 }
+
+#[test]
+fn a_filter_equal_to_zero_finds_a_negative_zero() {
+    // A pinned filter finds what the filter alone finds: -0.0 and 0.0 are both the integer 0.
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/zero"), config: Config::default() });
+    let doc = br#"[{"id": "t/a", "type": "t", "x": -0.0}, {"id": "t/b", "type": "t", "x": 1.5}]"#;
+    let analysis = Analysis::new(ctx, vec![("t.json".to_owned(), doc.to_vec())]);
+    let q = Query::parse("find [?e] where [[?e x ?x]] filter ['?x = 0.0']").unwrap();
+    let rows = query::execute(&analysis, &q, &QueryOptions::default()).unwrap().rows;
+    assert_eq!(rows, vec![vec![json!("t/a")]]);
+    let q = Query::parse("find [?e] where [[?e x ?x]] filter ['?x = 1.5']").unwrap();
+    let rows = query::execute(&analysis, &q, &QueryOptions::default()).unwrap().rows;
+    assert_eq!(rows, vec![vec![json!("t/b")]]);
+}

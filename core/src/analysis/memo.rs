@@ -28,6 +28,12 @@ impl Memo {
         value.downcast::<T>().unwrap_or_else(|_| unreachable!("a memo slot holds its own type"))
     }
 
+    /// The value of type `T` if it has been built, without building it.
+    pub(crate) fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let value = sync::read(&self.slots).get(&TypeId::of::<T>())?.get()?.clone();
+        value.downcast::<T>().ok()
+    }
+
     fn slot(&self, ty: TypeId) -> Slot {
         if let Some(slot) = sync::read(&self.slots).get(&ty) {
             return slot.clone();
@@ -55,5 +61,8 @@ mod tests {
         assert_eq!(*memo.get_or_init(|| String::from("text")), "text");
         assert_eq!(*memo.get_or_init(|| 8u32), 7, "a built value is kept");
         assert_eq!(builds.load(Ordering::SeqCst), 1);
+        assert_eq!(memo.get::<u32>().as_deref(), Some(&7));
+        assert_eq!(memo.get::<u64>(), None, "get never builds");
+        assert_eq!(memo.get::<u64>(), None);
     }
 }

@@ -640,6 +640,11 @@ impl Analysis {
         self.memo.get_or_init(|| build(self))
     }
 
+    /// The value of type `T` derived from this snapshot, if it has been built.
+    pub(crate) fn derived_if_built<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.memo.get()
+    }
+
     pub fn context(&self) -> &Arc<StoreContext> {
         &self.ctx
     }

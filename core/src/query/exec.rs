@@ -73,8 +73,8 @@ impl<'a> Exec<'a> {
     ) -> Result<Flow> {
         let Some((step, rest)) = steps.split_first() else { return sink(b) };
         match step {
-            Step::Match { id, pattern, index, .. } => {
-                self.pattern(*id, pattern, index, rest, b, sink)
+            Step::Match { id, pattern, index, pinned, .. } => {
+                self.pattern(*id, (pattern, *pinned), index, rest, b, sink)
             }
             Step::Filter { id, filter } => {
                 let env = Env { idx: self.idx, vars: b, this: None };
@@ -148,17 +148,18 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// `p` with the constant a filter pins its value variable to, if any.
     fn pattern(
         &mut self,
         id: usize,
-        p: &'a Pattern,
+        (p, pinned): (&'a Pattern, Option<&'a Val<'static>>),
         index: &'a AttrIndex,
         rest: &'a [Step<'a>],
         b: &mut Binding<'a>,
         sink: &mut Sink<'_, 'a>,
     ) -> Result<Flow> {
         let mut values = self.buffers.pop().unwrap_or_default();
-        let flow = self.pattern_with(id, p, index, rest, b, sink, &mut values);
+        let flow = self.pattern_with(id, (p, pinned), index, rest, b, sink, &mut values);
         values.clear();
         self.buffers.push(values);
         flow
@@ -168,7 +169,7 @@ impl<'a> Exec<'a> {
     fn pattern_with(
         &mut self,
         id: usize,
-        p: &'a Pattern,
+        (p, pinned): (&'a Pattern, Option<&'a Val<'static>>),
         index: &'a AttrIndex,
         rest: &'a [Step<'a>],
         b: &mut Binding<'a>,
@@ -192,9 +193,11 @@ impl<'a> Exec<'a> {
         }
         match &p.e {
             Term::Var(slot) => {
-                let candidates = match &v {
-                    Some(v) => index.lookup(v),
-                    None => index.holders(),
+                // Pinned: only the constant's postings can pass the filter that follows.
+                let candidates = match (&v, pinned) {
+                    (Some(v), _) => index.lookup(v),
+                    (None, Some(pin)) => index.lookup(pin),
+                    (None, None) => index.holders(),
                 };
                 for &num in candidates {
                     values.clear();

@@ -1,10 +1,17 @@
 //! The indexes a query runs on, computed once per analysis snapshot: the entities numbered
 //! in document order, entities by id, and per attribute the entities holding each value
 //! (built the first time a query names the attribute), plus who references whom.
+//!
+//! An index may be carried from the previous snapshot's ([`QueryIndex::carry`]): the entities
+//! are numbered afresh (the numbering is document order, which an added document shifts), but
+//! an attribute the previous index had built is built from its values for the entities of
+//! the documents both snapshots share (the same `Arc<Document>`, so the same content), and
+//! reads the JSON of the changed documents only. The values of each entity are the same as a
+//! fresh build reads, in the same order, so the indexes are the same.
 
 use crate::sync;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
@@ -31,10 +38,26 @@ pub struct QueryIndex {
     entities: Vec<Ent>,
     /// Every id, one after the other: reading ids from here does not touch the documents.
     id_text: String,
-    by_id: HashMap<Box<str>, EntityNum, FastBuild>,
+    /// Entities by the hash of their id ([`id_hash`]); an id whose hash an earlier id has
+    /// already is in `spill`. Keyed by hash, the map holds no string of its own: building it
+    /// allocates nothing per entity, and dropping it frees one table.
+    by_hash: HashMap<u64, EntityNum, BuildHasherDefault<IdentityHasher>>,
+    spill: HashMap<Box<str>, EntityNum, FastBuild>,
     attrs: Mutex<HashMap<String, Arc<OnceLock<Arc<AttrIndex>>>>>,
     referrers: OnceLock<HashMap<Box<str>, Vec<EntityNum>>>,
+    /// What a carried index builds attributes from.
+    carried: Option<Carried>,
 }
+
+/// The previous index's built attributes, and for each entity of this index its number
+/// there when its document is the same one (`NOT_CARRIED` when not).
+struct Carried {
+    /// Taken out when built from, so that the previous index's memory goes then.
+    attrs: Mutex<HashMap<String, Arc<AttrIndex>>>,
+    old: Vec<EntityNum>,
+}
+
+const NOT_CARRIED: EntityNum = EntityNum::MAX;
 
 impl std::fmt::Debug for QueryIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,6 +96,11 @@ enum Cell {
     Str(u32, u32),
     /// The entity has an array or object value here: read its values from the entity.
     Entity,
+}
+
+/// The hash [`QueryIndex`] finds ids by.
+fn id_hash(id: &str) -> u64 {
+    FastBuild::default().hash_one(id)
 }
 
 /// The postings are keyed by a hash already.
@@ -115,6 +143,31 @@ impl AttrIndex {
         self.pairs
     }
 
+    /// The values entity `num` has in the column, unless it has an array or object value
+    /// there (false: read them from the entity).
+    fn cell_values<'a>(&'a self, num: EntityNum, out: &mut Vec<Val<'a>>) -> bool {
+        let n = num as usize;
+        let (Some(&start), Some(&end)) = (self.starts.get(n), self.starts.get(n + 1)) else {
+            return true;
+        };
+        for cell in &self.cells[start as usize..end as usize] {
+            out.push(match *cell {
+                Cell::Null => Val::Null,
+                Cell::Bool(b) => Val::Bool(b),
+                Cell::Int(i) => Val::Int(i),
+                Cell::Float(f) => Val::Float(f),
+                Cell::Str(from, len) => Val::Str(std::borrow::Cow::Borrowed(
+                    &self.text[from as usize..(from + len) as usize],
+                )),
+                Cell::Entity => {
+                    out.clear();
+                    return false;
+                }
+            });
+        }
+        true
+    }
+
     /// The distinct values of `attr` (the attribute of this index) in entity `num`.
     pub fn values_of<'a>(
         &'a self,
@@ -144,39 +197,100 @@ impl AttrIndex {
 
 impl QueryIndex {
     pub fn build(analysis: &Analysis) -> QueryIndex {
-        let mut entities = Vec::new();
-        let mut id_text = String::new();
-        let mut by_id =
-            HashMap::with_capacity_and_hasher(analysis.entity_count(), FastBuild::default());
+        let mut index = QueryIndex {
+            entities: Vec::with_capacity(analysis.entity_count()),
+            id_text: String::new(),
+            by_hash: HashMap::with_capacity_and_hasher(
+                analysis.entity_count(),
+                BuildHasherDefault::default(),
+            ),
+            spill: HashMap::default(),
+            attrs: Mutex::new(HashMap::new()),
+            referrers: OnceLock::new(),
+            carried: None,
+        };
         for doc in analysis.documents() {
             for (slot, entity) in doc.entities.iter().enumerate() {
                 let Some(id) = &entity.id else { continue };
-                let num = EntityNum::try_from(entities.len()).unwrap_or(EntityNum::MAX);
+                let num = EntityNum::try_from(index.entities.len()).unwrap_or(EntityNum::MAX);
                 // Offsets are u32: past 4 GiB of ids (or 4 billion entities), stop numbering.
                 let Ok(from) =
-                    u32::try_from(id_text.len() + id.len()).map(|end| end - id.len() as u32)
+                    u32::try_from(index.id_text.len() + id.len()).map(|end| end - id.len() as u32)
                 else {
                     break;
                 };
-                if num == EntityNum::MAX || by_id.contains_key(id.as_str()) {
+                if num == EntityNum::MAX || index.lookup(id).is_some() {
                     continue;
                 }
-                by_id.insert(id.as_str().into(), num);
-                id_text.push_str(id);
-                entities.push(Ent {
+                match index.by_hash.entry(id_hash(id)) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        index.spill.insert(id.as_str().into(), num);
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(num);
+                    }
+                }
+                index.id_text.push_str(id);
+                index.entities.push(Ent {
                     doc: doc.clone(),
                     slot: slot as u32,
                     id: (from, id.len() as u32),
                 });
             }
         }
-        QueryIndex {
-            entities,
-            id_text,
-            by_id,
-            attrs: Mutex::new(HashMap::new()),
-            referrers: OnceLock::new(),
+        index
+    }
+
+    /// The index of `analysis`, carried from `previous` (the index of an earlier snapshot):
+    /// the same as [`QueryIndex::build`] gives, with the attributes `previous` had built
+    /// built, when first asked for, from its values for the unchanged documents' entities.
+    pub fn carry(previous: &QueryIndex, analysis: &Analysis) -> QueryIndex {
+        let mut index = QueryIndex::build(analysis);
+        let attrs: HashMap<String, Arc<AttrIndex>> = sync::lock(&previous.attrs)
+            .iter()
+            .filter_map(|(name, cell)| Some((name.clone(), cell.get()?.clone())))
+            .collect();
+        if attrs.is_empty() {
+            return index;
         }
+        // Each document's entities are consecutive, in slot order, in both indexes. While
+        // `previous` lives it holds every one of its documents, so a document of this
+        // snapshot at the same address is the same, unchanged one.
+        let mut runs: HashMap<*const Document, (usize, usize)> = HashMap::new();
+        let mut start = 0;
+        while start < previous.entities.len() {
+            let doc = &previous.entities[start].doc;
+            let mut end = start + 1;
+            while end < previous.entities.len() && Arc::ptr_eq(&previous.entities[end].doc, doc) {
+                end += 1;
+            }
+            runs.insert(Arc::as_ptr(doc), (start, end));
+            start = end;
+        }
+        let mut old = vec![NOT_CARRIED; index.entities.len()];
+        let mut start = 0;
+        while start < index.entities.len() {
+            let doc = index.entities[start].doc.clone();
+            let mut end = start + 1;
+            while end < index.entities.len() && Arc::ptr_eq(&index.entities[end].doc, &doc) {
+                end += 1;
+            }
+            if let Some(&(mut from, to)) = runs.get(&Arc::as_ptr(&doc)) {
+                // The same document may number different entities when a duplicate id
+                // elsewhere came or went: match them by slot.
+                for (num, ent) in old[start..end].iter_mut().zip(&index.entities[start..end]) {
+                    while from < to && previous.entities[from].slot < ent.slot {
+                        from += 1;
+                    }
+                    if from < to && previous.entities[from].slot == ent.slot {
+                        *num = from as EntityNum;
+                    }
+                }
+            }
+            start = end;
+        }
+        index.carried = Some(Carried { attrs: Mutex::new(attrs), old });
+        index
     }
 
     pub fn len(&self) -> usize {
@@ -188,7 +302,12 @@ impl QueryIndex {
     }
 
     pub fn lookup(&self, id: &str) -> Option<EntityNum> {
-        self.by_id.get(id).copied()
+        match self.by_hash.get(&id_hash(id)) {
+            Some(&num) if self.id(num) == id => Some(num),
+            // Another id has the hash: this one, if it exists, was spilled.
+            Some(_) => self.spill.get(id).copied(),
+            None => None,
+        }
     }
 
     pub fn id(&self, num: EntityNum) -> &str {
@@ -222,6 +341,8 @@ impl QueryIndex {
     }
 
     fn build_attr(&self, attr: &Attr) -> AttrIndex {
+        let previous = self.carried.as_ref().and_then(|c| sync::lock(&c.attrs).remove(&attr.name));
+        let from = previous.as_deref().zip(self.carried.as_ref().map(|c| &c.old));
         let mut postings: HashMap<u64, Vec<EntityNum>, BuildHasherDefault<IdentityHasher>> =
             HashMap::default();
         let mut holders = Vec::new();
@@ -233,7 +354,15 @@ impl QueryIndex {
         starts.push(0);
         for num in 0..self.entities.len() as EntityNum {
             values.clear();
-            attr.values(self.value(num), &mut values);
+            let read = match from {
+                Some((previous, old)) if old[num as usize] != NOT_CARRIED => {
+                    previous.cell_values(old[num as usize], &mut values)
+                }
+                _ => false,
+            };
+            if !read {
+                attr.values(self.value(num), &mut values);
+            }
             if !values.is_empty() {
                 holders.push(num);
                 pairs += values.len();
@@ -312,6 +441,24 @@ mod tests {
         let mut out = Vec::new();
         Attr::new(attr).values(entity, &mut out);
         out.iter().map(Val::to_json).collect()
+    }
+
+    #[test]
+    fn an_id_whose_hash_another_id_has_is_found_in_the_spill() {
+        let ctx = Arc::new(crate::analysis::StoreContext {
+            root: "/spill".into(),
+            config: crate::config::Config::default(),
+        });
+        let doc = br#"[{"id": "a/1", "type": "t"}, {"id": "a/2", "type": "t"}]"#.to_vec();
+        let mut idx = QueryIndex::build(&Analysis::new(ctx, vec![("a.json".to_owned(), doc)]));
+        let (one, two) = (idx.lookup("a/1").unwrap(), idx.lookup("a/2").unwrap());
+        // As if "a/2" hashed like "a/1": its hash's entry names the other entity.
+        idx.by_hash.insert(id_hash("a/2"), one);
+        idx.spill.insert("a/2".into(), two);
+        assert_eq!((idx.lookup("a/1"), idx.lookup("a/2")), (Some(one), Some(two)));
+        idx.spill.clear();
+        assert_eq!(idx.lookup("a/2"), None, "an id whose hash names another is not that one");
+        assert_eq!(idx.lookup("a/3"), None);
     }
 
     #[test]

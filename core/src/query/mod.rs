@@ -98,6 +98,16 @@ impl Analysis {
     pub fn query_index(&self) -> Arc<QueryIndex> {
         self.derived(QueryIndex::build)
     }
+
+    /// [`Analysis::query_index`], carried from `before`'s index when `before` (an earlier
+    /// snapshot of the same store) has one built and this snapshot has none yet: the same
+    /// index, built from `before`'s for the documents both share (see [`QueryIndex::carry`]).
+    pub fn query_index_from(&self, before: &Analysis) -> Arc<QueryIndex> {
+        match before.derived_if_built::<QueryIndex>() {
+            Some(previous) => self.derived(|a| QueryIndex::carry(&previous, a)),
+            None => self.query_index(),
+        }
+    }
 }
 
 /// Run `query` on a snapshot.

@@ -7,6 +7,14 @@
 //! with a known entity reads that entity; with a known value it looks the value up in the
 //! attribute's index; otherwise it scans the entities that have the attribute. Filters and
 //! `not` clauses run as soon as their variables are bound.
+//!
+//! A filter `?v = c` (or `c = ?v`) with a literal `c` pins `?v`: a pattern that would scan
+//! the holders of its attribute to bind `?v` looks `c` up in the attribute's index instead
+//! (and is estimated so). The filter still runs after it, so the answers are the same: the
+//! filter rejects every binding whose `?v` differs from `c`, and an entity whose values
+//! include `c` is among the postings of `c`, because the filter's `=` is the equality the
+//! postings are hashed for ([`Val`]'s `Eq` and `Hash` agree), and `=` never fails, so no
+//! binding it would have rejected could have raised an error in it instead.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +22,7 @@ use std::sync::Arc;
 use super::index::{AttrIndex, QueryIndex};
 use super::parse::{Clause, Filter, Pattern, Term, VarSet, binds, bit};
 use super::value::Val;
+use crate::qlang::expr::{BinOp, ExprKind};
 
 pub(crate) struct Plan<'q> {
     pub steps: Vec<Step<'q>>,
@@ -26,6 +35,9 @@ pub(crate) enum Step<'q> {
         id: usize,
         pattern: &'q Pattern,
         index: Arc<AttrIndex>,
+        /// The constant a filter pins the value variable to: the entities are the
+        /// constant's postings rather than every holder (see the module's note).
+        pinned: Option<&'q Val<'static>>,
         estimate: f64,
         how: String,
     },
@@ -53,16 +65,42 @@ pub(crate) fn plan<'q>(
     filters: &'q [Filter],
     vars: &[String],
 ) -> Plan<'q> {
-    let mut planner = Planner { idx, vars, ids: 0, attrs: HashMap::new() };
+    let mut planner = Planner { idx, vars, ids: 0, attrs: HashMap::new(), pins: HashMap::new() };
     let (steps, _) = planner.list(clauses, 0, filters);
     Plan { steps, ids: planner.ids }
 }
 
-struct Planner<'i, 'v> {
+struct Planner<'i, 'v, 'q> {
     idx: &'i QueryIndex,
     vars: &'v [String],
     ids: usize,
     attrs: HashMap<String, Arc<AttrIndex>>,
+    /// The variables the filters of the list being planned pin to a constant.
+    pins: HashMap<usize, &'q Val<'static>>,
+}
+
+/// The variables `filters` pin to a literal: `?v = c` or `c = ?v`, with `c` a scalar whose
+/// `=` agrees with the postings' hash. Not a float zero: `-0.0 = 0.0`, yet their bits, and so
+/// their hashes, differ (a guard only: a whole float, zero too, is read as an integer).
+fn pins(filters: &[Filter]) -> HashMap<usize, &Val<'static>> {
+    let mut pins = HashMap::new();
+    for filter in filters {
+        let ExprKind::Binary(BinOp::Eq, left, right) = &filter.expr.root.kind else { continue };
+        let (slot, value) = match (&left.kind, &right.kind) {
+            (ExprKind::Var { slot, .. }, ExprKind::Lit(value))
+            | (ExprKind::Lit(value), ExprKind::Var { slot, .. }) => (*slot, value),
+            _ => continue,
+        };
+        let pinnable = match value {
+            Val::Null | Val::Bool(_) | Val::Int(_) | Val::Str(_) => true,
+            Val::Float(f) => *f != 0.0,
+            _ => false,
+        };
+        if pinnable {
+            pins.entry(slot).or_insert(value);
+        }
+    }
+    pins
 }
 
 /// A clause the greedy loop may take next, and what it costs.
@@ -72,7 +110,7 @@ struct Candidate {
     vars: VarSet,
 }
 
-impl<'q> Planner<'_, '_> {
+impl<'q> Planner<'_, '_, 'q> {
     fn id(&mut self) -> usize {
         self.ids += 1;
         self.ids - 1
@@ -90,6 +128,20 @@ impl<'q> Planner<'_, '_> {
     /// Plan `clauses` with `bound` already bound; returns the steps and the estimated number
     /// of bindings they yield per incoming binding.
     fn list(
+        &mut self,
+        clauses: &'q [Clause],
+        bound: VarSet,
+        filters: &'q [Filter],
+    ) -> (Vec<Step<'q>>, f64) {
+        // Nested lists (under `not` and `or`) have no filters of their own, so no pins.
+        let outer = std::mem::replace(&mut self.pins, pins(filters));
+        let planned = self.list_pinned(clauses, bound, filters);
+        self.pins = outer;
+        planned
+    }
+
+    /// [`Planner::list`] with this list's pins in place.
+    fn list_pinned(
         &mut self,
         clauses: &'q [Clause],
         bound: VarSet,
@@ -151,7 +203,8 @@ impl<'q> Planner<'_, '_> {
                 Clause::Pattern(pattern) => {
                     let (estimate, how) = self.estimate(pattern, bound);
                     let index = self.attr(pattern);
-                    Step::Match { id: self.id(), pattern, index, estimate, how }
+                    let pinned = self.pinned(pattern, bound);
+                    Step::Match { id: self.id(), pattern, index, pinned, estimate, how }
                 }
                 clause @ Clause::Or(branches) => {
                     let id = self.id();
@@ -236,6 +289,16 @@ impl<'q> Planner<'_, '_> {
         if best.is_finite() { best } else { 1.0 }
     }
 
+    /// The constant a filter pins the pattern's value variable to, when the pattern would
+    /// otherwise scan the attribute's holders to bind it.
+    fn pinned(&self, p: &Pattern, bound: VarSet) -> Option<&'q Val<'static>> {
+        let (Term::Var(e), Term::Var(v)) = (&p.e, &p.v) else { return None };
+        if e == v || bound & (bit(*e) | bit(*v)) != 0 {
+            return None;
+        }
+        self.pins.get(v).copied()
+    }
+
     /// The expected number of bindings one incoming binding yields, and how the pattern
     /// finds them.
     fn estimate(&mut self, p: &Pattern, bound: VarSet) -> (f64, String) {
@@ -278,6 +341,12 @@ impl<'q> Planner<'_, '_> {
             let how = format!("look up {name} = {} in {index_name}", self.term_text(&p.v, "?"));
             let per = postings(&p.v);
             (if p.e == Term::Any { per.min(1.0) } else { per }, how)
+        } else if let Some(pin) = self.pinned(p, bound) {
+            let how = format!(
+                "look up {name} = {} (a filter's constant) in {index_name}",
+                super::parse::render(&pin.to_json())
+            );
+            (index.lookup(pin).len() as f64, how)
         } else {
             let how = format!("scan the {} entities that have {name}", index.holders().len());
             let estimate = match (&p.e, &p.v) {

@@ -113,6 +113,9 @@ impl std::fmt::Debug for Live {
     }
 }
 
+/// How long the thread waits after a notice before it starts a batch (see `follow`).
+const LET_THE_COMMIT_RETURN: Duration = Duration::from_millis(1);
+
 /// How long the thread waits for the notices that bring it up to a snapshot's seq.
 const CATCH_UP: Duration = Duration::from_millis(200);
 
@@ -215,6 +218,11 @@ fn follow(
             }
             continue;
         };
+        // Let the commit that published the notice return first. Woken by its publish, this
+        // thread, having slept, may take the committing thread's processor at once (the
+        // scheduler favours a waking sleeper) and keep it for a time slice of its batch,
+        // which the commit's caller then waits out.
+        std::thread::sleep(LET_THE_COMMIT_RETURN);
         // The entity ids changed since `last`, and the seq they reach; `None`: unknown.
         let mut changed: Option<BTreeSet<String>> = Some(BTreeSet::new());
         let mut reached = merge(&mut changed, &first);
@@ -286,6 +294,9 @@ fn recompute(
     let analysis = &snapshot.analysis;
     let views = analysis.views();
     let mut state = ViewState { seq: snapshot.seq, ..ViewState::default() };
+    // The first view to recompute carries the previous snapshot's query index over (its
+    // attributes are rebuilt from the unchanged documents' values, not read again).
+    let mut carried = false;
     for def in &views.list {
         // A duplicate id: the first definition, by document path, is the view.
         if state.defs.contains_key(&def.id) {
@@ -308,8 +319,13 @@ fn recompute(
             };
             (!affected).then(|| old.clone())
         });
-        let rendered =
-            kept.unwrap_or_else(|| Arc::new(compute(analysis, def, snapshot.seq, max_bindings)));
+        let rendered = kept.unwrap_or_else(|| {
+            if let (false, Some((_, last))) = (carried, previous) {
+                analysis.query_index_from(&last.analysis);
+                carried = true;
+            }
+            Arc::new(compute(analysis, def, snapshot.seq, max_bindings))
+        });
         let reads = def.query.as_ref().and_then(|q| Query::from_json(q).ok()).map(|q| q.reads());
         if let Some(path) = &rendered.path {
             state.by_path.entry(path.clone()).or_insert_with(|| def.id.clone());
