@@ -151,21 +151,29 @@ impl AttrIndex {
             return true;
         };
         for cell in &self.cells[start as usize..end as usize] {
-            out.push(match *cell {
-                Cell::Null => Val::Null,
-                Cell::Bool(b) => Val::Bool(b),
-                Cell::Int(i) => Val::Int(i),
-                Cell::Float(f) => Val::Float(f),
-                Cell::Str(from, len) => Val::Str(std::borrow::Cow::Borrowed(
-                    &self.text[from as usize..(from + len) as usize],
-                )),
-                Cell::Entity => {
+            match self.cell_value(*cell) {
+                Some(value) => out.push(value),
+                None => {
                     out.clear();
                     return false;
                 }
-            });
+            }
         }
         true
+    }
+
+    /// A cell's value; `None` for [`Cell::Entity`] (read the entity instead).
+    fn cell_value(&self, cell: Cell) -> Option<Val<'_>> {
+        Some(match cell {
+            Cell::Null => Val::Null,
+            Cell::Bool(b) => Val::Bool(b),
+            Cell::Int(i) => Val::Int(i),
+            Cell::Float(f) => Val::Float(f),
+            Cell::Str(from, len) => Val::Str(std::borrow::Cow::Borrowed(
+                &self.text[from as usize..(from + len) as usize],
+            )),
+            Cell::Entity => return None,
+        })
     }
 
     /// The distinct values of `attr` (the attribute of this index) in entity `num`.
@@ -181,16 +189,10 @@ impl AttrIndex {
             return;
         };
         for cell in &self.cells[start as usize..end as usize] {
-            out.push(match *cell {
-                Cell::Null => Val::Null,
-                Cell::Bool(b) => Val::Bool(b),
-                Cell::Int(i) => Val::Int(i),
-                Cell::Float(f) => Val::Float(f),
-                Cell::Str(from, len) => Val::Str(std::borrow::Cow::Borrowed(
-                    &self.text[from as usize..(from + len) as usize],
-                )),
-                Cell::Entity => return attr.values(idx.value(num), out),
-            });
+            match self.cell_value(*cell) {
+                Some(value) => out.push(value),
+                None => return attr.values(idx.value(num), out),
+            }
         }
     }
 }
