@@ -18,6 +18,10 @@ pub struct MemRemote {
     pub down: AtomicBool,
     /// Appends wake no one (a NOTIFY lost, or a core killed before it).
     pub mute: AtomicBool,
+    /// The thread holding the head (`Remote::reserve`), as PostgreSQL's advisory lock does
+    /// for a session: every other thread's append waits until it releases. A store's commit
+    /// reserves, catches up, appends and releases on its caller's thread.
+    reserved: (Mutex<Option<std::thread::ThreadId>>, Condvar),
 }
 
 impl MemRemote {
@@ -27,6 +31,16 @@ impl MemRemote {
 
     pub fn seqs(&self) -> Vec<u64> {
         self.history.lock().unwrap().iter().map(|s| s.transaction.seq).collect()
+    }
+
+    /// Wait while another thread holds the head.
+    fn wait_for_head(&self) {
+        let (lock, condvar) = &self.reserved;
+        let me = std::thread::current().id();
+        let mut holder = lock.lock().unwrap();
+        while holder.is_some_and(|h| h != me) {
+            holder = condvar.wait(holder).unwrap();
+        }
     }
 
     fn reachable(&self) -> StoreResult<()> {
@@ -51,6 +65,7 @@ impl Remote for MemRemote {
 
     fn append(&self, transaction: &Transaction, contents: &[&[u8]]) -> StoreResult<Appended> {
         self.reachable()?;
+        self.wait_for_head();
         let mut history = self.history.lock().unwrap();
         let head = history.len() as u64;
         if transaction.seq != head + 1 {
@@ -66,6 +81,27 @@ impl Remote for MemRemote {
             self.wakes.1.notify_all();
         }
         Ok(Appended::Committed)
+    }
+
+    fn reserve(&self) -> StoreResult<()> {
+        self.reachable()?;
+        let (lock, condvar) = &self.reserved;
+        let me = std::thread::current().id();
+        let mut holder = lock.lock().unwrap();
+        while holder.is_some_and(|h| h != me) {
+            holder = condvar.wait(holder).unwrap();
+        }
+        *holder = Some(me);
+        Ok(())
+    }
+
+    fn release(&self) {
+        let (lock, condvar) = &self.reserved;
+        let mut holder = lock.lock().unwrap();
+        if *holder == Some(std::thread::current().id()) {
+            *holder = None;
+            condvar.notify_all();
+        }
     }
 
     fn wait(&self, timeout: Duration) -> bool {
