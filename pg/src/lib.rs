@@ -4,8 +4,8 @@
 //! contents in `stardust_contents`), the documents as of the head (`stardust_documents`) and
 //! the head seq (`stardust_head`, one row). A commit is one call of `stardust_commit`, a
 //! function the migration creates, prepared once per connection: it moves the head from
-//! `seq - 1` to `seq` or does nothing and answers the head, so exactly one of two cores committing at once wins, and the
-//! transaction, its contents, the documents and the NOTIFY that wakes the other cores are one
+//! `seq - 1` to `seq` or does nothing and answers the head, so exactly one of two cores
+//! committing at once wins, and the transaction, its contents, the documents and the NOTIFY that wakes the other cores are one
 //! database transaction (a NOTIFY is sent at commit or never). NOTIFY carries no data: cores
 //! read what changed with `since`.
 //!
