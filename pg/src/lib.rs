@@ -5,9 +5,9 @@
 //! the head seq (`stardust_head`, one row). A commit is one call of `stardust_commit`, a
 //! function the migration creates, prepared once per connection: it moves the head from
 //! `seq - 1` to `seq` or does nothing and answers the head, so exactly one of two cores
-//! committing at once wins, and the transaction, its contents, the documents and the NOTIFY that wakes the other cores are one
-//! database transaction (a NOTIFY is sent at commit or never). NOTIFY carries no data: cores
-//! read what changed with `since`.
+//! committing at once wins, and the transaction, its contents, the documents and the NOTIFY
+//! that wakes the other cores are one database transaction (a NOTIFY is sent at commit or
+//! never). NOTIFY carries no data: cores read what changed with `since`.
 //!
 //! Connections: one for commands and one that LISTENs, each re-made on the next use after
 //! it broke. Every failure to reach the database is `unavailable`, never a half-done commit.
