@@ -489,3 +489,24 @@ fn a_failure_that_cannot_be_undone_stops_writes_until_reopened() {
     assert_eq!(read(dir.path(), "people/cy.json").unwrap(), person("person/cy", "Cy"));
     assert_eq!(verify_log(dir.path()).unwrap().damage, None);
 }
+
+#[test]
+fn the_files_commits_replace_are_let_go_and_none_is_left_behind() {
+    let dir = library();
+    let replaced = dir.path().join(".stardust/replaced");
+    let store = open(dir.path());
+    for i in 0..20 {
+        let name = format!("Ann {i}");
+        store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", &name))]).unwrap();
+    }
+    store.commit(mcp(), vec![Change::delete("people/bob.json")]).unwrap();
+    assert_eq!(read(dir.path(), "people/ann.json"), Some(person("person/ann", "Ann 19")));
+    assert_eq!(read(dir.path(), "people/bob.json"), None);
+    drop(store);
+    // Every old file was let go (by the reaper, or at the latest when the store closed).
+    assert_eq!(std::fs::read_dir(&replaced).unwrap().count(), 0);
+    // One a crash left there is let go at the next open.
+    std::fs::write(replaced.join("7"), b"old").unwrap();
+    let _store = open(dir.path());
+    assert_eq!(std::fs::read_dir(&replaced).unwrap().count(), 0);
+}

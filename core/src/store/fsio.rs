@@ -40,11 +40,39 @@ pub type FailHook = Arc<dyn Fn(FailPoint, &str) -> io::Result<()> + Send + Sync>
 /// The suffix of temporary files; `.{name}{TEMP_SUFFIX}` is never a document name.
 const TEMP_SUFFIX: &str = ".stardust-tmp";
 
+/// Where a replaced or deleted document's file is kept until it is let go off the commit
+/// path ([`Buried`]); emptied at every open ([`Disk::clear_replaced`]).
+pub const REPLACED_DIR: &str = ".stardust/replaced";
+
 /// Reads and writes documents under one store root.
 #[derive(Clone)]
 pub struct Disk {
     root: PathBuf,
     fail: Option<FailHook>,
+    graves: Arc<Graves>,
+}
+
+/// The files of [`REPLACED_DIR`] not yet handed over ([`Disk::take_buried`]), and the next
+/// free name there.
+#[derive(Default)]
+struct Graves {
+    next: std::sync::atomic::AtomicU64,
+    buried: std::sync::Mutex<Vec<Buried>>,
+}
+
+/// A link, in [`REPLACED_DIR`], to the file a document had before a commit replaced or
+/// deleted it. While it exists, the commit's rename or removal frees nothing; dropping it
+/// frees the old file. That work is the filesystem's, and not small: on a disk mounted with
+/// `discard` it is a synchronous discard of the file's blocks, most of a rename's time on a
+/// busy VM. So a commit hands these to the store's reaper thread with the snapshot it
+/// replaced, and the thread drops them.
+#[derive(Debug)]
+pub struct Buried(PathBuf);
+
+impl Drop for Buried {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
 }
 
 impl std::fmt::Debug for Disk {
@@ -62,7 +90,42 @@ pub struct Staged {
 
 impl Disk {
     pub fn new(root: PathBuf, fail: Option<FailHook>) -> Disk {
-        Disk { root, fail }
+        Disk { root, fail, graves: Arc::default() }
+    }
+
+    /// Empty [`REPLACED_DIR`], creating it when missing: at open, under the store's lock,
+    /// so that what a crash left there is let go. Keeping replaced files only saves time, so
+    /// this cannot fail: without the folder, a commit frees what it replaces at once.
+    pub fn clear_replaced(&self) {
+        let dir = self.root.join(REPLACED_DIR);
+        match fs::read_dir(&dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Err(e) = fs::create_dir(&dir) {
+                    tracing::warn!("cannot create {}: {e}", dir.display());
+                }
+            }
+            Err(e) => tracing::warn!("cannot read {}: {e}", dir.display()),
+        }
+    }
+
+    /// The replaced files kept since the last call, to be dropped off the commit path.
+    pub fn take_buried(&self) -> Vec<Buried> {
+        std::mem::take(&mut *self.graves.buried.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// A free name in [`REPLACED_DIR`].
+    fn grave(&self) -> PathBuf {
+        let n = self.graves.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.root.join(REPLACED_DIR).join(n.to_string())
+    }
+
+    fn keep(&self, buried: Buried) {
+        self.graves.buried.lock().unwrap_or_else(|p| p.into_inner()).push(buried);
     }
 
     #[cfg(test)]
@@ -146,10 +209,19 @@ impl Disk {
 
     /// Put a staged document in place. The rename is durable once its folder is synced
     /// ([`Disk::sync_parents`], [`Disk::sync_documents`]).
+    ///
+    /// The file replaced is kept ([`Buried`]) when it can be linked there; a document that
+    /// did not exist, or one that cannot be linked, is simply replaced.
     pub fn install(&self, rel: &str, staged: &Staged) -> io::Result<()> {
-        let result = self
-            .check(FailPoint::Rename, rel)
-            .and_then(|()| fs::rename(&staged.temp, &staged.target));
+        let result = self.check(FailPoint::Rename, rel).and_then(|()| {
+            let grave = self.grave();
+            let kept = fs::hard_link(&staged.target, &grave).is_ok().then(|| Buried(grave));
+            fs::rename(&staged.temp, &staged.target)?;
+            if let Some(kept) = kept {
+                self.keep(kept);
+            }
+            Ok(())
+        });
         if result.is_err() {
             staged.discard();
         }
@@ -158,9 +230,18 @@ impl Disk {
 
     /// Remove the document at `rel` (already gone is fine). The removal is durable once its
     /// folder is synced.
+    ///
+    /// The file is moved aside and kept ([`Buried`]) when it can be; else removed here.
     pub fn unlink(&self, rel: &str) -> io::Result<()> {
         self.check(FailPoint::Remove, rel)?;
-        match fs::remove_file(self.root.join(rel)) {
+        let (target, grave) = (self.root.join(rel), self.grave());
+        if fs::symlink_metadata(&target).is_ok_and(|m| m.is_file())
+            && fs::rename(&target, &grave).is_ok()
+        {
+            self.keep(Buried(grave));
+            return Ok(());
+        }
+        match fs::remove_file(target) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
@@ -359,6 +440,54 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = fs::canonicalize(dir.path()).unwrap();
         (dir, Disk::new(root, None))
+    }
+
+    /// The names and contents of the files in the replaced folder.
+    fn replaced(disk: &Disk) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = fs::read_dir(disk.root().join(REPLACED_DIR))
+            .unwrap()
+            .map(|e| fs::read(e.unwrap().path()).unwrap())
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_replaced_or_deleted_file_is_kept_until_let_go() {
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        disk.clear_replaced();
+        disk.put("a.json", b"1").unwrap();
+        disk.put("b.json", b"2").unwrap();
+        // New files replace nothing.
+        assert!(replaced(&disk).is_empty());
+        disk.put("a.json", b"1 again").unwrap();
+        disk.unlink("b.json").unwrap();
+        assert_eq!(fs::read(disk.root().join("a.json")).unwrap(), b"1 again");
+        assert!(!disk.root().join("b.json").exists());
+        // The old files stay linked (so replacing them freed nothing) until let go.
+        assert_eq!(replaced(&disk), [b"1".to_vec(), b"2".to_vec()]);
+        let buried = disk.take_buried();
+        assert_eq!(buried.len(), 2);
+        assert!(disk.take_buried().is_empty());
+        drop(buried);
+        assert!(replaced(&disk).is_empty());
+        // What a crash left there goes at the next open.
+        disk.put("a.json", b"3").unwrap();
+        std::mem::forget(disk.take_buried());
+        assert_eq!(replaced(&disk), [b"1 again".to_vec()]);
+        disk.clear_replaced();
+        assert!(replaced(&disk).is_empty());
+    }
+
+    #[test]
+    fn without_the_replaced_folder_files_are_replaced_and_deleted_in_place() {
+        let (_dir, disk) = disk();
+        disk.put("a.json", b"1").unwrap();
+        disk.put("a.json", b"2").unwrap();
+        disk.unlink("a.json").unwrap();
+        assert!(!disk.root().join("a.json").exists());
+        assert!(disk.take_buried().is_empty());
     }
 
     #[test]

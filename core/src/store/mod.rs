@@ -258,7 +258,8 @@ struct Inner {
     /// One checkpoint at a time.
     checkpointing: Mutex<()>,
     /// Frees replaced snapshots.
-    reaper: reaper::Reaper<Snapshot>,
+    /// Each replaced snapshot, with the files the commits up to it replaced.
+    reaper: reaper::Reaper<(Arc<Snapshot>, Vec<fsio::Buried>)>,
     /// A team store's database (SPEC §22): the commit point, before this folder's log.
     remote: Option<Arc<dyn remote::Remote>>,
     /// Which files are code files for saves made as file operations, and the language
@@ -300,6 +301,8 @@ impl Store {
         let lock = StoreLock::acquire(&root, &private)?;
         let log_path = log_dir.join(log::LOG_FILE);
         let disk = Disk::new(root.clone(), options.fail.clone());
+        // Under the lock, before recovery writes anything.
+        disk.clear_replaced();
         let boot = options.boot.clone().or_else(checkpoint::boot_id);
         let remote = match options.remote.clone() {
             Some(remote) => Some(remote),
@@ -1057,7 +1060,7 @@ impl Inner {
     ) {
         sync::write(&self.offsets).extend(offsets);
         let old = std::mem::replace(&mut *sync::write(&self.current), Arc::new(snapshot));
-        self.reaper.free(old);
+        self.reaper.free((old, self.disk.take_buried()));
         for txn in txns {
             self.feed.publish(txn);
         }

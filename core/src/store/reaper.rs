@@ -1,11 +1,12 @@
-//! Freeing replaced snapshots off the commit path.
+//! Freeing what a commit replaced off the commit path.
 //!
 //! A commit replaces the current snapshot; when no reader holds the old one, dropping it frees
 //! the index shards and document-map nodes that the new one copied, which costs about as much
-//! as a commit's sync. A thread does that instead. The queue is short: when it is full, the
-//! commit frees its snapshot itself, so memory stays bounded however fast commits come.
+//! as a commit's sync. It also replaces documents' files, whose freeing the filesystem does
+//! when the last link goes (`fsio::Buried`). A thread does both instead. The queue is short:
+//! when it is full, the commit frees what it replaced itself, so memory and the kept files
+//! stay bounded however fast commits come.
 
-use std::sync::Arc;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
@@ -14,15 +15,15 @@ use super::error::{StoreError, StoreResult};
 /// Snapshots waiting to be freed, at most.
 const BACKLOG: usize = 4;
 
-/// Drops the `Arc<T>`s handed to it (the store's snapshots) on its own thread.
-pub struct Reaper<T: Send + Sync + 'static> {
-    queue: Option<SyncSender<Arc<T>>>,
+/// Drops the values handed to it (a replaced snapshot and files) on its own thread.
+pub struct Reaper<T: Send + 'static> {
+    queue: Option<SyncSender<T>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl<T: Send + Sync + 'static> Reaper<T> {
+impl<T: Send + 'static> Reaper<T> {
     pub fn start() -> StoreResult<Reaper<T>> {
-        let (queue, freed) = mpsc::sync_channel::<Arc<T>>(BACKLOG);
+        let (queue, freed) = mpsc::sync_channel::<T>(BACKLOG);
         let thread = std::thread::Builder::new()
             .name("stardust-reaper".to_owned())
             .spawn(move || freed.into_iter().for_each(drop))
@@ -31,7 +32,7 @@ impl<T: Send + Sync + 'static> Reaper<T> {
     }
 
     /// Let go of `old` without waiting for it to be freed (unless the queue is full).
-    pub fn free(&self, old: Arc<T>) {
+    pub fn free(&self, old: T) {
         if let Some(queue) = &self.queue
             && let Err(TrySendError::Full(old) | TrySendError::Disconnected(old)) =
                 queue.try_send(old)
@@ -41,7 +42,7 @@ impl<T: Send + Sync + 'static> Reaper<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> Drop for Reaper<T> {
+impl<T: Send + 'static> Drop for Reaper<T> {
     fn drop(&mut self) {
         // Closing the queue ends the thread once it has freed what is queued.
         self.queue.take();
@@ -53,6 +54,8 @@ impl<T: Send + Sync + 'static> Drop for Reaper<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
