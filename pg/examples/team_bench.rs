@@ -17,6 +17,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, NoTls};
 use stardust_core::store::remote::Remote;
 use stardust_core::store::{Change, Notice, OpenOptions, Origin, Store};
@@ -93,41 +94,46 @@ fn commit_latency(admin: &str, n: usize) {
     // The database's part alone: the same call a commit makes, on a database of its own.
     let part_url = database(admin, "stardust_bench_part");
     let part = stardust_pg::connect(&part_url).unwrap();
-    for i in 0..n + 10 {
-        let content = person(0, &format!("name {i}"));
-        let txn = stardust_core::store::Transaction {
-            seq: i as u64 + 1,
-            time: "2026-12-02T00:00:00Z".to_owned(),
-            origin: Origin::Mount,
-            documents: vec![stardust_core::store::DocumentChange {
-                path: "p.json".to_owned(),
-                before: None,
-                after: Some(stardust_core::store::Version::of(content.as_bytes())),
-                created: Vec::new(),
-                changed: vec!["person/p0".to_owned()],
-                deleted: Vec::new(),
-            }],
-        };
-        let start = Instant::now();
-        part.append(&txn, &[content.as_bytes()]).unwrap();
-        if i >= 10 {
-            db_part.push(start.elapsed());
-        }
-    }
-    // This core's own part: the same commits on a database that answers at once.
-    let mut own_part = Vec::new();
+    db_part_loop(part.as_ref(), n, 0, &mut db_part);
+    // The same with one core listening, as a team store's follower does: PostgreSQL then
+    // has a NOTIFY to deliver at each commit.
+    let mut db_heard = Vec::new();
     {
+        let mut listener = Client::connect(&part_url, NoTls).unwrap();
+        listener.batch_execute("LISTEN stardust").unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let hearing = std::thread::spawn(move || {
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut notifications = listener.notifications();
+                let _ = notifications.timeout_iter(Duration::from_millis(50)).next();
+            }
+        });
+        db_part_loop(part.as_ref(), n, n + 10, &mut db_heard);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        hearing.join().unwrap();
+    }
+    // This core's own part: the same commits on a database that answers at once, and on one
+    // that answers after 1 ms (the part of a commit that the round trip does not hide).
+    let mut own = own_part(n, Duration::ZERO);
+    let mut beside = own_part_beside(n);
+    // A team store on a database of its own that no core listens to (its remote polls
+    // instead of listening): the commit without a NOTIFY to deliver or a follower to wake.
+    let mut unheard = Vec::new();
+    {
+        let deaf_url = database(admin, "stardust_bench_deaf");
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
-        let remote: std::sync::Arc<dyn Remote> = std::sync::Arc::new(AtOnce::default());
+        let remote: std::sync::Arc<dyn Remote> =
+            std::sync::Arc::new(Deaf(stardust_pg::connect(&deaf_url).unwrap()));
         let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
-        let own = Store::open(dir.path(), options).unwrap();
+        let deaf = Store::open(dir.path(), options).unwrap();
         for i in 0..n + 10 {
             let content = person(0, &format!("name {i}"));
             let start = Instant::now();
-            own.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
+            deaf.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
             if i >= 10 {
-                own_part.push(start.elapsed());
+                unheard.push(start.elapsed());
             }
         }
     }
@@ -154,8 +160,72 @@ fn commit_latency(admin: &str, n: usize) {
     let b = stats("bare INSERT; COMMIT of the same bytes", &mut plain);
     stats("folder store commit (for reference)", &mut local);
     stats("the database's part (one stardust_commit)", &mut db_part);
-    stats("this core's part (a database answering at once)", &mut own_part);
+    stats("the same, with a core listening", &mut db_heard);
+    stats("this core's part (a database answering at once)", &mut own);
+    stats("the same beside a 1 ms round trip, minus 1 ms", &mut beside);
+    stats("a team commit that no core listens to", &mut unheard);
     println!("ratio team / bare at p50: {:.2}x", t.as_secs_f64() / b.as_secs_f64());
+}
+
+/// `n` (after 10 of warm-up) one-document `stardust_commit` calls through `part`, the first
+/// at seq `from + 1`; their latencies into `out`.
+/// `n` commits (after 10 of warm-up) of a store whose database answers after `delay`.
+fn own_part(n: usize, delay: Duration) -> Vec<Duration> {
+    let mut own_part = Vec::new();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
+    let remote: std::sync::Arc<dyn Remote> =
+        std::sync::Arc::new(AtOnce { delay, ..AtOnce::default() });
+    let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
+    let own = Store::open(dir.path(), options).unwrap();
+    for i in 0..n + 10 {
+        let content = person(0, &format!("name {i}"));
+        let start = Instant::now();
+        own.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
+        if i >= 10 {
+            own_part.push(start.elapsed());
+        }
+    }
+    own_part
+}
+
+/// [`own_part`] beside a 1 ms round trip, less the round trip as the same sleep measures it.
+fn own_part_beside(n: usize) -> Vec<Duration> {
+    let delay = Duration::from_millis(1);
+    let mut slept: Vec<Duration> = (0..200)
+        .map(|_| {
+            let start = Instant::now();
+            std::thread::sleep(delay);
+            start.elapsed()
+        })
+        .collect();
+    slept.sort();
+    let sleep = slept[slept.len() / 2];
+    own_part(n, delay).into_iter().map(|d| d.saturating_sub(sleep)).collect()
+}
+
+fn db_part_loop(part: &dyn Remote, n: usize, from: usize, out: &mut Vec<Duration>) {
+    for i in 0..n + 10 {
+        let content = person(0, &format!("name {i}"));
+        let txn = stardust_core::store::Transaction {
+            seq: (from + i) as u64 + 1,
+            time: "2026-12-02T00:00:00Z".to_owned(),
+            origin: Origin::Mount,
+            documents: vec![stardust_core::store::DocumentChange {
+                path: "p.json".to_owned(),
+                before: None,
+                after: Some(stardust_core::store::Version::of(content.as_bytes())),
+                created: Vec::new(),
+                changed: vec!["person/p0".to_owned()],
+                deleted: Vec::new(),
+            }],
+        };
+        let start = Instant::now();
+        part.append(&txn, &[content.as_bytes()]).unwrap();
+        if i >= 10 {
+            out.push(start.elapsed());
+        }
+    }
 }
 
 fn notification_latency(admin: &str, n: usize) {
@@ -235,10 +305,41 @@ fn open_latency(admin: &str, docs: usize) {
     stats("team store, a new machine (history from db)", &mut new_copy);
 }
 
-/// A database that commits everything at once, in memory: this core's own part of a commit.
+/// A team store's database that never wakes its core (it polls): no LISTEN connection.
+#[derive(Debug)]
+struct Deaf(std::sync::Arc<dyn Remote>);
+
+impl Remote for Deaf {
+    fn head(&self) -> stardust_core::store::StoreResult<u64> {
+        self.0.head()
+    }
+    fn since(
+        &self,
+        seq: u64,
+        limit: usize,
+    ) -> stardust_core::store::StoreResult<Vec<stardust_core::store::remote::Shipped>> {
+        self.0.since(seq, limit)
+    }
+    fn append(
+        &self,
+        transaction: &stardust_core::store::Transaction,
+        contents: &[&[u8]],
+    ) -> stardust_core::store::StoreResult<stardust_core::store::remote::Appended> {
+        self.0.append(transaction, contents)
+    }
+    fn wait(&self, timeout: Duration) -> bool {
+        std::thread::sleep(timeout);
+        false
+    }
+}
+
+/// A database that commits everything at once (or after `delay`), in memory: this core's
+/// own part of a commit.
 #[derive(Debug, Default)]
 struct AtOnce {
     head: std::sync::Mutex<u64>,
+    /// How long an append takes.
+    delay: Duration,
 }
 
 impl Remote for AtOnce {
@@ -257,6 +358,7 @@ impl Remote for AtOnce {
         transaction: &stardust_core::store::Transaction,
         _: &[&[u8]],
     ) -> stardust_core::store::StoreResult<stardust_core::store::remote::Appended> {
+        std::thread::sleep(self.delay);
         *self.head.lock().unwrap() = transaction.seq;
         Ok(stardust_core::store::remote::Appended::Committed)
     }
