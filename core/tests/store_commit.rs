@@ -497,7 +497,9 @@ fn the_files_commits_replace_are_let_go_and_none_is_left_behind() {
     let store = open(dir.path());
     for i in 0..20 {
         let name = format!("Ann {i}");
-        store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", &name))]).unwrap();
+        store
+            .commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", &name))])
+            .unwrap();
     }
     store.commit(mcp(), vec![Change::delete("people/bob.json")]).unwrap();
     assert_eq!(read(dir.path(), "people/ann.json"), Some(person("person/ann", "Ann 19")));
