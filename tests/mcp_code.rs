@@ -911,6 +911,21 @@ async fn a_faulty_server_answers_busy_and_unavailable_while_documents_still_answ
     assert!(busy["message"].as_str().unwrap().contains("within 2s"), "{busy}");
     assert_eq!(status(peer, "fake").await["pid"], first["pid"], "a busy server is not restarted");
 
+    // Several hangs at once: one call runs on its worker in place, the others hand their
+    // worker over first, so the session keeps a worker and the documents still answer.
+    let hangs: Vec<_> = (0..3)
+        .map(|_| {
+            let peer = peer.clone();
+            tokio::spawn(async move { try_call(&peer, "hover", at("fake/hang.fk", 1, 1)).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    document_hover_answers(peer).await;
+    assert!(hangs.iter().all(|h| !h.is_finished()), "a hang answered before the documents");
+    for hang in hangs {
+        assert_eq!(hang.await.unwrap().unwrap_err()["code"], "busy");
+    }
+
     // A crash mid-request: `server-unavailable`; the next request starts it again.
     let crashed = fail(peer, "hover", at("fake/crash.fk", 1, 1)).await;
     assert_eq!(crashed["code"], "server-unavailable", "{crashed}");
