@@ -1,4 +1,5 @@
-//! Poison-tolerant locking: the one place that decides what a panicked lock holder means.
+//! Poison-tolerant locking: the one place that decides what a panicked lock holder means;
+//! and long waits, which a front may ask to be run its way ([`long_wait`], [`escaping`]).
 //!
 //! Every lock in Stardust guards plain data that each holder leaves consistent between
 //! statements (whole values are swapped in, counters are bumped in one step), so a panic in one
@@ -42,10 +43,77 @@ pub fn wait_timeout<'a, T>(
     (guard, result.timed_out())
 }
 
+/// How a thread runs a wait that may be long, when its caller asked ([`escaping`]).
+pub type Escape = fn(&mut dyn FnMut());
+
+thread_local! {
+    static ESCAPE: std::cell::Cell<Option<Escape>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `wait`, a wait that may block for long (a language server's answer or start, another
+/// request's speculative check): in place, or as the caller of this thread's current work
+/// asked through [`escaping`]. A front that runs a call on a thread others depend on (an
+/// async runtime's worker) moves the thread's other duties away first, this way, so that only
+/// short work ever holds it. Every such wait in the core and the language-server client goes
+/// through here.
+pub fn long_wait<T>(wait: impl FnOnce() -> T) -> T {
+    let Some(escape) = ESCAPE.with(|e| e.take()) else { return wait() };
+    // Put back when done: once the escape returns, the thread may be the caller's again,
+    // and a later wait of the same call must escape too. A wait inside it runs in place.
+    struct Restore(Escape);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ESCAPE.with(|e| e.set(Some(self.0)));
+        }
+    }
+    let _restore = Restore(escape);
+    let (mut wait, mut out) = (Some(wait), None);
+    escape(&mut || out = wait.take().map(|wait| wait()));
+    out.expect("an escape runs the wait it is given")
+}
+
+/// Run `call` with `escape` as the way this thread runs [`long_wait`]s, then as before.
+pub fn escaping<T>(escape: Escape, call: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Escape>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ESCAPE.with(|e| e.set(self.0));
+        }
+    }
+    let _restore = Restore(ESCAPE.with(|e| e.replace(Some(escape))));
+    call()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    thread_local! {
+        static ESCAPED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn counting(wait: &mut dyn FnMut()) {
+        ESCAPED.with(|n| n.set(n.get() + 1));
+        wait();
+    }
+
+    #[test]
+    fn a_long_wait_runs_in_place_unless_the_caller_asked_otherwise() {
+        assert_eq!(long_wait(|| 1), 1);
+        assert_eq!(ESCAPED.with(std::cell::Cell::get), 0);
+        let got = escaping(counting, || {
+            // Each wait of the call escapes, a wait inside an escape runs in place.
+            let a = long_wait(|| long_wait(|| 2));
+            let b = long_wait(|| 3);
+            a + b
+        });
+        assert_eq!(got, 5);
+        assert_eq!(ESCAPED.with(std::cell::Cell::get), 2);
+        // Afterwards, in place again.
+        assert_eq!(long_wait(|| 4), 4);
+        assert_eq!(ESCAPED.with(std::cell::Cell::get), 2);
+    }
 
     #[test]
     fn a_lock_whose_holder_panicked_still_opens_with_its_data() {

@@ -41,6 +41,7 @@ pub fn run_http(
         .into());
     }
     let runtime = crate::runtime()?;
+    let inline = crate::server::InlineSlot::default();
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
@@ -53,7 +54,8 @@ pub fn run_http(
             .with_allowed_origins(origins)
             .enforce_origin_validation();
         let http = StreamableHttpService::new(
-            move || Ok(McpServer::new(service.clone(), options)),
+            // One runtime for every session: one slot for a call in place among them all.
+            move || Ok(McpServer::sharing(service.clone(), options, inline.clone())),
             Arc::new(LocalSessionManager::default()),
             config,
         );

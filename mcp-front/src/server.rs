@@ -50,6 +50,44 @@ const ENTITIES: &str = "stardust://entities/";
 /// One MCP connection to a store's [`Service`].
 pub struct McpServer {
     conn: Arc<Conn>,
+    inline: InlineSlot,
+}
+
+/// The one quick tool call at a time (`Contract::quick`) that runs on its runtime worker
+/// itself, shared by every session of one runtime; every other call runs in
+/// `block_in_place`, which first hands the worker's other tasks to a new thread.
+///
+/// A call in place holds its worker, and that worker may be the one the I/O driver needs (the
+/// other may be asleep on its condition variable): so it may hold it only briefly. A quick
+/// call's own work is short, and each of its waits that may be long (a language server's
+/// answer past 2 ms, its start, another request's speculative check) goes through
+/// `stardust_core::sync::long_wait`, which runs it in `block_in_place` here. The gain is the
+/// hand-over, the largest cost of a fast call after its own work.
+#[derive(Clone, Default)]
+pub(crate) struct InlineSlot(Arc<AtomicBool>);
+
+impl InlineSlot {
+    fn run<T>(&self, quick: bool, call: impl FnOnce() -> T) -> T {
+        struct Free<'a>(&'a AtomicBool);
+        impl Drop for Free<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        if quick
+            && self.0.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        {
+            let _free = Free(&self.0);
+            stardust_core::sync::escaping(escape, call)
+        } else {
+            tokio::task::block_in_place(call)
+        }
+    }
+}
+
+/// A long wait of a call in place: in `block_in_place`, after all.
+fn escape(wait: &mut dyn FnMut()) {
+    tokio::task::block_in_place(wait)
 }
 
 struct Conn {
@@ -72,8 +110,19 @@ impl Drop for Conn {
 }
 
 impl McpServer {
+    /// A session on a runtime of its own (`crate::runtime`).
     pub fn new(service: Arc<Service>, options: Options) -> McpServer {
+        McpServer::sharing(service, options, InlineSlot::default())
+    }
+
+    /// A session on a runtime whose other sessions hold the same `inline` slot.
+    pub(crate) fn sharing(
+        service: Arc<Service>,
+        options: Options,
+        inline: InlineSlot,
+    ) -> McpServer {
         McpServer {
+            inline,
             conn: Arc::new(Conn {
                 service,
                 options,
@@ -396,16 +445,17 @@ impl ServerHandler for McpServer {
                 format!("unknown tool {name}; tools/list names every tool"),
             ));
         }
+        let quick = tools::command_of(&name).is_some_and(|c| c.quick);
         let args = request.arguments.unwrap_or_default();
-        // Run on this task's thread, which hands its other tasks to a new worker for the
-        // while: the connection keeps reading during a long query, as on the blocking pool,
-        // but a call neither waits for a pool thread to wake nor for this task to be woken
-        // back (two thread hand-overs per call, most of a fast answer's time in the core).
-        // Every server runtime is multi-threaded (`crate::runtime`), which this needs.
-        // A panic is still an answer (as the pool's join error was), not a silent request.
+        // Run on this task's thread: in place (`InlineSlot`), or handing its other tasks to a
+        // new worker for the while. Either way the connection keeps reading during a long
+        // query, as on the blocking pool, but a call neither waits for a pool thread to wake
+        // nor for this task to be woken back. Every server runtime is multi-threaded
+        // (`crate::runtime`), which this needs. A panic is still an answer (as the pool's
+        // join error was), not a silent request.
         let call = std::panic::AssertUnwindSafe(|| self.conn.call(&name, args));
         let result =
-            tokio::task::block_in_place(|| std::panic::catch_unwind(call)).unwrap_or_else(|_| {
+            self.inline.run(quick, || std::panic::catch_unwind(call)).unwrap_or_else(|_| {
                 error_result(Code::Internal, "the tool failed: it panicked", json!({}))
             });
         Ok(result.into())
@@ -481,5 +531,65 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         lock(&self.conn.subscriptions).remove(&request.uri);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// How many times a ticker task ran while `call` ran through `slot` (`quick` or not), on
+    /// a runtime of one worker: the ticker can only run if the call's worker was handed over.
+    fn ticks_during(slot: &InlineSlot, quick: bool, call: fn()) -> usize {
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build();
+        let runtime = runtime.unwrap();
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counting = ticks.clone();
+        runtime.spawn(async move {
+            loop {
+                counting.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        let slot = slot.clone();
+        let during = runtime.block_on(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                let before = ticks.load(Ordering::Relaxed);
+                slot.run(quick, call);
+                ticks.load(Ordering::Relaxed) - before
+            })
+            .await
+            .unwrap()
+        });
+        runtime.shutdown_background();
+        during
+    }
+
+    fn short() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    fn long() {
+        stardust_core::sync::long_wait(|| std::thread::sleep(Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_quick_call_runs_in_place_and_its_long_waits_hand_the_worker_over() {
+        let slot = InlineSlot::default();
+        // In place: its worker is held for the whole call.
+        assert_eq!(ticks_during(&slot, true, short), 0);
+        // A long wait of a call in place hands the worker over first.
+        assert!(ticks_during(&slot, true, long) > 3);
+        // Any other call hands it over at once.
+        assert!(ticks_during(&slot, false, short) > 3);
+        // Only one call at a time runs in place: with the slot taken, a quick one hands over.
+        slot.0.store(true, Ordering::Relaxed);
+        assert!(ticks_during(&slot, true, short) > 3);
     }
 }

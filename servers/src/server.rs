@@ -26,6 +26,10 @@ pub const RETRIES: u32 = 3;
 /// The window `max_restarts` counts crashes in.
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
 
+/// How long a request's answer is waited for in place before the wait counts as long
+/// (`stardust_core::sync::long_wait`): a warm server's answer comes well within it.
+const IN_PLACE: Duration = Duration::from_millis(2);
+
 /// The position encoding the server chose from the client's offer (utf-8, utf-32, utf-16,
 /// in that order of preference: the core counts bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,6 +203,12 @@ impl LanguageServer {
         if let Some(instance) = self.live()? {
             return Ok(instance);
         }
+        // Starting, or waiting for another caller's start or restart, takes long.
+        stardust_core::sync::long_wait(|| self.start_running())
+    }
+
+    /// [`LanguageServer::running`] when the server may have to be started.
+    fn start_running(&self) -> Result<Arc<Instance>, ServerError> {
         let _starting = lock(&self.starting);
         if let Some(instance) = self.live()? {
             return Ok(instance);
@@ -403,7 +413,16 @@ impl LanguageServer {
         loop {
             let (id, rx) = instance.conn.request(method, params.clone());
             let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
+            // A fast answer is waited for in place; a slower one as the caller asked.
+            let answer = match rx.recv_timeout(left.min(IN_PLACE)) {
+                Err(RecvTimeoutError::Timeout) if left > IN_PLACE => {
+                    stardust_core::sync::long_wait(|| {
+                        rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    })
+                }
+                answer => answer,
+            };
+            match answer {
                 Ok(Reply::Result(result)) => {
                     return Ok(Answer { result, readiness: instance.conn.readiness() });
                 }
@@ -418,7 +437,8 @@ impl LanguageServer {
                         });
                     }
                     // A short pause lets the change that cancelled it land.
-                    std::thread::sleep(Duration::from_millis(10 * u64::from(attempt)).min(left));
+                    let pause = Duration::from_millis(10 * u64::from(attempt)).min(left);
+                    stardust_core::sync::long_wait(|| std::thread::sleep(pause));
                 }
                 Ok(Reply::Error { code, .. }) if code == METHOD_NOT_FOUND => {
                     return Err(ServerError::Unsupported {

@@ -44,6 +44,11 @@ pub struct Contract {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'static str>,
     pub effect: Effect,
+    /// Whether the command's own work is short (an answer from the snapshot, or one language
+    /// server request whose waits go through `sync::long_wait`): a front may run it on a
+    /// thread that others depend on, provided it escapes the long waits.
+    #[serde(skip)]
+    pub quick: bool,
     pub confirmation: Confirmation,
     /// The fronts that show (and accept) the command: `lsp` (editors and SDK programs),
     /// `mcp` (agents), `cli` (the command line's connection to a core).
@@ -103,6 +108,7 @@ struct Spec {
     title: &'static str,
     description: Option<&'static str>,
     effect: Effect,
+    quick: bool,
     fronts: &'static [Front],
     arguments: Value,
     result: Value,
@@ -123,6 +129,7 @@ impl Spec {
             title,
             description: None,
             effect,
+            quick: false,
             fronts: EVERY_FRONT,
             arguments,
             result,
@@ -133,6 +140,12 @@ impl Spec {
     fn tool(mut self, description: &'static str) -> Spec {
         self.description = Some(description);
         self.fronts = AGENTS;
+        self
+    }
+
+    /// See [`Contract::quick`].
+    fn quick(mut self) -> Spec {
+        self.quick = true;
         self
     }
 }
@@ -153,6 +166,7 @@ fn compile(spec: Spec) -> Contract {
         title: spec.title,
         description: spec.description,
         effect: spec.effect,
+        quick: spec.quick,
         confirmation,
         fronts: spec.fronts,
         arguments: spec.arguments,
@@ -504,11 +518,14 @@ fn navigation() -> Vec<Spec> {
         read("diagnostics", "List diagnostics", object(diagnostics_args, &[]), paged("diagnostics"), nav::diagnostics)
             .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs."),
         read("hover", "Describe what is at a place", object(address(), &[]), hover, nav::hover)
-            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity."),
+            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity.")
+            .quick(),
         read("definition", "Go to the definition", object(address(), &[]), paged("locations"), nav::definition)
-            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema."),
+            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema.")
+            .quick(),
         read("references", "Find references", object(references_args, &[]), paged("references"), nav::references)
-            .tool("Every reference to the entity whose id or reference is at a place, in path and source order."),
+            .tool("Every reference to the entity whose id or reference is at a place, in path and source order.")
+            .quick(),
         read(
             "document_symbols",
             "Outline a document",
@@ -568,7 +585,8 @@ fn navigation() -> Vec<Spec> {
             paged("servers"),
             nav::server_status,
         )
-        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state, pids, restarts, capabilities and progress."),
+        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state, pids, restarts, capabilities and progress.")
+        .quick(),
         read(
             "server_restart",
             "Restart a language server",
