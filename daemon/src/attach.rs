@@ -19,6 +19,10 @@ use crate::record;
 /// How long an attacher waits for a core it started to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How often an attacher looks for the core it started: a core comes up in tens of ms, and
+/// each look is one small file read, so the wait adds at most this to an agent's first answer.
+const START_POLL: Duration = Duration::from_millis(2);
+
 /// How to start a core when none runs: the `stardust` executable and the idle period after
 /// which a core started this way exits.
 #[derive(Clone, Debug)]
@@ -257,7 +261,7 @@ fn wait_for_core(store: &Path, mut child: std::process::Child) -> anyhow::Result
                 record::run_dir(store).join("serve.log").display()
             );
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(START_POLL);
     }
 }
 

@@ -68,6 +68,9 @@ pub struct Handlers {
 const MAX_HELLO: usize = 4096;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How often the accepting thread looks at its stopper while no connection comes, in ms.
+const STOP_POLL_MS: u8 = 25;
+
 /// A started core: the store is open (its lock held), the socket listens, the record is written.
 pub struct Daemon {
     service: Arc<Service>,
@@ -159,13 +162,22 @@ impl Daemon {
         self.stopping.clone()
     }
 
-    /// Accept connections until the stopper is set, each served on its own thread.
+    /// Accept connections until the stopper is set, each served on its own thread. A
+    /// connection is accepted as soon as it comes (the listener is polled for readiness, not
+    /// looked at between sleeps: every attach, an agent's first answer included, waited up to
+    /// 25 ms for the next look); the stopper is looked at every `STOP_POLL_MS`.
     pub fn accept(&self, handlers: &Handlers) {
+        use std::os::fd::AsFd;
         while !self.stopping.load(Ordering::SeqCst) {
             match self.listener.accept() {
                 Ok((stream, _)) => self.spawn(stream, handlers.clone()),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(25));
+                    let mut ready = [nix::poll::PollFd::new(
+                        self.listener.as_fd(),
+                        nix::poll::PollFlags::POLLIN,
+                    )];
+                    // Interrupted or failed: look at the stopper and try again.
+                    let _ = nix::poll::poll(&mut ready, nix::poll::PollTimeout::from(STOP_POLL_MS));
                 }
                 Err(e) => {
                     tracing::warn!("cannot accept a connection: {e}");
