@@ -67,6 +67,8 @@ pub struct Handlers {
 /// The longest hello line accepted, and how long a new connection may take to send it.
 const MAX_HELLO: usize = 4096;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a refused peer may take to finish its hello.
+const REFUSED_LINGER: Duration = Duration::from_secs(1);
 
 /// How often the accepting thread looks at its stopper while no connection comes, in ms.
 const STOP_POLL_MS: u8 = 25;
@@ -229,6 +231,12 @@ fn connection(
             peer.uid()
         );
         answer(&mut writer, Err((Code::Refused, why)))?;
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(REFUSED_LINGER));
+        // Let the peer finish its hello (read and dropped, bounded) before the connection
+        // closes: closed while the peer still writes, its write would fail (EPIPE) before it
+        // reads the refusal. Accepted at once, a connection is often refused that early.
+        let _ = BufReader::new(stream.take(MAX_HELLO as u64)).read_until(b'\n', &mut Vec::new());
         anyhow::bail!("refused a connection from uid {}", peer.uid());
     }
     stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
