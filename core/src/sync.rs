@@ -60,13 +60,7 @@ pub fn long_wait<T>(wait: impl FnOnce() -> T) -> T {
     let Some(escape) = ESCAPE.with(|e| e.take()) else { return wait() };
     // Put back when done: once the escape returns, the thread may be the caller's again,
     // and a later wait of the same call must escape too. A wait inside it runs in place.
-    struct Restore(Escape);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            ESCAPE.with(|e| e.set(Some(self.0)));
-        }
-    }
-    let _restore = Restore(escape);
+    let _restore = Restore(Some(escape));
     let (mut wait, mut out) = (Some(wait), None);
     escape(&mut || out = wait.take().map(|wait| wait()));
     out.expect("an escape runs the wait it is given")
@@ -74,14 +68,17 @@ pub fn long_wait<T>(wait: impl FnOnce() -> T) -> T {
 
 /// Run `call` with `escape` as the way this thread runs [`long_wait`]s, then as before.
 pub fn escaping<T>(escape: Escape, call: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Escape>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            ESCAPE.with(|e| e.set(self.0));
-        }
-    }
     let _restore = Restore(ESCAPE.with(|e| e.replace(Some(escape))));
     call()
+}
+
+/// Sets the thread's escape back to what it holds when dropped (a panic included).
+struct Restore(Option<Escape>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        ESCAPE.with(|e| e.set(self.0));
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! `list_tools`/`call_tool` because the tool list is generated from the registry. Each call
 //! runs on its task's thread against the current snapshot: one quick call at a time in place,
 //! its long waits escaping, every other in `block_in_place` (its worker's other tasks handed
-//! to another thread), so the connection keeps reading while a query runs. The wire framing is ours where rmcp's falls short of JSON-RPC 2.0:
+//! to another thread), so the connection keeps reading while a query runs. The wire framing
+//! is ours where rmcp's falls short of JSON-RPC 2.0:
 //! every inbound line or body is checked before rmcp sees it (`jsonrpc`); stdio and the
 //! daemon socket use our line transport (`lines`) with its bound (`bounded`), and HTTP
 //! answers a body rmcp cannot read with a JSON-RPC error (`http`).

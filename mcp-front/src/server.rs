@@ -439,13 +439,13 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        if tools::command_of(&name).is_none() {
+        let Some(contract) = tools::command_of(&name) else {
             return Err(protocol_error(
                 Code::InvalidArguments,
                 format!("unknown tool {name}; tools/list names every tool"),
             ));
-        }
-        let quick = tools::command_of(&name).is_some_and(|c| c.quick);
+        };
+        let quick = contract.quick;
         let args = request.arguments.unwrap_or_default();
         // Run on this task's thread: in place (`InlineSlot`), or handing its other tasks to a
         // new worker for the while. Either way the connection keeps reading during a long

@@ -119,24 +119,9 @@ fn commit_latency(admin: &str, n: usize) {
     let mut beside = own_part_beside(n);
     // A team store on a database of its own that no core listens to (its remote polls
     // instead of listening): the commit without a NOTIFY to deliver or a follower to wake.
-    let mut unheard = Vec::new();
-    {
-        let deaf_url = database(admin, "stardust_bench_deaf");
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
-        let remote: std::sync::Arc<dyn Remote> =
-            std::sync::Arc::new(Deaf(stardust_pg::connect(&deaf_url).unwrap()));
-        let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
-        let deaf = Store::open(dir.path(), options).unwrap();
-        for i in 0..n + 10 {
-            let content = person(0, &format!("name {i}"));
-            let start = Instant::now();
-            deaf.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
-            if i >= 10 {
-                unheard.push(start.elapsed());
-            }
-        }
-    }
+    let deaf_url = database(admin, "stardust_bench_deaf");
+    let mut unheard =
+        commits_on(std::sync::Arc::new(Deaf(stardust_pg::connect(&deaf_url).unwrap())), n);
     for i in 0..n + 10 {
         let content = person(0, &format!("name {i}"));
         let start = Instant::now();
@@ -167,26 +152,28 @@ fn commit_latency(admin: &str, n: usize) {
     println!("ratio team / bare at p50: {:.2}x", t.as_secs_f64() / b.as_secs_f64());
 }
 
-/// `n` (after 10 of warm-up) one-document `stardust_commit` calls through `part`, the first
-/// at seq `from + 1`; their latencies into `out`.
 /// `n` commits (after 10 of warm-up) of a store whose database answers after `delay`.
 fn own_part(n: usize, delay: Duration) -> Vec<Duration> {
-    let mut own_part = Vec::new();
+    commits_on(std::sync::Arc::new(AtOnce { delay, ..AtOnce::default() }), n)
+}
+
+/// The latencies of `n` one-document commits (after 10 of warm-up) of a new store whose
+/// database is `remote`.
+fn commits_on(remote: std::sync::Arc<dyn Remote>, n: usize) -> Vec<Duration> {
+    let mut latencies = Vec::new();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.json"), person(0, "start")).unwrap();
-    let remote: std::sync::Arc<dyn Remote> =
-        std::sync::Arc::new(AtOnce { delay, ..AtOnce::default() });
     let options = OpenOptions { watch: false, remote: Some(remote), ..OpenOptions::default() };
-    let own = Store::open(dir.path(), options).unwrap();
+    let store = Store::open(dir.path(), options).unwrap();
     for i in 0..n + 10 {
         let content = person(0, &format!("name {i}"));
         let start = Instant::now();
-        own.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
+        store.commit(Origin::Mount, vec![Change::put("p.json", content)]).unwrap();
         if i >= 10 {
-            own_part.push(start.elapsed());
+            latencies.push(start.elapsed());
         }
     }
-    own_part
+    latencies
 }
 
 /// [`own_part`] beside a 1 ms round trip, less the round trip as the same sleep measures it.
@@ -204,6 +191,8 @@ fn own_part_beside(n: usize) -> Vec<Duration> {
     own_part(n, delay).into_iter().map(|d| d.saturating_sub(sleep)).collect()
 }
 
+/// `n` (after 10 of warm-up) one-document `stardust_commit` calls through `part`, the first
+/// at seq `from + 1`; their latencies into `out`.
 fn db_part_loop(part: &dyn Remote, n: usize, from: usize, out: &mut Vec<Duration>) {
     for i in 0..n + 10 {
         let content = person(0, &format!("name {i}"));

@@ -333,14 +333,12 @@ impl Service {
 
     /// Wait for a speculative check in progress, and keep the next one from starting.
     fn not_speculating(&self) -> RwLockReadGuard<'_, ()> {
-        match self.code.speculation.try_read() {
-            Ok(shared) => shared,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            // A speculative check holds the servers for up to its settle time.
-            Err(std::sync::TryLockError::WouldBlock) => {
-                crate::sync::long_wait(|| crate::sync::read(&self.code.speculation))
-            }
+        if let Ok(shared) = self.code.speculation.try_read() {
+            return shared;
         }
+        // A speculative check holds the servers for up to its settle time (or a holder
+        // panicked, which `read` decides on).
+        crate::sync::long_wait(|| crate::sync::read(&self.code.speculation))
     }
 
     /// Keep every other request away from the servers while a speculative check runs.

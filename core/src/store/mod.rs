@@ -257,8 +257,7 @@ struct Inner {
     trigger: Arc<checkpoint::Trigger>,
     /// One checkpoint at a time.
     checkpointing: Mutex<()>,
-    /// Frees replaced snapshots.
-    /// Each replaced snapshot, with the files the commits up to it replaced.
+    /// Frees each replaced snapshot, with the files the commits up to it replaced.
     reaper: reaper::Reaper<(Arc<Snapshot>, Vec<fsio::Buried>)>,
     /// A team store's database (SPEC §22): the commit point, before this folder's log.
     remote: Option<Arc<dyn remote::Remote>>,

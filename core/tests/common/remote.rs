@@ -33,14 +33,15 @@ impl MemRemote {
         self.history.lock().unwrap().iter().map(|s| s.transaction.seq).collect()
     }
 
-    /// Wait while another thread holds the head.
-    fn wait_for_head(&self) {
+    /// Wait while another thread holds the head; the holder slot, locked.
+    fn wait_for_head(&self) -> std::sync::MutexGuard<'_, Option<std::thread::ThreadId>> {
         let (lock, condvar) = &self.reserved;
         let me = std::thread::current().id();
         let mut holder = lock.lock().unwrap();
         while holder.is_some_and(|h| h != me) {
             holder = condvar.wait(holder).unwrap();
         }
+        holder
     }
 
     fn reachable(&self) -> StoreResult<()> {
@@ -65,7 +66,7 @@ impl Remote for MemRemote {
 
     fn append(&self, transaction: &Transaction, contents: &[&[u8]]) -> StoreResult<Appended> {
         self.reachable()?;
-        self.wait_for_head();
+        drop(self.wait_for_head());
         let mut history = self.history.lock().unwrap();
         let head = history.len() as u64;
         if transaction.seq != head + 1 {
@@ -85,13 +86,7 @@ impl Remote for MemRemote {
 
     fn reserve(&self) -> StoreResult<()> {
         self.reachable()?;
-        let (lock, condvar) = &self.reserved;
-        let me = std::thread::current().id();
-        let mut holder = lock.lock().unwrap();
-        while holder.is_some_and(|h| h != me) {
-            holder = condvar.wait(holder).unwrap();
-        }
-        *holder = Some(me);
+        *self.wait_for_head() = Some(std::thread::current().id());
         Ok(())
     }
 
