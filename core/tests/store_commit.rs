@@ -505,10 +505,15 @@ fn the_files_commits_replace_are_let_go_and_none_is_left_behind() {
     assert_eq!(read(dir.path(), "people/ann.json"), Some(person("person/ann", "Ann 19")));
     assert_eq!(read(dir.path(), "people/bob.json"), None);
     drop(store);
-    // Every old file was let go (by the reaper, or at the latest when the store closed).
+    // Every old file was let go (by the reaper, or at the latest when the store closed), and
+    // the spare files made for commits went with the store.
     assert_eq!(std::fs::read_dir(&replaced).unwrap().count(), 0);
-    // One a crash left there is let go at the next open.
+    // One a crash left there is let go at the next open; only new, empty spares are made.
     std::fs::write(replaced.join("7"), b"old").unwrap();
     let _store = open(dir.path());
-    assert_eq!(std::fs::read_dir(&replaced).unwrap().count(), 0);
+    for entry in std::fs::read_dir(&replaced).unwrap() {
+        let entry = entry.unwrap();
+        assert_ne!(entry.file_name(), "7");
+        assert_eq!(entry.metadata().unwrap().len(), 0, "{:?} is no spare", entry.path());
+    }
 }

@@ -1,7 +1,8 @@
 //! Document files on disk: checked paths, atomic replacement, and failures injected by tests.
 //!
-//! A document is replaced by writing a temporary sibling and renaming it over the document,
-//! so a process crash leaves either the old or the new content, never a mix. A commit does
+//! A document is replaced by writing its new content to another file and swapping the two
+//! names (or renaming the file over the document), so a process crash leaves either the old
+//! or the new content, never a mix. A commit does
 //! not sync either (its log record is the durable copy); a checkpoint later syncs the files
 //! and their folders ([`Disk::sync_documents`]). [`Disk::write`], for recovery and undo, syncs
 //! at once. Nothing here follows a symbolic link: a link (or a linked folder) on the way to a
@@ -9,10 +10,13 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::error::{StoreError, StoreResult};
+use crate::sync;
 
 /// A step of the commit path where a test can make the I/O fail.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -41,8 +45,13 @@ pub type FailHook = Arc<dyn Fn(FailPoint, &str) -> io::Result<()> + Send + Sync>
 const TEMP_SUFFIX: &str = ".stardust-tmp";
 
 /// Where a replaced or deleted document's file is kept until it is let go off the commit
-/// path ([`Buried`]); emptied at every open ([`Disk::clear_replaced`]).
+/// path ([`Buried`]), and where empty files wait to take a document's next content
+/// ([`Spare`]); emptied at every open ([`Disk::clear_replaced`]).
 pub const REPLACED_DIR: &str = ".stardust/replaced";
+
+/// Spare files kept ready ([`Disk::restock`]): a commit of this many replaced documents
+/// creates no file.
+const SPARES: usize = 8;
 
 /// Reads and writes documents under one store root.
 #[derive(Clone)]
@@ -52,12 +61,45 @@ pub struct Disk {
     graves: Arc<Graves>,
 }
 
-/// The files of [`REPLACED_DIR`] not yet handed over ([`Disk::take_buried`]), and the next
-/// free name there.
+/// The files of [`REPLACED_DIR`]: those not yet handed over ([`Disk::take_buried`]), the
+/// spares, and the next free name there.
 #[derive(Default)]
 struct Graves {
-    next: std::sync::atomic::AtomicU64,
-    buried: std::sync::Mutex<Vec<Buried>>,
+    /// Whether [`REPLACED_DIR`] is this store's own folder, not reached through a link: set
+    /// by [`Disk::clear_replaced`]. Without it nothing is linked, moved or made there.
+    usable: AtomicBool,
+    /// Set once the filesystem refused to exchange two names: replacing then renames.
+    no_exchange: AtomicBool,
+    next: AtomicU64,
+    buried: Mutex<Vec<Buried>>,
+    spares: Mutex<Vec<Spare>>,
+}
+
+impl Drop for Graves {
+    /// The store closed: its spares go with it (what a crash leaves, the next open clears).
+    fn drop(&mut self) {
+        for spare in sync::lock(&self.spares).drain(..) {
+            let _ = fs::remove_file(spare.path);
+        }
+    }
+}
+
+/// An empty file in [`REPLACED_DIR`], made off the commit path, that a commit writes a
+/// document's new content into and then swaps with the document ([`Disk::install`]).
+/// Creating a file is most of what a small commit costs the filesystem (ext4 looks for a
+/// free inode past every one freed in the last seconds), and renaming a new file over an
+/// existing one makes ext4 start writing the new file's data there and then (its
+/// `auto_da_alloc`); swapping names does neither. Afterwards the spare's name holds the
+/// document's old file, kept as a [`Buried`].
+#[derive(Debug)]
+struct Spare {
+    path: PathBuf,
+    /// The filesystem and group the file was made with: it replaces only a document with the
+    /// same (a swap cannot cross filesystems, and a document keeps its group).
+    dev: u64,
+    gid: u32,
+    /// Its permissions (`st_mode`), so that a commit changes them only when they differ.
+    mode: u32,
 }
 
 /// A link, in [`REPLACED_DIR`], to the file a document had before a commit replaced or
@@ -86,6 +128,8 @@ impl std::fmt::Debug for Disk {
 pub struct Staged {
     temp: PathBuf,
     target: PathBuf,
+    /// `temp` is a [`Spare`], to be swapped with the document it replaces.
+    spare: bool,
 }
 
 impl Disk {
@@ -94,38 +138,90 @@ impl Disk {
     }
 
     /// Empty [`REPLACED_DIR`], creating it when missing: at open, under the store's lock,
-    /// so that what a crash left there is let go. Keeping replaced files only saves time, so
-    /// this cannot fail: without the folder, a commit frees what it replaces at once.
+    /// so that what a crash left there is let go. Keeping replaced files and spares only
+    /// saves time, so this cannot fail: without the folder, a commit frees what it replaces
+    /// at once and writes a temporary sibling. A folder reached through a symbolic link (a
+    /// cloned repository can hold one) is not the store's: nothing there is touched.
     pub fn clear_replaced(&self) {
         let dir = self.root.join(REPLACED_DIR);
-        match fs::read_dir(&dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
+        let private = dir.parent().expect("REPLACED_DIR is in a folder");
+        if fs::symlink_metadata(private).is_ok_and(|m| !m.is_dir()) {
+            tracing::warn!("{} is not a folder; replaced files are not kept", private.display());
+            return;
+        }
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {
+                for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
                     let _ = fs::remove_file(entry.path());
                 }
+            }
+            Ok(_) => {
+                tracing::warn!("{} is not a folder; replaced files are not kept", dir.display());
+                return;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if let Err(e) = fs::create_dir(&dir) {
                     tracing::warn!("cannot create {}: {e}", dir.display());
+                    return;
                 }
             }
-            Err(e) => tracing::warn!("cannot read {}: {e}", dir.display()),
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}", dir.display());
+                return;
+            }
         }
+        sync::lock(&self.graves.spares).clear();
+        self.graves.usable.store(true, Ordering::Relaxed);
+    }
+
+    /// Make spare files until [`SPARES`] are ready: off the commit path (the store's reaper
+    /// thread, after each commit it cleans up for). A failure only means fewer spares.
+    pub fn restock(&self) {
+        if !self.graves.usable.load(Ordering::Relaxed) {
+            return;
+        }
+        while sync::lock(&self.graves.spares).len() < SPARES {
+            let path = self.grave();
+            let made = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .and_then(|file| file.metadata());
+            match made {
+                Ok(meta) => sync::lock(&self.graves.spares).push(Spare {
+                    path,
+                    dev: meta.dev(),
+                    gid: meta.gid(),
+                    mode: meta.mode(),
+                }),
+                Err(e) => {
+                    tracing::debug!("cannot make a spare file {}: {e}", path.display());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A spare that can replace the regular file described by `current`.
+    fn take_spare(&self, current: &fs::Metadata) -> Option<Spare> {
+        let mut spares = sync::lock(&self.graves.spares);
+        let last = spares.last()?;
+        (last.dev == current.dev() && last.gid == current.gid()).then(|| spares.pop())?
     }
 
     /// The replaced files kept since the last call, to be dropped off the commit path.
     pub fn take_buried(&self) -> Vec<Buried> {
-        std::mem::take(&mut *self.graves.buried.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *sync::lock(&self.graves.buried))
     }
 
     /// A free name in [`REPLACED_DIR`].
     fn grave(&self) -> PathBuf {
-        let n = self.graves.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self.graves.next.fetch_add(1, Ordering::Relaxed);
         self.root.join(REPLACED_DIR).join(n.to_string())
     }
 
     fn keep(&self, buried: Buried) {
-        self.graves.buried.lock().unwrap_or_else(|p| p.into_inner()).push(buried);
+        sync::lock(&self.graves.buried).push(buried);
     }
 
     #[cfg(test)]
@@ -186,18 +282,28 @@ impl Disk {
         read_regular(path)
     }
 
-    /// Write `content` to the temporary sibling of `rel`, and with `sync` make it durable. The
-    /// temporary file takes the permissions of the document it will replace.
+    /// Write `content` to a file that will replace `rel`, and with `sync` make it durable:
+    /// a [`Spare`] when `rel` is a regular file one can replace, else a temporary sibling.
+    /// The file takes the permissions of the document it will replace.
     pub fn stage(&self, rel: &str, content: &[u8], sync: bool) -> io::Result<Staged> {
         let target = self.root.join(rel);
         let parent = target.parent().expect("a document path has a parent");
-        self.ensure_dir(parent)?;
-        let name = target.file_name().expect("a document path has a name").to_string_lossy();
-        let temp = parent.join(format!(".{name}{TEMP_SUFFIX}"));
-        let staged = Staged { temp, target };
+        let current = fs::symlink_metadata(&target).ok().filter(fs::Metadata::is_file);
+        if current.is_none() {
+            self.ensure_dir(parent)?;
+        }
+        let spare = current.as_ref().and_then(|meta| self.take_spare(meta));
+        let (staged, made) = match spare {
+            Some(spare) => (Staged { temp: spare.path, target, spare: true }, Some(spare.mode)),
+            None => {
+                let name = target.file_name().expect("a document path has a name");
+                let temp = parent.join(format!(".{}{TEMP_SUFFIX}", name.to_string_lossy()));
+                (Staged { temp, target, spare: false }, None)
+            }
+        };
         let written = self
             .check(FailPoint::WriteTemp, rel)
-            .and_then(|()| write_temp(&staged.temp, &staged.target, content, sync));
+            .and_then(|()| write_temp(&staged.temp, made, current.as_ref(), content, sync));
         match written {
             Ok(()) => Ok(staged),
             Err(e) => {
@@ -207,15 +313,34 @@ impl Disk {
         }
     }
 
-    /// Put a staged document in place. The rename is durable once its folder is synced
-    /// ([`Disk::sync_parents`], [`Disk::sync_documents`]).
+    /// Put a staged document in place. The swap or rename is durable once its folder is
+    /// synced ([`Disk::sync_parents`], [`Disk::sync_documents`]).
     ///
-    /// The file replaced is kept ([`Buried`]) when it can be linked there; a document that
-    /// did not exist, or one that cannot be linked, is simply replaced.
+    /// The file replaced is kept ([`Buried`]): a spare swapped with it holds it, else it is
+    /// linked there first when it can be; a document that did not exist, or one that cannot
+    /// be linked, is simply replaced.
     pub fn install(&self, rel: &str, staged: &Staged) -> io::Result<()> {
         let result = self.check(FailPoint::Rename, rel).and_then(|()| {
+            if staged.spare && !self.graves.no_exchange.load(Ordering::Relaxed) {
+                match exchange(&staged.temp, &staged.target) {
+                    Ok(()) => {
+                        self.keep(Buried(staged.temp.clone()));
+                        return Ok(());
+                    }
+                    // The document went meanwhile: there is nothing to swap with.
+                    Err(nix::errno::Errno::ENOENT) if staged.temp.exists() => {
+                        return fs::rename(&staged.temp, &staged.target);
+                    }
+                    Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOSYS) => {
+                        self.graves.no_exchange.store(true, Ordering::Relaxed);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let grave = self.grave();
-            let kept = fs::hard_link(&staged.target, &grave).is_ok().then(|| Buried(grave));
+            let kept = (self.graves.usable.load(Ordering::Relaxed)
+                && fs::hard_link(&staged.target, &grave).is_ok())
+            .then(|| Buried(grave));
             fs::rename(&staged.temp, &staged.target)?;
             if let Some(kept) = kept {
                 self.keep(kept);
@@ -235,7 +360,8 @@ impl Disk {
     pub fn unlink(&self, rel: &str) -> io::Result<()> {
         self.check(FailPoint::Remove, rel)?;
         let (target, grave) = (self.root.join(rel), self.grave());
-        if fs::symlink_metadata(&target).is_ok_and(|m| m.is_file())
+        if self.graves.usable.load(Ordering::Relaxed)
+            && fs::symlink_metadata(&target).is_ok_and(|m| m.is_file())
             && fs::rename(&target, &grave).is_ok()
         {
             self.keep(Buried(grave));
@@ -355,17 +481,40 @@ fn sync_filesystem(root: &Path) -> io::Result<()> {
     nix::unistd::syncfs(&dir).map_err(io::Error::from)
 }
 
-/// Write `content` to `temp`, the temporary sibling of `target`, with the permissions of
-/// `target` if it is a regular file; with `sync`, durably.
-fn write_temp(temp: &Path, target: &Path, content: &[u8], sync: bool) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(temp)?;
-    if let Ok(meta) = fs::symlink_metadata(target)
-        && meta.is_file()
+/// Write `content` to `temp` with the permissions of `current`, the file it will replace, if
+/// any; with `sync`, durably. `temp` is made here, unless it is an empty spare already made
+/// with the permissions `made`.
+fn write_temp(
+    temp: &Path,
+    made: Option<u32>,
+    current: Option<&fs::Metadata>,
+    content: &[u8],
+    sync: bool,
+) -> io::Result<()> {
+    let create = made.is_none();
+    let mut file = OpenOptions::new().write(true).create(create).truncate(create).open(temp)?;
+    if let Some(meta) = current
+        && made != Some(meta.mode())
     {
         file.set_permissions(meta.permissions())?;
     }
     file.write_all(content)?;
     if sync { file.sync_data() } else { Ok(()) }
+}
+
+/// Swap the names `a` and `b` in one step (`renameat2(RENAME_EXCHANGE)`): each then names
+/// the other's file.
+fn exchange(a: &Path, b: &Path) -> nix::Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+        renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        let _ = (a, b);
+        Err(nix::errno::Errno::ENOSYS)
+    }
 }
 
 /// Replace the file at `target` (a path without symbolic links) with `content` atomically
@@ -381,7 +530,9 @@ pub fn replace_file(target: &Path, content: &[u8]) -> io::Result<()> {
     };
     let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let temp = parent.join(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id()));
-    let result = write_temp(&temp, target, content, true).and_then(|()| fs::rename(&temp, target));
+    let current = fs::symlink_metadata(target).ok().filter(fs::Metadata::is_file);
+    let result = write_temp(&temp, None, current.as_ref(), content, true)
+        .and_then(|()| fs::rename(&temp, target));
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
@@ -434,6 +585,8 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     fn disk() -> (tempfile::TempDir, Disk) {
@@ -478,6 +631,95 @@ mod tests {
         assert_eq!(replaced(&disk), [b"1 again".to_vec()]);
         disk.clear_replaced();
         assert!(replaced(&disk).is_empty());
+    }
+
+    fn inode(path: &Path) -> u64 {
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    /// The inodes of the spares ready.
+    fn spares(disk: &Disk) -> Vec<u64> {
+        sync::lock(&disk.graves.spares).iter().map(|s| inode(&s.path)).collect()
+    }
+
+    #[test]
+    fn a_replacement_is_written_into_a_spare_swapped_with_the_document() {
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        disk.clear_replaced();
+        disk.restock();
+        assert_eq!(replaced(&disk), vec![Vec::<u8>::new(); SPARES]);
+        // A new document has nothing to swap with: it is a new file, and takes no spare.
+        disk.put("a.json", b"1").unwrap();
+        assert_eq!(spares(&disk).len(), SPARES);
+        let path = disk.root().join("a.json");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        fs::hard_link(&path, disk.root().join("elsewhere.json")).unwrap();
+        let mut reader = File::open(&path).unwrap();
+        let next = *spares(&disk).last().unwrap();
+
+        disk.put("a.json", b"2").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"2");
+        assert_eq!(inode(&path), next, "the spare's file became the document's");
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o640);
+        // The old file is untouched: a reader that had it open and another link to it still
+        // see the old content, and the spare's name keeps it until it is let go.
+        let mut old = Vec::new();
+        reader.read_to_end(&mut old).unwrap();
+        assert_eq!(old, b"1");
+        assert_eq!(fs::read(disk.root().join("elsewhere.json")).unwrap(), b"1");
+        let mut kept = vec![Vec::new(); SPARES - 1];
+        kept.push(b"1".to_vec());
+        assert_eq!(replaced(&disk), kept);
+        let mut names: Vec<_> =
+            fs::read_dir(disk.root()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, [".stardust", "a.json", "elsewhere.json"], "no temporary file left");
+        drop(disk.take_buried());
+        assert_eq!(replaced(&disk), vec![Vec::<u8>::new(); SPARES - 1]);
+        disk.restock();
+        assert_eq!(spares(&disk).len(), SPARES);
+    }
+
+    #[test]
+    fn a_document_of_another_group_is_replaced_through_a_sibling() {
+        if !nix::unistd::getuid().is_root() {
+            eprintln!("skipped: giving a file another group needs root");
+            return;
+        }
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        disk.clear_replaced();
+        disk.restock();
+        disk.put("a.json", b"1").unwrap();
+        let path = disk.root().join("a.json");
+        let group = fs::metadata(&path).unwrap().gid() + 1;
+        std::os::unix::fs::chown(&path, None, Some(group)).unwrap();
+        disk.put("a.json", b"2").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"2");
+        assert_eq!(spares(&disk).len(), SPARES, "no spare was taken");
+        assert_eq!(replaced(&disk).iter().filter(|c| !c.is_empty()).count(), 1, "old one kept");
+    }
+
+    #[test]
+    fn a_replaced_folder_reached_through_a_link_is_never_touched() {
+        let (outside, _) = disk();
+        fs::write(outside.path().join("precious"), b"keep me").unwrap();
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), disk.root().join(REPLACED_DIR)).unwrap();
+        disk.clear_replaced();
+        disk.restock();
+        disk.put("a.json", b"1").unwrap();
+        disk.put("a.json", b"2").unwrap();
+        disk.put("b.json", b"1").unwrap();
+        disk.unlink("b.json").unwrap();
+        assert_eq!(fs::read(disk.root().join("a.json")).unwrap(), b"2");
+        assert!(!disk.root().join("b.json").exists());
+        let names: Vec<_> =
+            fs::read_dir(outside.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["precious"], "nothing was removed, linked or made outside the store");
+        assert!(disk.take_buried().is_empty());
     }
 
     #[test]
@@ -528,7 +770,6 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn write_keeps_permissions_and_leaves_no_temp() {
-        use std::os::unix::fs::PermissionsExt;
         let (_dir, disk) = disk();
         disk.write("a/b/doc.json", b"1").unwrap();
         let path = disk.root().join("a/b/doc.json");
@@ -558,7 +799,6 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn replace_file_keeps_permissions_and_leaves_no_temp() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("doc.json");
         fs::write(&path, b"old").unwrap();

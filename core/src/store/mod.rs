@@ -321,6 +321,11 @@ impl Store {
                 });
             }
         }
+        // The reaper also makes the spare files commits write into (fsio::Spare).
+        let reaper = reaper::Reaper::start({
+            let disk = disk.clone();
+            move || disk.restock()
+        })?;
         let inner = Arc::new(Inner {
             root: root.clone(),
             ctx,
@@ -333,7 +338,7 @@ impl Store {
             boot,
             trigger: Arc::new(checkpoint::Trigger::new(options.checkpoint_every)),
             checkpointing: Mutex::new(()),
-            reaper: reaper::Reaper::start()?,
+            reaper,
             remote,
             code_saves: RwLock::new(None),
         });

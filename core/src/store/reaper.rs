@@ -3,7 +3,8 @@
 //! A commit replaces the current snapshot; when no reader holds the old one, dropping it frees
 //! the index shards and document-map nodes that the new one copied, which costs about as much
 //! as a commit's sync. It also replaces documents' files, whose freeing the filesystem does
-//! when the last link goes (`fsio::Buried`). A thread does both instead. The queue is short:
+//! when the last link goes (`fsio::Buried`). A thread does both instead, and after each
+//! hand-over runs the store's chore for the next commit (making spare files). The queue is short:
 //! when it is full, the commit frees what it replaced itself, so memory and the kept files
 //! stay bounded however fast commits come.
 
@@ -22,11 +23,18 @@ pub struct Reaper<T: Send + 'static> {
 }
 
 impl<T: Send + 'static> Reaper<T> {
-    pub fn start() -> StoreResult<Reaper<T>> {
+    /// Start the thread; it runs `after` once at its start and after each value it frees.
+    pub fn start(mut after: impl FnMut() + Send + 'static) -> StoreResult<Reaper<T>> {
         let (queue, freed) = mpsc::sync_channel::<T>(BACKLOG);
         let thread = std::thread::Builder::new()
             .name("stardust-reaper".to_owned())
-            .spawn(move || freed.into_iter().for_each(drop))
+            .spawn(move || {
+                after();
+                for old in freed {
+                    drop(old);
+                    after();
+                }
+            })
             .map_err(|e| StoreError::io("cannot start the snapshot reaper thread", e))?;
         Ok(Reaper { queue: Some(queue), thread: Some(thread) })
     }
@@ -60,7 +68,12 @@ mod tests {
 
     #[test]
     fn everything_handed_over_is_freed_by_the_time_the_reaper_is_dropped() {
-        let reaper = Reaper::start().unwrap();
+        let chores = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = chores.clone();
+        let reaper = Reaper::start(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
         let mut watched = Vec::new();
         for i in 0..100 {
             let value = Arc::new(vec![i; 1000]);
@@ -73,5 +86,9 @@ mod tests {
         drop(reaper);
         assert!(watched.iter().all(|w| w.upgrade().is_none()), "a value was leaked");
         assert_eq!(*kept, [7]);
+        // Once at the start, then once per value freed on the thread (a value freed by the
+        // caller, when the queue was full, runs no chore).
+        let chores = chores.load(std::sync::atomic::Ordering::Relaxed);
+        assert!((2..=102).contains(&chores), "{chores} chores");
     }
 }
