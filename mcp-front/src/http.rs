@@ -40,7 +40,8 @@ pub fn run_http(
         ))
         .into());
     }
-    let runtime = crate::runtime()?;
+    // Every HTTP session shares this runtime: two workers, as the machine has two cores.
+    let runtime = crate::runtime(2)?;
     let inline = crate::server::InlineSlot::default();
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
