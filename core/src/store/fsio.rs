@@ -68,7 +68,8 @@ struct Graves {
     /// Whether [`REPLACED_DIR`] is this store's own folder, not reached through a link: set
     /// by [`Disk::clear_replaced`]. Without it nothing is linked, moved or made there.
     usable: AtomicBool,
-    /// Set once the filesystem refused to exchange two names: replacing then renames.
+    /// Set once the filesystem refused to exchange two names, or for a team store's copy
+    /// ([`Disk::rename_over`]): replacing then renames.
     no_exchange: AtomicBool,
     next: AtomicU64,
     buried: Mutex<Vec<Buried>>,
@@ -200,6 +201,16 @@ impl Disk {
                 }
             }
         }
+    }
+
+    /// Replace documents by renaming the spare over them rather than swapping: what a team
+    /// store's copy does. Its log is not synced (the database is the durable copy), so a new
+    /// file's data must not wait in memory longer than it did: renaming over a file makes
+    /// ext4 start writing the new file's data at once (`auto_da_alloc`), a swap does not, and
+    /// a file a system crash left empty would be taken for an edit at the next open. A folder
+    /// store's commit is durable in its synced log, which redoes any write a crash lost.
+    pub fn rename_over(&self) {
+        self.graves.no_exchange.store(true, Ordering::Relaxed);
     }
 
     /// A spare that can replace the regular file described by `current`.
@@ -679,6 +690,27 @@ mod tests {
         assert_eq!(replaced(&disk), vec![Vec::<u8>::new(); SPARES - 1]);
         disk.restock();
         assert_eq!(spares(&disk).len(), SPARES);
+    }
+
+    #[test]
+    fn a_team_stores_copy_renames_the_spare_over_the_document() {
+        let (_dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        disk.clear_replaced();
+        disk.rename_over();
+        disk.restock();
+        disk.put("a.json", b"1").unwrap();
+        let spare = sync::lock(&disk.graves.spares).last().unwrap().path.clone();
+        let next = inode(&spare);
+        disk.put("a.json", b"2").unwrap();
+        let path = disk.root().join("a.json");
+        assert_eq!(fs::read(&path).unwrap(), b"2");
+        assert_eq!(inode(&path), next, "the spare was used");
+        // Renamed, not swapped: the spare's name is gone, the old file is linked elsewhere.
+        assert!(!spare.exists());
+        let buried = disk.take_buried();
+        assert_eq!(buried.len(), 1);
+        assert_eq!(fs::read(&buried[0].0).unwrap(), b"1");
     }
 
     #[test]

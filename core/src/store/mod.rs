@@ -307,6 +307,9 @@ impl Store {
             Some(remote) => Some(remote),
             None => remote::open(&ctx.config)?,
         };
+        if remote.is_some() {
+            disk.rename_over();
+        }
         let (writer, snapshot, offsets, found) =
             recover(&root, &ctx, &disk, &log_path, boot.as_deref(), lock, remote.is_some())?;
         let snapshot_seq = snapshot.seq;
