@@ -644,6 +644,15 @@ mod tests {
         assert!(replaced(&disk).is_empty());
     }
 
+    /// A disk whose replaced folder is ready, with its spares made.
+    fn spared() -> (tempfile::TempDir, Disk) {
+        let (dir, disk) = disk();
+        fs::create_dir(disk.root().join(".stardust")).unwrap();
+        disk.clear_replaced();
+        disk.restock();
+        (dir, disk)
+    }
+
     fn inode(path: &Path) -> u64 {
         fs::symlink_metadata(path).unwrap().ino()
     }
@@ -655,10 +664,7 @@ mod tests {
 
     #[test]
     fn a_replacement_is_written_into_a_spare_swapped_with_the_document() {
-        let (_dir, disk) = disk();
-        fs::create_dir(disk.root().join(".stardust")).unwrap();
-        disk.clear_replaced();
-        disk.restock();
+        let (_dir, disk) = spared();
         assert_eq!(replaced(&disk), vec![Vec::<u8>::new(); SPARES]);
         // A new document has nothing to swap with: it is a new file, and takes no spare.
         disk.put("a.json", b"1").unwrap();
@@ -694,11 +700,8 @@ mod tests {
 
     #[test]
     fn a_team_stores_copy_renames_the_spare_over_the_document() {
-        let (_dir, disk) = disk();
-        fs::create_dir(disk.root().join(".stardust")).unwrap();
-        disk.clear_replaced();
+        let (_dir, disk) = spared();
         disk.rename_over();
-        disk.restock();
         disk.put("a.json", b"1").unwrap();
         let spare = sync::lock(&disk.graves.spares).last().unwrap().path.clone();
         let next = inode(&spare);
@@ -719,10 +722,7 @@ mod tests {
             eprintln!("skipped: giving a file another group needs root");
             return;
         }
-        let (_dir, disk) = disk();
-        fs::create_dir(disk.root().join(".stardust")).unwrap();
-        disk.clear_replaced();
-        disk.restock();
+        let (_dir, disk) = spared();
         disk.put("a.json", b"1").unwrap();
         let path = disk.root().join("a.json");
         let group = fs::metadata(&path).unwrap().gid() + 1;
