@@ -289,3 +289,43 @@ fn a_folder_store_imports_into_a_team_store_and_exports_back_byte_for_byte() {
     let err = team_store.export(&target).unwrap_err();
     assert_eq!(err.code(), Code::InvalidArguments);
 }
+
+/// A machine whose store takes `boot` as the system's boot id (a new one: the machine
+/// restarted since the last open).
+fn machine_booted(root: &Path, remote: &Arc<MemRemote>, boot: &str) -> Store {
+    let options = OpenOptions {
+        watch: false,
+        remote: Some(remote.clone()),
+        boot: Some(boot.to_owned()),
+        ..OpenOptions::default()
+    };
+    Store::open(root, options).unwrap()
+}
+
+#[test]
+fn a_document_a_system_crash_left_empty_is_not_taken_for_an_edit() {
+    let (remote, a, _b) = team();
+    let log = a.path().join(".stardust/log/transactions.log");
+    let store = machine_booted(a.path(), &remote, "boot-1");
+    let before_commit = std::fs::metadata(&log).unwrap().len();
+    store
+        .commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "Ann 2"))])
+        .unwrap();
+    drop(store);
+    // The machine lost power: this copy's log (not synced: the database is the durable copy)
+    // lost the record, and the document's new data never reached the disk.
+    std::fs::OpenOptions::new().write(true).open(&log).unwrap().set_len(before_commit).unwrap();
+    std::fs::write(a.path().join("people/ann.json"), b"").unwrap();
+    let store = machine_booted(a.path(), &remote, "boot-2");
+    assert_eq!(remote.seqs(), [1, 2], "nothing was committed over the database's content");
+    assert_eq!(store.snapshot().seq, 2);
+    assert_eq!(read(a.path(), "people/ann.json"), Some(person("person/ann", "Ann 2")));
+    drop(store);
+    // Without a restart an empty file is an edit like any other (a process crash loses no
+    // written data): it is recorded.
+    std::fs::write(a.path().join("people/ann.json"), b"").unwrap();
+    let store = machine_booted(a.path(), &remote, "boot-2");
+    assert_eq!(remote.seqs(), [1, 2, 3]);
+    assert_eq!(read(a.path(), "people/ann.json"), Some(String::new()));
+    drop(store);
+}

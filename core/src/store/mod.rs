@@ -310,7 +310,7 @@ impl Store {
         if remote.is_some() {
             disk.rename_over();
         }
-        let (writer, snapshot, offsets, found) =
+        let (writer, snapshot, offsets, found, restarted) =
             recover(&root, &ctx, &disk, &log_path, boot.as_deref(), lock, remote.is_some())?;
         let snapshot_seq = snapshot.seq;
         let mut database = 0;
@@ -355,7 +355,9 @@ impl Store {
             } else {
                 // Other cores' commits first, then what was edited here while no core ran,
                 // on top (external edits are history, never refused: nothing is lost).
-                inner.catch_up_locked(&mut writer)?;
+                let seen = inner.snapshot().seq;
+                inner.catch_up_after(&mut writer, restarted)?;
+                let found = if restarted { inner.without_lost_writes(seen, found)? } else { found };
                 inner.ingest_locked(&mut writer, found)?;
             }
         }
@@ -558,7 +560,7 @@ fn recover(
     boot: Option<&str>,
     lock: StoreLock,
     remote: bool,
-) -> StoreResult<(Writer, Snapshot, Vec<u64>, Found)> {
+) -> StoreResult<(Writer, Snapshot, Vec<u64>, Found, bool)> {
     let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
     let LogState { logged, mut offsets, tail, applied, tail_boot, valid_len, last_seq } =
         read_log_state(log_path)?;
@@ -621,7 +623,7 @@ fn recover(
         closed: false,
         _lock: lock,
     };
-    Ok((writer, Snapshot { seq, analysis }, offsets, found))
+    Ok((writer, Snapshot { seq, analysis }, offsets, found, restarted))
 }
 
 /// Documents found on disk that differ from the last logged state: each path with what it
@@ -1460,6 +1462,13 @@ impl Inner {
     /// transactions took it through was edited here since: it is left as it is, for the
     /// watcher or the next open to record on top (nothing is lost).
     fn catch_up_locked(&self, writer: &mut Writer) -> StoreResult<usize> {
+        self.catch_up_after(writer, false)
+    }
+
+    /// [`Inner::catch_up_locked`]; with `restarted` (the open of a copy after the machine
+    /// restarted), a document found empty where the database wrote it is overwritten: see
+    /// [`Inner::without_lost_writes`].
+    fn catch_up_after(&self, writer: &mut Writer, restarted: bool) -> StoreResult<usize> {
         let Some(remote) = &self.remote else { return Ok(0) };
         let mut count = 0;
         loop {
@@ -1481,7 +1490,7 @@ impl Inner {
                     ));
                 }
             }
-            self.apply_shipped(writer, &snapshot, &batch)?;
+            self.apply_shipped(writer, &snapshot, &batch, restarted)?;
             count += batch.len();
         }
     }
@@ -1491,6 +1500,7 @@ impl Inner {
         writer: &mut Writer,
         snapshot: &Snapshot,
         batch: &[remote::Shipped],
+        restarted: bool,
     ) -> StoreResult<()> {
         // Each touched path: the states it went through, and its last content.
         type States<'a> = BTreeMap<&'a str, (Vec<Option<Version>>, Option<&'a [u8]>)>;
@@ -1532,7 +1542,8 @@ impl Inner {
         states.par_iter().try_for_each(|(path, (known, last))| {
             let now = self.disk.read(path)?;
             let now_version = now.as_deref().map(Version::of);
-            if !known.contains(&now_version) {
+            let lost = restarted && last.is_some() && now.as_deref().is_some_and(<[u8]>::is_empty);
+            if !known.contains(&now_version) && !lost {
                 tracing::warn!(
                     "{path} was edited here while another core changed it; keeping this \
                      machine's edit, to be recorded on top"
@@ -1565,6 +1576,42 @@ impl Inner {
         self.trigger.committed();
         writer.log.sync_in_background();
         Ok(())
+    }
+
+    /// `found` without the documents a system crash emptied: after a restart, a document
+    /// found empty that a transaction after `seen` (one this copy's log did not have, just
+    /// taken in from the database) wrote is that transaction's write lost with the machine's
+    /// memory (the copy's log is not synced, and a new file's data reaches the disk after
+    /// its name), not an edit, and committing it would empty the document for every machine.
+    /// The database's content, just written here, stays. Nothing is lost: the file was empty.
+    fn without_lost_writes(&self, seen: u64, found: Found) -> StoreResult<Found> {
+        // Each path those transactions touched: whether the last of them wrote it.
+        let mut written: HashMap<String, bool> = HashMap::new();
+        let caught_up = read_transactions(
+            &self.log_path,
+            self.offset_of(seen + 1),
+            seen,
+            u64::MAX,
+            usize::MAX,
+        )?;
+        for doc in caught_up.into_iter().flat_map(|txn| txn.documents) {
+            written.insert(doc.path, doc.after.is_some());
+        }
+        Ok(found
+            .into_iter()
+            .filter(|(path, bytes)| {
+                let lost = bytes.as_ref().is_some_and(Vec::is_empty)
+                    && written.get(path).copied().unwrap_or(false);
+                if lost {
+                    tracing::warn!(
+                        "{path} was empty after the machine restarted, where a commit the \
+                         database holds wrote it: taken for a write the restart lost, not an \
+                         edit; the database's content is written in its place"
+                    );
+                }
+                !lost
+            })
+            .collect())
     }
 
     /// For a copy that never had the team store's history (at `head`): move each document
