@@ -40,8 +40,7 @@ pub fn run_http(
         ))
         .into());
     }
-    // Every HTTP session shares this runtime: two workers, as the machine has two cores.
-    let runtime = crate::runtime(2)?;
+    let runtime = crate::runtime(crate::HTTP_WORKERS)?;
     let inline = crate::server::InlineSlot::default();
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -98,6 +98,9 @@ pub(crate) fn runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime
 /// The workers of a runtime that serves one session (stdio, or a connection of the core).
 pub(crate) const SESSION_WORKERS: usize = 1;
 
+/// The workers of the HTTP server's runtime, which all its sessions share: one a core.
+pub(crate) const HTTP_WORKERS: usize = 2;
+
 /// Serve MCP on standard input and output until the client closes the input.
 pub fn run_stdio(service: Arc<Service>, options: Options) -> anyhow::Result<()> {
     let runtime = runtime(SESSION_WORKERS)?;

@@ -355,9 +355,9 @@ impl Store {
             } else {
                 // Other cores' commits first, then what was edited here while no core ran,
                 // on top (external edits are history, never refused: nothing is lost).
-                let seen = inner.snapshot().seq;
-                inner.catch_up_after(&mut writer, restarted)?;
-                let found = if restarted { inner.without_lost_writes(seen, found)? } else { found };
+                let (_, lost) = inner.catch_up_after(&mut writer, restarted)?;
+                let mut found = found;
+                found.retain(|(path, _)| !lost.contains(path));
                 inner.ingest_locked(&mut writer, found)?;
             }
         }
@@ -1462,20 +1462,30 @@ impl Inner {
     /// transactions took it through was edited here since: it is left as it is, for the
     /// watcher or the next open to record on top (nothing is lost).
     fn catch_up_locked(&self, writer: &mut Writer) -> StoreResult<usize> {
-        self.catch_up_after(writer, false)
+        self.catch_up_after(writer, false).map(|(count, _)| count)
     }
 
-    /// [`Inner::catch_up_locked`]; with `restarted` (the open of a copy after the machine
-    /// restarted), a document found empty where the database wrote it is overwritten: see
-    /// [`Inner::without_lost_writes`].
-    fn catch_up_after(&self, writer: &mut Writer, restarted: bool) -> StoreResult<usize> {
-        let Some(remote) = &self.remote else { return Ok(0) };
-        let mut count = 0;
+    /// [`Inner::catch_up_locked`], for the open of a copy: with `restarted` (the machine
+    /// restarted since the log's last marker), a document found empty where the last of the
+    /// transactions taken in wrote it is that write, lost with the machine's memory, not an
+    /// edit. The copy's log is not synced, and a new file's data reaches the disk after its
+    /// name, so a power loss can leave both the record gone and the file empty; recording
+    /// the empty file on top would empty the document for every machine. So the database's
+    /// content is written there, and the paths are returned, for the open not to record
+    /// them. Nothing is lost: the file was empty. Without a restart no written data is lost
+    /// (a process crash keeps the page cache), and an empty file is an edit like any other.
+    fn catch_up_after(
+        &self,
+        writer: &mut Writer,
+        restarted: bool,
+    ) -> StoreResult<(usize, Vec<String>)> {
+        let Some(remote) = &self.remote else { return Ok((0, Vec::new())) };
+        let (mut count, mut lost) = (0, Vec::new());
         loop {
             let snapshot = self.snapshot();
             let batch = remote.since(snapshot.seq, remote::PAGE)?;
             if batch.is_empty() {
-                return Ok(count);
+                return Ok((count, lost));
             }
             for (i, shipped) in batch.iter().enumerate() {
                 let expected = snapshot.seq + 1 + i as u64;
@@ -1490,7 +1500,7 @@ impl Inner {
                     ));
                 }
             }
-            self.apply_shipped(writer, &snapshot, &batch, restarted)?;
+            lost.extend(self.apply_shipped(writer, &snapshot, &batch, restarted)?);
             count += batch.len();
         }
     }
@@ -1501,7 +1511,7 @@ impl Inner {
         snapshot: &Snapshot,
         batch: &[remote::Shipped],
         restarted: bool,
-    ) -> StoreResult<()> {
+    ) -> StoreResult<Vec<String>> {
         // Each touched path: the states it went through, and its last content.
         type States<'a> = BTreeMap<&'a str, (Vec<Option<Version>>, Option<&'a [u8]>)>;
         let mut states: States<'_> = BTreeMap::new();
@@ -1539,25 +1549,41 @@ impl Inner {
         // Each file brought to its last state, in parallel: a new machine's copy writes every
         // document of the store at once.
         let states: Vec<_> = states.into_iter().collect();
-        states.par_iter().try_for_each(|(path, (known, last))| {
-            let now = self.disk.read(path)?;
-            let now_version = now.as_deref().map(Version::of);
-            let lost = restarted && last.is_some() && now.as_deref().is_some_and(<[u8]>::is_empty);
-            if !known.contains(&now_version) && !lost {
-                tracing::warn!(
-                    "{path} was edited here while another core changed it; keeping this \
-                     machine's edit, to be recorded on top"
-                );
-            } else if now_version != *known.last().expect("a state per transaction") {
-                // Not synced: the database has them, and the checkpoint syncs them.
-                let written = match last {
-                    Some(bytes) => self.disk.put(path, bytes),
-                    None => self.disk.unlink(path),
-                };
-                written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
-            }
-            Ok::<(), StoreError>(())
-        })?;
+        // The paths whose empty file was taken for a lost write (see `catch_up_after`).
+        let lost: Vec<Option<String>> = states
+            .par_iter()
+            .map(|(path, (known, last))| {
+                let now = self.disk.read(path)?;
+                let now_version = now.as_deref().map(Version::of);
+                let edited = !known.contains(&now_version);
+                let lost = edited
+                    && restarted
+                    && last.is_some()
+                    && now.as_deref().is_some_and(<[u8]>::is_empty);
+                if lost {
+                    tracing::warn!(
+                        "{path} was empty after the machine restarted, where a commit the \
+                         database holds wrote it: taken for a write the restart lost, not an \
+                         edit; the database's content is written in its place"
+                    );
+                } else if edited {
+                    tracing::warn!(
+                        "{path} was edited here while another core changed it; keeping this \
+                         machine's edit, to be recorded on top"
+                    );
+                    return Ok(None);
+                }
+                if now_version != *known.last().expect("a state per transaction") {
+                    // Not synced: the database has them, and the checkpoint syncs them.
+                    let written = match last {
+                        Some(bytes) => self.disk.put(path, bytes),
+                        None => self.disk.unlink(path),
+                    };
+                    written.map_err(|e| StoreError::io(format!("cannot write {path}"), e))?;
+                }
+                Ok(lost.then(|| (*path).to_owned()))
+            })
+            .collect::<StoreResult<_>>()?;
         let documents: Vec<(String, Option<Vec<u8>>)> = states
             .iter()
             .filter(|(path, _)| scan::is_document_path(&self.ctx.config, path))
@@ -1575,43 +1601,7 @@ impl Inner {
         self.publish_all(txns, Snapshot { seq, analysis }, offsets);
         self.trigger.committed();
         writer.log.sync_in_background();
-        Ok(())
-    }
-
-    /// `found` without the documents a system crash emptied: after a restart, a document
-    /// found empty that a transaction after `seen` (one this copy's log did not have, just
-    /// taken in from the database) wrote is that transaction's write lost with the machine's
-    /// memory (the copy's log is not synced, and a new file's data reaches the disk after
-    /// its name), not an edit, and committing it would empty the document for every machine.
-    /// The database's content, just written here, stays. Nothing is lost: the file was empty.
-    fn without_lost_writes(&self, seen: u64, found: Found) -> StoreResult<Found> {
-        // Each path those transactions touched: whether the last of them wrote it.
-        let mut written: HashMap<String, bool> = HashMap::new();
-        let caught_up = read_transactions(
-            &self.log_path,
-            self.offset_of(seen + 1),
-            seen,
-            u64::MAX,
-            usize::MAX,
-        )?;
-        for doc in caught_up.into_iter().flat_map(|txn| txn.documents) {
-            written.insert(doc.path, doc.after.is_some());
-        }
-        Ok(found
-            .into_iter()
-            .filter(|(path, bytes)| {
-                let lost = bytes.as_ref().is_some_and(Vec::is_empty)
-                    && written.get(path).copied().unwrap_or(false);
-                if lost {
-                    tracing::warn!(
-                        "{path} was empty after the machine restarted, where a commit the \
-                         database holds wrote it: taken for a write the restart lost, not an \
-                         edit; the database's content is written in its place"
-                    );
-                }
-                !lost
-            })
-            .collect())
+        Ok(lost.into_iter().flatten().collect())
     }
 
     /// For a copy that never had the team store's history (at `head`): move each document
