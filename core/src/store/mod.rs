@@ -324,7 +324,8 @@ impl Store {
                 });
             }
         }
-        // The reaper also makes the spare files commits write into (fsio::Spare).
+        // The reaper also makes the spare files commits write into (fsio::Spare), from the
+        // first commit on: the first replaces through a temporary sibling.
         let reaper = reaper::Reaper::start({
             let disk = disk.clone();
             move || disk.restock()
