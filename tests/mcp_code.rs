@@ -546,6 +546,31 @@ async fn typescript_renames_preview_with_their_diagnostics_and_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_workspace_symbols_come_before_any_file_is_asked_about() {
+    // tsserver answers workspace/symbol with "No Project" until a file of a project is open:
+    // the core opens the store's first TypeScript file first (its folder's tsconfig.json).
+    let mixed = Mixed::new();
+    mixed.trust();
+    let client = mixed.connect().await;
+    let peer = client.peer();
+    let ask = json!({"query": "withTax", "server": "typescript"});
+    let first = call(peer, "workspace_symbols", ask.clone()).await;
+    // Answered at once from the file it opened (while the project still loads: `indexing`).
+    assert!(first.get("skipped").is_none(), "{first}");
+    assert!(!locs(&first, "symbols").is_empty(), "{first}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let workspace = call(peer, "workspace_symbols", ask.clone()).await;
+        if workspace["readiness"] == "ready" {
+            assert_eq!(locs(&workspace, "symbols"), ["web/src/price.ts:6:1-8:2@typescript"]);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the project never loaded: {workspace}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typescript_language_server_answers_the_code_tools() {
     let mixed = Mixed::new();
     mixed.trust();

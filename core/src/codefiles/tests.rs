@@ -399,6 +399,49 @@ fn the_mixed_example_routes_every_file() {
 }
 
 #[test]
+fn the_first_file_of_each_server_in_path_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = store_config(STORE_TOML);
+    let servers = Servers::new(user(USER_TOML), config.servers.clone());
+    for rel in [
+        ".stardust/early.py",
+        ".git/early.py",
+        "node_modules/pkg/index.ts",
+        "a/notes.md",
+        "b/app.py",
+        "b/lib.c",
+        "c/z.ts",
+        "py/generated/aa.py",
+        "scripts/tool.mjs",
+    ] {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "x\n").unwrap();
+    }
+    // A link is never followed, so a folder outside cannot lend a server its first file.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("aa.ts"), "x\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("a/linked")).unwrap();
+    let mut report = String::new();
+    for name in ["pyright", "tsserver", "clangd", "marksman", "nobody"] {
+        let found = first_file(root, &config, &servers, name, FIRST_FILE_BUDGET);
+        writeln!(report, "{name}: {found:?}").unwrap();
+    }
+    // Past its budget, the walk gives up rather than read a huge store.
+    writeln!(report, "budget 3: {:?}", first_file(root, &config, &servers, "tsserver", 3)).unwrap();
+    expect![[r#"
+        pyright: Some("b/app.py")
+        tsserver: Some("c/z.ts")
+        clangd: Some("b/lib.c")
+        marksman: Some("a/notes.md")
+        nobody: None
+        budget 3: None
+    "#]]
+    .assert_eq(&report);
+}
+
+#[test]
 fn the_workspace_root_is_the_nearest_marked_folder_inside_the_store() {
     let files = ["py/pyproject.toml", "web/tsconfig.json", "web/app/tsconfig.json", ".git"];
     let exists = |p: &str| files.contains(&p);

@@ -600,13 +600,44 @@ impl Service {
                     continue;
                 }
             };
-            match host.request(&spec, "workspace/symbol", json!({"query": query})) {
+            let params = json!({"query": query});
+            // A server that has no file open yet is first given the store's first file of its
+            // own, so that it roots where its file requests would root it, and so that a server
+            // that builds its projects from open files has one (tsserver answers "No Project"
+            // until then). One that answers
+            // with an error anyway is given it and asked again, once.
+            let first = || {
+                let rel = codefiles::first_file(
+                    self.store.root(),
+                    self.store.snapshot().analysis.config(),
+                    &servers,
+                    server.name(),
+                    codefiles::FIRST_FILE_BUDGET,
+                )?;
+                self.code_target(&rel).ok()
+            };
+            let cold = host.encoding(server.name()).is_none();
+            let target = if cold { first() } else { None };
+            let mut answer = match &target {
+                Some(target) => self.code_request(target, "workspace/symbol", params.clone()),
+                None => host.request(&spec, "workspace/symbol", params.clone()).map_err(Into::into),
+            };
+            // Only an error the server answered: a crash or a timeout is never asked again
+            // behind the caller's back.
+            if let Err(err) = &answer
+                && err.code() == Code::Internal
+                && target.is_none()
+                && let Some(target) = first()
+            {
+                answer = self.code_request(&target, "workspace/symbol", params);
+            }
+            match answer {
                 Ok(answer) => {
                     out.indexing |= answer.indexing;
                     let encoding = self.code_encoding(server.name());
                     out.found.push((server.name().to_owned(), encoding, as_list(&answer.result)));
                 }
-                Err(err) => out.skipped.push((server.name().to_owned(), err.into())),
+                Err(err) => out.skipped.push((server.name().to_owned(), err)),
             }
         }
         Ok(out)

@@ -37,6 +37,9 @@ pub struct Canned {
     pub diagnose: Option<fn(&str) -> Vec<Value>>,
     /// A method the server fails (`server-unavailable`, as when it crashed mid-request).
     pub failing: Option<&'static str>,
+    /// A method the server answers with an error response (`internal`), as tsserver answers
+    /// `workspace/symbol` while no file of a project is open.
+    pub refusing: Option<&'static str>,
     /// When set, the server publishes (push) what this finds in each text it is given, and
     /// says what it is doing ([`CodeHost::activity`]): a server like pyright.
     pub push: Option<fn(&str) -> Vec<Value>>,
@@ -95,6 +98,13 @@ impl CodeHost for Canned {
             return Err(CodeError {
                 code: stardust_core::Code::ServerUnavailable,
                 message: "canned exited while answering".into(),
+                server: "canned".into(),
+            });
+        }
+        if self.refusing == Some(method) {
+            return Err(CodeError {
+                code: stardust_core::Code::Internal,
+                message: format!("canned answered {method} with error 1: No Project."),
                 server: "canned".into(),
             });
         }
