@@ -34,9 +34,52 @@ pub fn is_code_path(config: &Config, rel: &str) -> bool {
 /// Every document of the store at `root`, as (store-relative path, absolute path), sorted.
 pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
+    walk(root, config, usize::MAX, |rel, path| {
+        if is_document_path(config, &rel) {
+            out.push((rel, path));
+        }
+        true
+    })?;
+    Ok(out)
+}
+
+/// The first file of the store at `root` (in path order, the walk of [`documents`]) whose
+/// store-relative path `wanted` takes, looking at no more than `budget` entries (`None` past
+/// them, or when no file is wanted).
+pub fn first_file(
+    root: &Path,
+    config: &Config,
+    budget: usize,
+    wanted: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let mut found = None;
+    let _ = walk(root, config, budget, |rel, _| {
+        if !config.ignore_set.is_match(&rel) && wanted(&rel) {
+            found = Some(rel);
+            return false;
+        }
+        true
+    });
+    found
+}
+
+/// Every file of the store at `root`, sorted by path, given to `file` (store-relative and
+/// absolute) until it answers false: private folders, `ignore`d folders and symbolic links
+/// are skipped; at most `budget` entries are looked at.
+fn walk(
+    root: &Path,
+    config: &Config,
+    budget: usize,
+    mut file: impl FnMut(String, PathBuf) -> bool,
+) -> Result<()> {
     let walker = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name();
     let mut it = walker.into_iter();
+    let mut seen = 0usize;
     while let Some(entry) = it.next() {
+        seen += 1;
+        if seen > budget {
+            return Ok(());
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(err) if err.depth() == 0 => {
@@ -58,11 +101,11 @@ pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>>
             }
             continue;
         }
-        if entry.file_type().is_file() && is_document_path(config, &rel) {
-            out.push((rel, entry.into_path()));
+        if entry.file_type().is_file() && !file(rel, entry.into_path()) {
+            return Ok(());
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The `/`-separated path of `path` relative to `root`, if it is valid UTF-8.

@@ -1,6 +1,7 @@
 //! Code files (SPEC §17): which configured language server covers a file, whether that server
-//! may start (trust) and with what launch spec. Pure rules over the configuration; starting
-//! and supervising processes is the `stardust-servers` crate's.
+//! may start (trust) and with what launch spec. Rules over the configuration (the store's
+//! files are walked by `scan`); starting and supervising processes is the `stardust-servers`
+//! crate's.
 //!
 //! The servers of a store are the user's (`$XDG_CONFIG_HOME/stardust/servers.toml`, always
 //! allowed) and the store's own (`[servers.*]` of `stardust.toml`, allowed once trusted). When
@@ -148,46 +149,21 @@ pub fn route<'a>(config: &Config, servers: &'a Servers, rel: &str) -> Result<Own
     )))
 }
 
-/// How many entries of the store [`first_file`] looks at before it gives up: a bound on the
-/// cost of one `workspace_symbols` on a huge store whose server covers no early file.
+/// How many entries of the store `workspace_symbols` looks at for a server's first file
+/// ([`first_file`]) before it gives up: a bound on the cost of one call on a huge store whose
+/// server covers no early file.
 pub const FIRST_FILE_BUDGET: usize = 20_000;
 
-/// The first file of the store at `root` (in path order, as `stardust check` walks it:
-/// private folders, `ignore` globs and symbolic links skipped) that [`route`] gives to the
-/// server `name`, looking at no more than `budget` entries. `workspace_symbols` opens it on a
-/// server that has no file of its own yet (docs/DECISIONS.md).
-pub fn first_file(
-    root: &Path,
-    config: &Config,
-    servers: &Servers,
-    name: &str,
-    budget: usize,
-) -> Option<String> {
-    let walker = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name();
-    let mut it = walker.into_iter();
-    let mut seen = 0;
-    while let Some(entry) = it.next() {
-        seen += 1;
-        if seen > budget {
-            return None;
-        }
-        let Ok(entry) = entry else { continue };
-        let Some(rel) = scan::relative(root, entry.path()) else { continue };
-        if entry.file_type().is_dir() {
-            let private = entry.depth() == 1 && scan::PRIVATE_DIRS.contains(&rel.as_str());
-            if private || (entry.depth() > 0 && config.ignore_set.is_match(&rel)) {
-                it.skip_current_dir();
-            }
-            continue;
-        }
-        if entry.file_type().is_file()
-            && !config.ignore_set.is_match(&rel)
-            && matches!(route(config, servers, &rel), Ok(Owner::Server { server, .. }) if server == name)
-        {
-            return Some(rel);
-        }
-    }
-    None
+/// The first file of the store at `root` (in path order: [`scan::first_file`]) that
+/// [`route`] gives to the server `name`. `workspace_symbols` opens it on a server that has no
+/// file of its own yet (docs/DECISIONS.md).
+pub fn first_file(root: &Path, config: &Config, servers: &Servers, name: &str) -> Option<String> {
+    scan::first_file(
+        root,
+        config,
+        FIRST_FILE_BUDGET,
+        |rel| matches!(route(config, servers, rel), Ok(Owner::Server { server, .. }) if server == name),
+    )
 }
 
 /// The user's `servers.toml` in the configuration folder `dir`.

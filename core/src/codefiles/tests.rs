@@ -425,11 +425,14 @@ fn the_first_file_of_each_server_in_path_order() {
     std::os::unix::fs::symlink(outside.path(), root.join("a/linked")).unwrap();
     let mut report = String::new();
     for name in ["pyright", "tsserver", "clangd", "marksman", "nobody"] {
-        let found = first_file(root, &config, &servers, name, FIRST_FILE_BUDGET);
+        let found = first_file(root, &config, &servers, name);
         writeln!(report, "{name}: {found:?}").unwrap();
     }
     // Past its budget, the walk gives up rather than read a huge store.
-    writeln!(report, "budget 3: {:?}", first_file(root, &config, &servers, "tsserver", 3)).unwrap();
+    let ts = |rel: &str| {
+        matches!(route(&config, &servers, rel), Ok(Owner::Server { server: "tsserver", .. }))
+    };
+    writeln!(report, "budget 3: {:?}", scan::first_file(root, &config, 3, ts)).unwrap();
     expect![[r#"
         pyright: Some("b/app.py")
         tsserver: Some("c/z.ts")

@@ -612,7 +612,6 @@ impl Service {
                     self.store.snapshot().analysis.config(),
                     &servers,
                     server.name(),
-                    codefiles::FIRST_FILE_BUDGET,
                 )?;
                 self.code_target(&rel).ok()
             };
