@@ -470,108 +470,60 @@ fn a_servers_file_changed_while_the_core_runs_is_read_again() {
     );
 }
 
-/// The symbols `workspace_symbols` answered, the requests the server saw and the texts it was
-/// given, for one call on a store whose first `.py` file is `a/first.py`.
-fn symbols_asked(host: Canned) -> Value {
+/// One line of what one `workspace_symbols` call did, on a store whose first `.py` file is
+/// `a/first.py`: the symbols found, the servers skipped (with the error's code), the requests
+/// the server saw and the texts it was given.
+fn symbols_asked(host: Canned) -> String {
     let f =
         fixture(&[("b/second.py", "second\n"), ("a/first.py", "first\n"), ("notes.md", "md\n")]);
     let (service, session, host) = f.service(host);
     let answer = run(&service, &session, "workspace_symbols", json!({"query": "price"}));
-    let requests: Vec<Value> = host.requests.lock().unwrap().iter().map(|r| json!(r.0)).collect();
+    let found: Vec<&str> =
+        answer["symbols"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let skipped: Vec<String> = answer["skipped"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .map(|s| {
+                    format!(
+                        "{}: {}",
+                        s["server"].as_str().unwrap(),
+                        s["error"]["code"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let requests: Vec<String> = host.requests.lock().unwrap().iter().map(|r| r.0.clone()).collect();
     let given = host.texts_given.lock().unwrap().clone();
-    json!({"symbols": answer["symbols"], "skipped": answer["skipped"], "requests": requests, "given": given})
+    format!("found {found:?}; skipped {skipped:?}; requests {requests:?}; given {given:?}")
 }
 
 #[test]
 fn workspace_symbols_give_a_server_with_no_file_open_the_first_file_of_its_own() {
     let symbol = json!([{"name": "price", "kind": 12,
         "location": {"uri": "file:///nowhere/x.py", "range": range(0, 0, 0, 5)}}]);
-    // Not running yet (no encoding negotiated): `a/first.py` is opened first, so the server
-    // roots where its file requests would root it and has a project to search.
-    let cold = Canned { encoding: None, ..Canned::default() }.with("workspace/symbol", symbol);
-    check(
-        &symbols_asked(cold),
-        expect![[r#"
-            {
-              "symbols": [
-                {
-                  "name": "price",
-                  "kind": "function",
-                  "server": "canned",
-                  "range": {
-                    "line": 1,
-                    "column": 1,
-                    "endLine": 1,
-                    "endColumn": 6
-                  },
-                  "path": "/nowhere/x.py"
-                }
-              ],
-              "skipped": null,
-              "requests": [
-                "workspace/symbol"
-              ],
-              "given": [
-                "first\n"
-              ]
-            }"#]],
-    );
-    // Running, and answering with an error (tsserver's "No Project" while no file is open):
-    // given the file, and asked once more.
-    let refusing = Canned {
-        encoding: Some(Encoding::Utf16),
-        refusing: Some("workspace/symbol"),
-        ..Canned::default()
-    };
-    check(
-        &symbols_asked(refusing),
-        expect![[r#"
-        {
-          "symbols": [],
-          "skipped": [
-            {
-              "server": "canned",
-              "error": {
-                "server": "canned",
-                "code": "internal",
-                "message": "canned answered workspace/symbol with error 1: No Project."
-              }
-            }
-          ],
-          "requests": [
-            "workspace/symbol",
-            "workspace/symbol"
-          ],
-          "given": [
-            "first\n"
-          ]
-        }"#]],
-    );
-    // A server that crashed while answering is not asked again behind the caller's back.
-    let crashing = Canned {
-        encoding: Some(Encoding::Utf16),
-        failing: Some("workspace/symbol"),
-        ..Canned::default()
-    };
-    check(
-        &symbols_asked(crashing),
-        expect![[r#"
-        {
-          "symbols": [],
-          "skipped": [
-            {
-              "server": "canned",
-              "error": {
-                "server": "canned",
-                "code": "server-unavailable",
-                "message": "canned exited while answering"
-              }
-            }
-          ],
-          "requests": [
-            "workspace/symbol"
-          ],
-          "given": []
-        }"#]],
-    );
+    let running = Some(Encoding::Utf16);
+    let cases = [
+        // Not running yet (no encoding negotiated): `a/first.py` is opened first, so the
+        // server roots where its file requests would root it and has a project to search.
+        ("cold", Canned { encoding: None, ..Canned::default() }.with("workspace/symbol", symbol)),
+        // Running, and answering with an error (tsserver's "No Project" while no file is
+        // open): given the file, and asked once more.
+        (
+            "refusing",
+            Canned { encoding: running, refusing: Some("workspace/symbol"), ..Canned::default() },
+        ),
+        // Crashed while answering: not asked again behind the caller's back.
+        (
+            "crashing",
+            Canned { encoding: running, failing: Some("workspace/symbol"), ..Canned::default() },
+        ),
+    ];
+    let report: Vec<String> =
+        cases.into_iter().map(|(name, host)| format!("{name}: {}", symbols_asked(host))).collect();
+    expect![[r#"
+        cold: found ["price"]; skipped []; requests ["workspace/symbol"]; given ["first\n"]
+        refusing: found []; skipped ["canned: internal"]; requests ["workspace/symbol", "workspace/symbol"]; given ["first\n"]
+        crashing: found []; skipped ["canned: server-unavailable"]; requests ["workspace/symbol"]; given []"#]].assert_eq(&report.join("\n"));
 }
