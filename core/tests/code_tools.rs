@@ -470,12 +470,14 @@ fn a_servers_file_changed_while_the_core_runs_is_read_again() {
     );
 }
 
-/// One line of what one `workspace_symbols` call did, on a store whose first `.py` file is
-/// `a/first.py`: the symbols found, the servers skipped (with the error's code), the requests
-/// the server saw and the texts it was given.
+/// One line of what one `workspace_symbols` call did, on a store whose first `.py` file the
+/// server can be given is `a/first.py`: the symbols found, the servers skipped (with the
+/// error's code), the requests the server saw and the texts it was given.
 fn symbols_asked(host: Canned) -> String {
     let f =
         fixture(&[("b/second.py", "second\n"), ("a/first.py", "first\n"), ("notes.md", "md\n")]);
+    // Before it, a file no server can be given (not UTF-8): passed over.
+    std::fs::write(f.store.join("a/binary.py"), [0xff, 0xfe, 0x00]).unwrap();
     let (service, session, host) = f.service(host);
     let answer = run(&service, &session, "workspace_symbols", json!({"query": "price"}));
     let found: Vec<&str> =

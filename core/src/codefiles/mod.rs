@@ -155,15 +155,18 @@ pub fn route<'a>(config: &Config, servers: &'a Servers, rel: &str) -> Result<Own
 pub const FIRST_FILE_BUDGET: usize = 20_000;
 
 /// The first file of the store at `root` (in path order: [`scan::first_file`]) that
-/// [`route`] gives to the server `name`. `workspace_symbols` opens it on a server that has no
-/// file of its own yet (docs/DECISIONS.md).
-pub fn first_file(root: &Path, config: &Config, servers: &Servers, name: &str) -> Option<String> {
-    scan::first_file(
-        root,
-        config,
-        FIRST_FILE_BUDGET,
-        |rel| matches!(route(config, servers, rel), Ok(Owner::Server { server, .. }) if server == name),
-    )
+/// [`route`] gives to the server `name` and that `usable` takes (a file the server can be
+/// given). `workspace_symbols` opens it on a server that has no file of its own yet
+/// (docs/DECISIONS.md).
+pub fn first_file(
+    root: &Path,
+    config: &Config,
+    servers: &Servers,
+    name: &str,
+    usable: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let covered = |rel: &str| matches!(route(config, servers, rel), Ok(Owner::Server { server, .. }) if server == name);
+    scan::first_file(root, config, FIRST_FILE_BUDGET, |rel| covered(rel) && usable(rel))
 }
 
 /// The user's `servers.toml` in the configuration folder `dir`.

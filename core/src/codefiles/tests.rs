@@ -411,6 +411,7 @@ fn the_first_file_of_each_server_in_path_order() {
         "a/notes.md",
         "b/app.py",
         "b/lib.c",
+        "b/more.py",
         "c/z.ts",
         "py/generated/aa.py",
         "scripts/tool.mjs",
@@ -425,16 +426,17 @@ fn the_first_file_of_each_server_in_path_order() {
     std::os::unix::fs::symlink(outside.path(), root.join("a/linked")).unwrap();
     let mut report = String::new();
     for name in ["pyright", "tsserver", "clangd", "marksman", "nobody"] {
-        let found = first_file(root, &config, &servers, name);
+        let found = first_file(root, &config, &servers, name, |rel| rel != "b/app.py");
         writeln!(report, "{name}: {found:?}").unwrap();
     }
+    // `b/app.py` is not usable (the server could not be given it): the next one is taken.
     // Past its budget, the walk gives up rather than read a huge store.
     let ts = |rel: &str| {
         matches!(route(&config, &servers, rel), Ok(Owner::Server { server: "tsserver", .. }))
     };
     writeln!(report, "budget 3: {:?}", scan::first_file(root, &config, 3, ts)).unwrap();
     expect![[r#"
-        pyright: Some("b/app.py")
+        pyright: Some("b/more.py")
         tsserver: Some("c/z.ts")
         clangd: Some("b/lib.c")
         marksman: Some("a/notes.md")

@@ -602,18 +602,16 @@ impl Service {
             };
             let params = json!({"query": query});
             // A server that has no file open yet is first given the store's first file of its
-            // own, so that it roots where its file requests would root it, and so that a server
-            // that builds its projects from open files has one (tsserver answers "No Project"
-            // until then). One that answers
-            // with an error anyway is given it and asked again, once.
+            // own that it can be given (not too large, UTF-8), so that it roots where its file
+            // requests would root it, and so that a server that builds its projects from open
+            // files has one (tsserver answers "No Project" until then). One that answers with
+            // an error anyway is given it and asked again, once.
             let first = || {
-                let rel = codefiles::first_file(
-                    self.store.root(),
-                    self.store.snapshot().analysis.config(),
-                    &servers,
-                    server.name(),
-                )?;
-                self.code_target(&rel).ok()
+                let target = |rel: &str| self.code_target(rel).ok();
+                let usable = |rel: &str| target(rel).is_some_and(|t| self.code_text(&t).is_ok());
+                let config = self.store.snapshot().analysis.config().clone();
+                let root = self.store.root();
+                target(&codefiles::first_file(root, &config, &servers, server.name(), usable)?)
             };
             let cold = host.encoding(server.name()).is_none();
             let target = if cold { first() } else { None };
