@@ -30,6 +30,9 @@ The systems:
             XDG_CONFIG_HOME, the background core stopped between runs;
   inproc    (not in the default set) the same on a copy of the store where no core can start,
             so `stardust mcp` serves it from its own process: Stardust without the hop;
+  joined    (not in the default set) a new agent's `stardust mcp` on a store whose core already
+            serves pyright to another session (an editor's, another agent's): its cold start
+            is the join, timed from its spawn like every other system's;
   mcpls     `mcpls --config CFG`, tools `get_hover` / `get_definition` / `get_references`
             with {file_path (absolute), line, character} (1-based);
   deixis    `deixis --root ROOT --config CFG`, tools `hover` / `definition` / `references` with
@@ -438,6 +441,38 @@ class InProcess(Stardust):
         super().__init__(cfg, InProcess.copies[store])
 
 
+class Joined(Stardust):
+    """A new agent's `stardust mcp` on a store whose core already serves pyright to another
+    session (an editor, or another agent; here an agent that hovered once and stays): the
+    cold start of an agent that joins a project already open, where every other bridge starts
+    its own language server."""
+    name = "joined"
+
+    def start(self):
+        self.stop_core()
+        self.keeper = Rpc([self.cfg.stardust, "mcp", "--store", str(self.fx[0])], "ndjson",
+                          env=self.env)
+        mcp_initialize(self.keeper)
+        end = time.perf_counter() + 120
+        while True:
+            msg, _ = self.keeper.request("tools/call", {"name": "hover", "arguments": self.args("hover")})
+            if check("hover", tool_text(msg), self.fx[3]):
+                break
+            if time.perf_counter() > end:
+                raise RuntimeError("joined: the first session's hover never answered")
+            time.sleep(RETRY)
+        self.rpc = Rpc([self.cfg.stardust, "mcp", "--store", str(self.fx[0])], "ndjson", env=self.env)
+        mcp_initialize(self.rpc)
+
+    def stop(self):
+        self.rpc.close()
+        self.keeper.close()
+        self.stop_core()
+
+    def roots(self):
+        return [self.keeper.p.pid] + super().roots()
+
+
 class Mcpls:
     name = "mcpls"
 
@@ -505,8 +540,8 @@ class Deixis:
         return [self.rpc.p.pid]
 
 
-SYSTEMS = {"direct": Direct, "stardust": Stardust, "inproc": InProcess, "mcpls": Mcpls,
-           "deixis": Deixis}
+SYSTEMS = {"direct": Direct, "stardust": Stardust, "inproc": InProcess, "joined": Joined,
+           "mcpls": Mcpls, "deixis": Deixis}
 
 
 # --- /proc ------------------------------------------------------------------------------
@@ -882,11 +917,15 @@ def markdown(report, systems, kinds):
         out += ["", "p50 over the rounds (median of the rounds' p50), and the difference to direct:", "",
                 "| system | " + " | ".join(kinds) + " | cold start to first hover (median, s) |",
                 "|---|" + "---|" * (len(kinds) + 1)]
+        warmed = report["rounds"] > 0
         base = {k: statistics.median(r[k]["p50"] for r in res["warm"]["direct"]) for k in kinds} \
-            if "direct" in systems else None
+            if "direct" in systems and warmed else None
         for s in systems:
             cells = []
             for k in kinds:
+                if not warmed:
+                    cells.append("-")
+                    continue
                 m = statistics.median(r[k]["p50"] for r in res["warm"][s])
                 cells.append("%.2f" % m + (" (%+.2f)" % (m - base[k]) if base and s != "direct" else ""))
             cold = [c["seconds"] for c in res["cold"][s]]
@@ -896,7 +935,7 @@ def markdown(report, systems, kinds):
         if noop:
             out += ["", "Stardust `server_status` (answered by the core, no language server): p50 / p95 "
                     + ", ".join("%s %.2f / %.2f ms" % (s, r["p50"], r["p95"]) for s, r in noop)]
-        refs = {s: res["warm"][s][0]["references"].get("locations") for s in systems}
+        refs = {s: res["warm"][s][0]["references"].get("locations") for s in systems if res["warm"][s]}
         out += ["", "references answer: locations counted per system %s" % json.dumps(refs), ""]
         if "memory" in res:
             out += ["### memory (small fixture)", "",
