@@ -516,6 +516,13 @@ fn streamable_http_on_loopback_checks_host_and_origin() {
         all.push(("Mcp-Session-Id", &session));
         assert_eq!(http(port, &all, &list).0, 403, "{headers:?}");
     }
+    // A client ends its session with DELETE: 204 (the Python SDK takes rmcp's 202 for a
+    // failure), and the session is gone.
+    let version = ("MCP-Protocol-Version", "2025-06-18");
+    let (status, _, body) =
+        util::http_request(port, "DELETE", &[("Mcp-Session-Id", &session), version], "");
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(http(port, &with_session, &list).0, 404);
     let _ = child.kill();
     let _ = child.wait();
     // Only loopback addresses are served.

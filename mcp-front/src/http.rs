@@ -4,7 +4,8 @@
 //! and a browser `Origin`, when sent, must be this server's own.
 //!
 //! A JSON body rmcp cannot read as a message gets HTTP 400 with the JSON-RPC error it calls
-//! for (`-32700` or `-32600`, see [`crate::jsonrpc`]) instead of rmcp's 415 with plain text.
+//! for (`-32700` or `-32600`, see [`crate::jsonrpc`]) instead of rmcp's 415 with plain text,
+//! and a session ended by `DELETE` gets 204 instead of rmcp's 202.
 //! rmcp still decides everything first (Host and Origin, Accept, Content-Type, size,
 //! sessions): only its answer to an unreadable JSON body is rewritten, from a copy of the
 //! body's chunks kept while rmcp reads them (shared `Bytes`, not copied).
@@ -84,10 +85,16 @@ where
     S: hyper::service::Service<Request<Tee>, Response = Response<B>>,
 {
     let json = is_json(&request);
+    let delete = request.method() == hyper::Method::DELETE;
     let body = Tee { inner: None, chunks: Arc::new(Mutex::new(Vec::new())) };
     let chunks = body.chunks.clone();
     let request = request.map(|inner| Tee { inner: Some(inner), ..body });
-    let response = rmcp.call(request).await?;
+    let mut response = rmcp.call(request).await?;
+    // A session ended by DELETE: rmcp answers 202, which the MCP Python SDK reports as a
+    // failed termination (it takes 200 and 204); nothing follows, so 204 says it exactly.
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
     // rmcp answers 415 to a JSON Content-Type only when the body is not a message (its
     // Content-Type check is what answers 415 otherwise).
     if !(json && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE) {

@@ -255,10 +255,20 @@ pub fn http_post(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
+    http_request(port, "POST", headers, body)
+}
+
+/// [`http_post`] with another method (`DELETE` ends an MCP session).
+pub fn http_request(
+    port: u16,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
     use std::io::Read;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut request = "POST /mcp HTTP/1.1\r\nConnection: close\r\n".to_owned();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
     let defaults = [
         ("Host", format!("127.0.0.1:{port}")),
         ("Content-Type", "application/json".to_owned()),
