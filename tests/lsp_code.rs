@@ -723,3 +723,81 @@ fn an_agents_code_rename_shows_as_lenses_on_the_code_files_it_touches() {
     drop(agent);
     lsp.shutdown();
 }
+
+/// Each token of a relative `data` answer as `line:column text=type`, `column` in bytes (the
+/// client spoke UTF-8), the type named by `legend`.
+fn tokens_shown(text: &str, data: &[Value], legend: &[Value]) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut line, mut start) = (0usize, 0usize);
+    data.chunks_exact(5)
+        .map(|t| {
+            let n = |i: usize| t[i].as_u64().unwrap() as usize;
+            line += n(0);
+            start = if n(0) == 0 { start + n(1) } else { n(1) };
+            let word = lines[line].get(start..start + n(2)).unwrap_or("<not a char boundary>");
+            format!("{line}:{start} {word}={}", legend[n(3)].as_str().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_code_files_semantic_tokens_are_its_servers_in_the_editors_legend_and_encoding() {
+    let mixed = Mixed::new(true);
+    let caps = json!({"general": {"positionEncodings": ["utf-8"]},
+        "textDocument": {"semanticTokens": {"requests": {"full": {"delta": true}, "range": true},
+            "tokenTypes": [], "tokenModifiers": [], "formats": ["relative"]}}});
+    let (mut lsp, init) = mixed.editor(caps);
+    assert_eq!(init["capabilities"]["positionEncoding"], "utf-8");
+    let legend = init["capabilities"]["semanticTokensProvider"]["legend"]["tokenTypes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // The core's own kinds keep their places; the names servers use follow.
+    assert_eq!(legend[0], "property");
+    assert!(legend.contains(&json!("function")) && legend.contains(&json!("interface")));
+    // An unsaved line with a character TypeScript counts as two UTF-16 units, and four bytes.
+    let rel = "web/src/main.ts";
+    let text = format!("{}const wide = \"😀\"; const after = wide;\n", mixed.read(rel));
+    let uri = lsp.uri(rel);
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "typescript", "version": 1, "text": text}}),
+    );
+    let full = until(
+        &mut lsp,
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri}}),
+        |r| r["data"].as_array().is_some_and(|d| !d.is_empty()),
+    );
+    let shown = tokens_shown(&text, full["data"].as_array().unwrap(), &legend);
+    let last = text.lines().count() - 1;
+    for expected in [
+        "3:17 Product=interface".to_owned(),
+        "10:16 label=function".to_owned(),
+        format!("{last}:6 wide=variable"),
+        // Past the emoji: its UTF-16 column converted to bytes.
+        format!("{last}:27 after=variable"),
+        format!("{last}:35 wide=variable"),
+    ] {
+        assert!(shown.contains(&expected), "{expected} not in {shown:?}");
+    }
+    // A range asks for the lines it covers only; a delta is answered in full.
+    let range = json!({"start": {"line": 10, "character": 0}, "end": {"line": 12, "character": 0}});
+    let ranged = lsp.request(
+        "textDocument/semanticTokens/range",
+        json!({"textDocument": {"uri": uri}, "range": range}),
+    );
+    let ranged = tokens_shown(&text, ranged["data"].as_array().unwrap(), &legend);
+    assert!(ranged.iter().all(|t| t.starts_with("10:") || t.starts_with("11:")), "{ranged:?}");
+    assert!(ranged.contains(&"10:16 label=function".to_owned()), "{ranged:?}");
+    let delta = lsp.request(
+        "textDocument/semanticTokens/full/delta",
+        json!({"textDocument": {"uri": uri}, "previousResultId": "1"}),
+    );
+    assert_eq!(delta["data"], full["data"]);
+    // pyright offers no semantic tokens: nothing, and no error.
+    let (py, _) = open_python(&mut lsp, &mixed, PRICING);
+    let none =
+        lsp.request("textDocument/semanticTokens/full", json!({"textDocument": {"uri": py}}));
+    assert_eq!(none, Value::Null);
+}

@@ -9,6 +9,7 @@
 
 mod actions;
 mod cancel;
+mod code_tokens;
 mod commands;
 mod convert;
 mod diagnostics;

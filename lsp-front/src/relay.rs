@@ -40,7 +40,7 @@ use lsp_types::{
 use serde_json::{Map, Value, json};
 use stardust_core::Code;
 use stardust_core::ide::{Edit, Resolved};
-use stardust_core::service::code::Edited;
+use stardust_core::service::code::{CodeTarget, Edited};
 use stardust_core::service::{CommandError, Service, Session};
 use stardust_core::sync::lock;
 use stardust_core::text::{Encoding, LineIndex, Position};
@@ -48,7 +48,7 @@ use tower::{Layer, Service as TowerService};
 
 use crate::convert::Paths;
 use crate::diagnostics::DiagnosticsMode;
-use crate::state::{Shared, internal};
+use crate::state::{Connection, Shared, internal};
 
 /// Where a relayed item (a completion item, code action, inlay hint, call hierarchy item)
 /// keeps the client URI of the file it came from, beside the server's own `data`.
@@ -60,7 +60,7 @@ const TAG: &str = "stardustCode";
 const CODE_TRIGGERS: [&str; 8] = [".", "'", "/", "<", ":", "[", "#", ">"];
 
 /// Requests relayed for code files, each with the server capability that must be present.
-const RELAYED: [(&str, &str); 24] = [
+const RELAYED: [(&str, &str); 27] = [
     ("textDocument/hover", "hoverProvider"),
     ("textDocument/definition", "definitionProvider"),
     ("textDocument/declaration", "declarationProvider"),
@@ -85,6 +85,10 @@ const RELAYED: [(&str, &str); 24] = [
     ("callHierarchy/outgoingCalls", "callHierarchyProvider"),
     ("textDocument/inlayHint", "inlayHintProvider"),
     ("inlayHint/resolve", "inlayHintProvider.resolveProvider"),
+    // Asked of the server as `full` (or `range`) and put in the editor's legend (`tokens`).
+    ("textDocument/semanticTokens/full", "semanticTokensProvider"),
+    ("textDocument/semanticTokens/full/delta", "semanticTokensProvider"),
+    ("textDocument/semanticTokens/range", "semanticTokensProvider"),
 ];
 
 /// Requests only the relay answers: for a document they have no answer (`null`; a resolve
@@ -336,7 +340,7 @@ impl<S> Relay<S> {
                 return Route::PreviewLenses(resolved.path);
             }
             let relayed = RELAYED.iter().any(|(m, _)| *m == method);
-            // The core's other features (semantic tokens, links, lenses) have no server
+            // The core's other features (links, on-type formatting) have no server
             // counterpart relayed: nothing for a code file.
             return if relayed || method == "textDocument/diagnostic" {
                 Route::Code(uri.to_owned(), Some(resolved))
@@ -589,6 +593,9 @@ fn relay(
     if !triggered_here(&capabilities, method, &params) {
         return Ok(Value::Null);
     }
+    if method.starts_with("textDocument/semanticTokens/") {
+        return tokens(&service, conn, &target, method, params, &capabilities).map_err(failed);
+    }
     if resolving {
         untag(&mut params);
     } else if let Some(item) = params.get_mut("item") {
@@ -605,6 +612,50 @@ fn relay(
         unlink(method, &mut result);
     }
     Ok(result)
+}
+
+/// A code file's semantic tokens: the server's `full` (or its `range`, when it has one and a
+/// range was asked), in the editor's legend and encoding. No `resultId`: every request is
+/// answered in full (a delta request too, which the protocol allows).
+fn tokens(
+    service: &Service,
+    conn: &Connection,
+    target: &CodeTarget,
+    method: &str,
+    params: Value,
+    capabilities: &Value,
+) -> Result<Value, CommandError> {
+    let provider = &capabilities["semanticTokensProvider"];
+    let Some(legend) = crate::code_tokens::ServerLegend::of(provider) else {
+        return Ok(Value::Null);
+    };
+    let server = target.server();
+    let encoding = service.code_encoding(server);
+    let text = service.code_text(target)?;
+    let textdoc = json!({"uri": stardust_core::ide::file_uri(&target.file)});
+    let ranged = method.ends_with("/range") && params["range"].is_object();
+    let lines = ranged.then(|| {
+        let line = |end: &str| params["range"][end]["line"].as_u64().unwrap_or(0) as u32;
+        (line("start"), line("end"))
+    });
+    let answer = if ranged && !(provider["range"].is_null() || provider["range"] == false) {
+        let mut asked = json!({"textDocument": textdoc, "range": params["range"]});
+        let uri = params["textDocument"]["uri"].as_str().unwrap_or_default();
+        Rewrite::to_server(service, &conn.paths, conn.encoding, encoding, uri).value(&mut asked);
+        service.code_request(target, "textDocument/semanticTokens/range", asked)?
+    } else {
+        service.code_request(
+            target,
+            "textDocument/semanticTokens/full",
+            json!({"textDocument": textdoc}),
+        )?
+    };
+    let data: Vec<u32> = answer.result["data"]
+        .as_array()
+        .map(|d| d.iter().map(|n| n.as_u64().unwrap_or(0) as u32).collect())
+        .unwrap_or_default();
+    let data = crate::code_tokens::translate(&data, &legend, &text, encoding, conn.encoding, lines);
+    Ok(json!({"data": data}))
 }
 
 /// Why a file's server cannot take it at all (not a failure of one request).

@@ -24,7 +24,7 @@ use lsp_types::{
 use stardust_core::Code;
 use stardust_core::analysis::Document;
 use stardust_core::edit;
-use stardust_core::ide::{self, TokenKind};
+use stardust_core::ide;
 use stardust_core::sync::lock;
 use stardust_core::text::Span;
 
@@ -52,14 +52,16 @@ pub(crate) fn extend_capabilities(
     capabilities.semantic_tokens_provider =
         Some(SemanticTokensServerCapabilities::SemanticTokensOptions(SemanticTokensOptions {
             work_done_progress_options: WorkDoneProgressOptions::default(),
+            // The core's kinds first (their indices are `TokenKind::index`), then the names
+            // code files' servers use (`code_tokens`).
             legend: SemanticTokensLegend {
-                token_types: TokenKind::ALL
-                    .iter()
-                    .map(|k| SemanticTokenType::new(k.name()))
+                token_types: crate::code_tokens::types()
+                    .into_iter()
+                    .map(SemanticTokenType::new)
                     .collect(),
-                token_modifiers: ide::MODIFIERS
-                    .iter()
-                    .map(|m| SemanticTokenModifier::new(m))
+                token_modifiers: crate::code_tokens::modifiers()
+                    .into_iter()
+                    .map(SemanticTokenModifier::new)
                     .collect(),
             },
             range: Some(true),

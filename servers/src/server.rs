@@ -385,6 +385,15 @@ impl LanguageServer {
                     ]}}},
                     "publishDiagnostics": {"relatedInformation": true, "versionSupport": true},
                     "diagnostic": {},
+                    // Relayed to editors in their legend (lsp-front's `code_tokens`).
+                    "semanticTokens": {
+                        "requests": {"full": true, "range": true},
+                        "tokenTypes": stardust_core::ide::STANDARD_TYPES,
+                        "tokenModifiers": stardust_core::ide::STANDARD_MODIFIERS,
+                        "formats": ["relative"],
+                        "multilineTokenSupport": false,
+                        "overlappingTokenSupport": false,
+                    },
                 },
             },
         });

@@ -50,8 +50,8 @@ pub use links::{InlayHint, Link, LinkTarget, document_links, inlay_hint_details,
 pub use structure::{Fold, FoldKind, HighlightKind, folding_ranges, highlights, selection_ranges};
 pub use symbols::{Symbol, SymbolKind, WorkspaceSymbol, document_symbols, workspace_symbols};
 pub use tokens::{
-    DANGLING, DECLARATION, MODIFIERS, SemanticToken, TokenKind, TokenSpan, TokensEdit, apply_delta,
-    delta, encode, semantic_tokens, token_spans,
+    DANGLING, DECLARATION, MODIFIERS, STANDARD_MODIFIERS, STANDARD_TYPES, SemanticToken, TokenKind,
+    TokenSpan, TokensEdit, apply_delta, delta, encode, semantic_tokens, token_spans,
 };
 
 /// A range in one document of the store.

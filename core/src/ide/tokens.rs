@@ -72,6 +72,49 @@ pub const DANGLING: u32 = 1 << 1;
 /// The modifiers' names in the legend, bit `i` named by entry `i`.
 pub const MODIFIERS: [&str; 2] = ["declaration", "dangling"];
 
+/// The token types every editor's theme knows (the protocol's predefined ones, 3.17): what a
+/// language server of a code file may name its tokens with, and what the editor's legend
+/// holds beside the kinds of [`TokenKind`] (a server's other names are not shown).
+pub const STANDARD_TYPES: [&str; 23] = [
+    "namespace",
+    "type",
+    "class",
+    "enum",
+    "interface",
+    "struct",
+    "typeParameter",
+    "parameter",
+    "variable",
+    "property",
+    "enumMember",
+    "event",
+    "function",
+    "method",
+    "macro",
+    "keyword",
+    "modifier",
+    "comment",
+    "string",
+    "number",
+    "regexp",
+    "operator",
+    "decorator",
+];
+
+/// The predefined token modifiers, likewise.
+pub const STANDARD_MODIFIERS: [&str; 10] = [
+    "declaration",
+    "definition",
+    "readonly",
+    "static",
+    "deprecated",
+    "abstract",
+    "async",
+    "modification",
+    "documentation",
+    "defaultLibrary",
+];
+
 /// One token as a byte span of the document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenSpan {
