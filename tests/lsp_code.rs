@@ -801,3 +801,37 @@ fn a_code_files_semantic_tokens_are_its_servers_in_the_editors_legend_and_encodi
         lsp.request("textDocument/semanticTokens/full", json!({"textDocument": {"uri": py}}));
     assert_eq!(none, Value::Null);
 }
+
+#[test]
+fn clangds_document_links_and_on_type_formatting_reach_the_editor() {
+    assert!(on_path("clangd"), "clangd is not on PATH: apt install clangd");
+    let mixed = Mixed::new(true);
+    let (mut lsp, _) = mixed.editor(json!({}));
+    let rel = "native/checksum.c";
+    let uri = lsp.uri(rel);
+    let text = mixed.read(rel);
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "c", "version": 1, "text": text}}),
+    );
+    // `#include "checksum.h"` leads to the header, under the editor's root.
+    let links =
+        until(&mut lsp, "textDocument/documentLink", json!({"textDocument": {"uri": uri}}), |r| {
+            r.as_array().is_some_and(|l| !l.is_empty())
+        });
+    assert_eq!(links[0]["target"], lsp.uri("native/checksum.h"), "{links}");
+    assert_eq!(links[0]["range"]["start"]["line"], 0, "{links}");
+    // A new line typed after `{`: clangd's edits indent it (its own style: two spaces). A character clangd does not
+    // trigger on (`]`, which documents do) is not asked of it.
+    let typed = text.replacen("text) {\n", "text) {\n\n", 1);
+    lsp.change(&uri, 2, json!([{"text": typed}]));
+    let format = |ch: &str| {
+        json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": 0}, "ch": ch,
+               "options": {"tabSize": 4, "insertSpaces": true}})
+    };
+    let edits = lsp.request("textDocument/onTypeFormatting", format("\n"));
+    let edits = edits.as_array().unwrap_or_else(|| panic!("edits: {edits}"));
+    let indents = |e: &Value| e["newText"].as_str().is_some_and(|t| t.ends_with("\n  "));
+    assert!(edits.iter().any(indents), "{edits:?}");
+    assert_eq!(lsp.request("textDocument/onTypeFormatting", format("]")), Value::Null);
+}

@@ -60,7 +60,7 @@ const TAG: &str = "stardustCode";
 const CODE_TRIGGERS: [&str; 8] = [".", "'", "/", "<", ":", "[", "#", ">"];
 
 /// Requests relayed for code files, each with the server capability that must be present.
-const RELAYED: [(&str, &str); 27] = [
+const RELAYED: [(&str, &str); 29] = [
     ("textDocument/hover", "hoverProvider"),
     ("textDocument/definition", "definitionProvider"),
     ("textDocument/declaration", "declarationProvider"),
@@ -85,6 +85,8 @@ const RELAYED: [(&str, &str); 27] = [
     ("callHierarchy/outgoingCalls", "callHierarchyProvider"),
     ("textDocument/inlayHint", "inlayHintProvider"),
     ("inlayHint/resolve", "inlayHintProvider.resolveProvider"),
+    ("textDocument/documentLink", "documentLinkProvider"),
+    ("textDocument/onTypeFormatting", "documentOnTypeFormattingProvider"),
     // Asked of the server as `full` (or `range`) and put in the editor's legend (`tokens`).
     ("textDocument/semanticTokens/full", "semanticTokensProvider"),
     ("textDocument/semanticTokens/full/delta", "semanticTokensProvider"),
@@ -340,8 +342,8 @@ impl<S> Relay<S> {
                 return Route::PreviewLenses(resolved.path);
             }
             let relayed = RELAYED.iter().any(|(m, _)| *m == method);
-            // The core's other features (links, on-type formatting) have no server
-            // counterpart relayed: nothing for a code file.
+            // The core's other features have no server counterpart relayed: nothing for a
+            // code file.
             return if relayed || method == "textDocument/diagnostic" {
                 Route::Code(uri.to_owned(), Some(resolved))
             } else {
@@ -673,13 +675,24 @@ fn offers(capabilities: &Value, method: &str) -> bool {
     !(at.is_null() || at == &Value::Bool(false))
 }
 
-/// Whether a completion or signature help the client triggered by typing a character is one
-/// the file's server asked to be triggered by (the advertised characters are every server's).
+/// Whether a completion, signature help or on-type formatting the client triggered by typing
+/// a character is one the file's server asked to be triggered by (the advertised characters
+/// are every server's).
 fn triggered_here(capabilities: &Value, method: &str, params: &Value) -> bool {
     let (provider, lists): (&str, &[&str]) = match method {
         "textDocument/completion" => ("completionProvider", &["triggerCharacters"]),
         "textDocument/signatureHelp" => {
             ("signatureHelpProvider", &["triggerCharacters", "retriggerCharacters"])
+        }
+        "textDocument/onTypeFormatting" => {
+            let provider = &capabilities["documentOnTypeFormattingProvider"];
+            let typed = params["ch"].as_str();
+            return typed.is_some_and(|c| {
+                provider["firstTriggerCharacter"].as_str() == Some(c)
+                    || provider["moreTriggerCharacter"]
+                        .as_array()
+                        .is_some_and(|more| more.iter().any(|m| m.as_str() == Some(c)))
+            });
         }
         _ => return true,
     };
@@ -943,7 +956,8 @@ impl<'a> Rewrite<'a> {
         for key in keys {
             match key.as_str() {
                 "data" | "arguments" => {}
-                "uri" | "targetUri" | "oldUri" | "newUri" => {
+                // `target`: a document link's.
+                "uri" | "targetUri" | "oldUri" | "newUri" | "target" => {
                     if let Some(Value::String(uri)) = map.get_mut(&key) {
                         *uri = (self.uri)(uri);
                     }
@@ -1183,6 +1197,13 @@ mod tests {
                 "targetRange": {"start": pos(0, 4), "end": pos(0, 5)},
                 "targetSelectionRange": {"start": pos(0, 2), "end": pos(0, 4)},
             }])
+        );
+        // A document link: its range in the request's file, its target under the client's root.
+        let mut document_links = json!([{"range": {"start": pos(1, 5), "end": pos(1, 8)}, "target": "file:///srv/b.py"}]);
+        rewrite(&texts).value(&mut document_links);
+        assert_eq!(
+            document_links,
+            json!([{"range": {"start": pos(1, 3), "end": pos(1, 6)}, "target": "file:///cli/b.py"}])
         );
     }
 
