@@ -774,6 +774,8 @@ fn a_code_files_semantic_tokens_are_its_servers_in_the_editors_legend_and_encodi
     for expected in [
         "3:17 Product=interface".to_owned(),
         "10:16 label=function".to_owned(),
+        // typescript-language-server's `member`, under the standard name.
+        "15:8 log=method".to_owned(),
         format!("{last}:6 wide=variable"),
         // Past the emoji: its UTF-16 column converted to bytes.
         format!("{last}:27 after=variable"),

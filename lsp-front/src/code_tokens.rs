@@ -32,6 +32,15 @@ pub(crate) fn modifiers() -> Vec<&'static str> {
     modifiers
 }
 
+/// The standard name a server's own type name stands for: typescript-language-server calls
+/// methods and other members `member` (the protocol's name is `method`).
+fn standard_name(name: &str) -> &str {
+    match name {
+        "member" => "method",
+        other => other,
+    }
+}
+
 /// A server's legend, as its `initialize` answer gave it.
 pub(crate) struct ServerLegend {
     pub types: Vec<String>,
@@ -69,7 +78,10 @@ pub(crate) fn translate(
     let kind: Vec<Option<u32>> = legend
         .types
         .iter()
-        .map(|name| ours_types.iter().position(|t| t == name).map(|i| i as u32))
+        .map(|name| {
+            let name = standard_name(name);
+            ours_types.iter().position(|t| *t == name).map(|i| i as u32)
+        })
         .collect();
     let bit: Vec<Option<u32>> = legend
         .modifiers
@@ -158,8 +170,10 @@ mod tests {
 
     #[test]
     fn a_servers_tokens_in_the_editors_legend_and_encoding() {
-        // A server's own legend: `class` and `function` known, `label` (clangd's) not.
-        let server = legend(&["label", "function", "class"], &["static", "mystery", "readonly"]);
+        // A server's own legend: `class` and `function` known, `member` (tsserver's) for
+        // `method`, `label` (clangd's) not.
+        let server =
+            legend(&["label", "function", "class", "member"], &["static", "mystery", "readonly"]);
         let text = "x = \"😀\"; f()\nclass C\n";
         // `f` at UTF-16 column 10 (the emoji is two units); `C` on the next line; a label.
         let data = [0, 10, 1, 1, 0b101, 1, 6, 1, 2, 0b010, 0, 0, 5, 0, 0];
@@ -169,6 +183,9 @@ mod tests {
         assert_eq!(shown(&utf8), ["0:12+1 function [\"readonly\", \"static\"]", "1:6+1 class []"]);
         let utf32 = translate(&data, &server, text, Encoding::Utf16, Encoding::Utf32, None);
         assert_eq!(shown(&utf32)[0], "0:9+1 function [\"readonly\", \"static\"]");
+        let member =
+            translate(&[0, 0, 1, 3, 0], &server, text, Encoding::Utf16, Encoding::Utf16, None);
+        assert_eq!(shown(&member), ["0:0+1 method []"]);
         // Only the lines asked for.
         let second =
             translate(&data, &server, text, Encoding::Utf16, Encoding::Utf16, Some((1, 1)));
