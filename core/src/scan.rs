@@ -43,22 +43,21 @@ pub fn documents(root: &Path, config: &Config) -> Result<Vec<(String, PathBuf)>>
     Ok(out)
 }
 
-/// The first file of the store at `root` (in path order, the walk of [`documents`]) whose
-/// store-relative path `wanted` takes, looking at no more than `budget` entries (`None` past
-/// them, or when no file is wanted).
-pub fn first_file(
+/// What `find` makes of the first file of the store at `root` it takes (in path order, the
+/// walk of [`documents`]; `ignore`d files are not offered), looking at no more than `budget`
+/// entries (`None` past them, or when no file is taken).
+pub fn find_file<T>(
     root: &Path,
     config: &Config,
     budget: usize,
-    wanted: impl Fn(&str) -> bool,
-) -> Option<String> {
+    mut find: impl FnMut(&str) -> Option<T>,
+) -> Option<T> {
     let mut found = None;
     let _ = walk(root, config, budget, |rel, _| {
-        if !config.ignore_set.is_match(&rel) && wanted(&rel) {
-            found = Some(rel);
-            return false;
+        if !config.ignore_set.is_match(&rel) {
+            found = find(&rel);
         }
-        true
+        found.is_none()
     });
     found
 }

@@ -154,19 +154,21 @@ pub fn route<'a>(config: &Config, servers: &'a Servers, rel: &str) -> Result<Own
 /// server covers no early file.
 pub const FIRST_FILE_BUDGET: usize = 20_000;
 
-/// The first file of the store at `root` (in path order: [`scan::first_file`]) that
-/// [`route`] gives to the server `name` and that `usable` takes (a file the server can be
-/// given). `workspace_symbols` opens it on a server that has no file of its own yet
+/// What `usable` makes of the first file of the store at `root` (in path order:
+/// [`scan::find_file`]) that [`route`] gives to the server `name` (a file the server can be
+/// given, say). `workspace_symbols` opens it on a server that has no file of its own yet
 /// (docs/DECISIONS.md).
-pub fn first_file(
+pub fn first_file<T>(
     root: &Path,
     config: &Config,
     servers: &Servers,
     name: &str,
-    usable: impl Fn(&str) -> bool,
-) -> Option<String> {
-    let covered = |rel: &str| matches!(route(config, servers, rel), Ok(Owner::Server { server, .. }) if server == name);
-    scan::first_file(root, config, FIRST_FILE_BUDGET, |rel| covered(rel) && usable(rel))
+    mut usable: impl FnMut(&str) -> Option<T>,
+) -> Option<T> {
+    scan::find_file(root, config, FIRST_FILE_BUDGET, |rel| match route(config, servers, rel) {
+        Ok(Owner::Server { server, .. }) if server == name => usable(rel),
+        _ => None,
+    })
 }
 
 /// The user's `servers.toml` in the configuration folder `dir`.

@@ -425,16 +425,19 @@ fn the_first_file_of_each_server_in_path_order() {
     std::fs::write(outside.path().join("aa.ts"), "x\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), root.join("a/linked")).unwrap();
     let mut report = String::new();
+    // `b/app.py` is not usable (the server could not be given it): the next one is taken.
     for name in ["pyright", "tsserver", "clangd", "marksman", "nobody"] {
-        let found = first_file(root, &config, &servers, name, |rel| rel != "b/app.py");
+        let found = first_file(root, &config, &servers, name, |rel| {
+            (rel != "b/app.py").then(|| rel.to_owned())
+        });
         writeln!(report, "{name}: {found:?}").unwrap();
     }
-    // `b/app.py` is not usable (the server could not be given it): the next one is taken.
     // Past its budget, the walk gives up rather than read a huge store.
-    let ts = |rel: &str| {
-        matches!(route(&config, &servers, rel), Ok(Owner::Server { server: "tsserver", .. }))
+    let ts = |rel: &str| match route(&config, &servers, rel) {
+        Ok(Owner::Server { server: "tsserver", .. }) => Some(rel.to_owned()),
+        _ => None,
     };
-    writeln!(report, "budget 3: {:?}", scan::first_file(root, &config, 3, ts)).unwrap();
+    writeln!(report, "budget 3: {:?}", scan::find_file(root, &config, 3, ts)).unwrap();
     expect![[r#"
         pyright: Some("b/more.py")
         tsserver: Some("c/z.ts")

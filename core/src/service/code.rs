@@ -607,11 +607,13 @@ impl Service {
             // files has one (tsserver answers "No Project" until then). One that answers with
             // an error anyway is given it and asked again, once.
             let first = || {
-                let target = |rel: &str| self.code_target(rel).ok();
-                let usable = |rel: &str| target(rel).is_some_and(|t| self.code_text(&t).is_ok());
-                let config = self.store.snapshot().analysis.config().clone();
-                let root = self.store.root();
-                target(&codefiles::first_file(root, &config, &servers, server.name(), usable)?)
+                let usable = |rel: &str| {
+                    let target = self.code_target(rel).ok()?;
+                    self.code_text(&target).is_ok().then_some(target)
+                };
+                let snapshot = self.store.snapshot();
+                let (root, config) = (self.store.root(), snapshot.analysis.config());
+                codefiles::first_file(root, config, &servers, server.name(), usable)
             };
             let cold = host.encoding(server.name()).is_none();
             let target = if cold { first() } else { None };
