@@ -61,16 +61,15 @@ impl ServerLegend {
     }
 }
 
-/// The server's relative token `data` (its legend, encoding `from`, on `text`) as the
-/// editor's (its legend, encoding `to`), keeping only the tokens on `lines` (all when `None`).
-/// Malformed input (a partial last token, an index past the legend) loses only the tokens
-/// concerned.
+/// The server's relative token `data` (in its legend) as the editor's (in the editor's),
+/// keeping only the tokens on `lines` (all when `None`). With `convert` = (the text, the
+/// server's encoding, the editor's), positions are converted on that text; without, the two
+/// encodings are the same. Malformed input (a partial last token, an index past the legend)
+/// loses only the tokens concerned.
 pub(crate) fn translate(
     data: &[u32],
     legend: &ServerLegend,
-    text: &str,
-    from: Encoding,
-    to: Encoding,
+    convert: Option<(&str, Encoding, Encoding)>,
     lines: Option<(u32, u32)>,
 ) -> Vec<u32> {
     let ours_types = types();
@@ -88,7 +87,7 @@ pub(crate) fn translate(
         .iter()
         .map(|name| ours_modifiers.iter().position(|m| m == name).map(|i| 1 << i))
         .collect();
-    let index = (from != to).then(|| LineIndex::new(text));
+    let convert = convert.map(|(text, from, to)| (text, LineIndex::new(text), from, to));
     let (mut line, mut start) = (0u32, 0u32);
     let (mut last_line, mut last_start) = (0u32, 0u32);
     let mut out = Vec::with_capacity(data.len());
@@ -107,9 +106,10 @@ pub(crate) fn translate(
                 modifiers |= b.unwrap_or(0);
             }
         }
-        let (column, width) = match &index {
+        let (column, width) = match &convert {
             None => (start, length),
-            Some(index) => {
+            Some((text, index, from, to)) => {
+                let (text, from, to) = (*text, *from, *to);
                 let at = |column: u32| {
                     let offset = index
                         .offset(text, Position { line, column }, from)
@@ -177,22 +177,20 @@ mod tests {
         let text = "x = \"😀\"; f()\nclass C\n";
         // `f` at UTF-16 column 10 (the emoji is two units); `C` on the next line; a label.
         let data = [0, 10, 1, 1, 0b101, 1, 6, 1, 2, 0b010, 0, 0, 5, 0, 0];
-        let same = translate(&data, &server, text, Encoding::Utf16, Encoding::Utf16, None);
+        let same = translate(&data, &server, None, None);
         assert_eq!(shown(&same), ["0:10+1 function [\"readonly\", \"static\"]", "1:6+1 class []"]);
-        let utf8 = translate(&data, &server, text, Encoding::Utf16, Encoding::Utf8, None);
+        let utf8 = translate(&data, &server, Some((text, Encoding::Utf16, Encoding::Utf8)), None);
         assert_eq!(shown(&utf8), ["0:12+1 function [\"readonly\", \"static\"]", "1:6+1 class []"]);
-        let utf32 = translate(&data, &server, text, Encoding::Utf16, Encoding::Utf32, None);
+        let utf32 = translate(&data, &server, Some((text, Encoding::Utf16, Encoding::Utf32)), None);
         assert_eq!(shown(&utf32)[0], "0:9+1 function [\"readonly\", \"static\"]");
-        let member =
-            translate(&[0, 0, 1, 3, 0], &server, text, Encoding::Utf16, Encoding::Utf16, None);
+        let member = translate(&[0, 0, 1, 3, 0], &server, None, None);
         assert_eq!(shown(&member), ["0:0+1 method []"]);
         // Only the lines asked for.
-        let second =
-            translate(&data, &server, text, Encoding::Utf16, Encoding::Utf16, Some((1, 1)));
+        let second = translate(&data, &server, None, Some((1, 1)));
         assert_eq!(shown(&second), ["1:6+1 class []"]);
         // A type index past the server's legend, and a partial token: left out.
         let broken = [0, 0, 1, 9, 0, 0, 2, 1, 1, 0, 0, 1];
-        let kept = translate(&broken, &server, text, Encoding::Utf16, Encoding::Utf16, None);
+        let kept = translate(&broken, &server, None, None);
         assert_eq!(shown(&kept), ["0:2+1 function []"]);
     }
 }

@@ -48,7 +48,7 @@ use tower::{Layer, Service as TowerService};
 
 use crate::convert::Paths;
 use crate::diagnostics::DiagnosticsMode;
-use crate::state::{Connection, Shared, internal};
+use crate::state::{Shared, internal};
 
 /// Where a relayed item (a completion item, code action, inlay hint, call hierarchy item)
 /// keeps the client URI of the file it came from, beside the server's own `data`.
@@ -595,15 +595,16 @@ fn relay(
     if !triggered_here(&capabilities, method, &params) {
         return Ok(Value::Null);
     }
-    if method.starts_with("textDocument/semanticTokens/") {
-        return tokens(&service, conn, &target, method, params, &capabilities).map_err(failed);
-    }
     if resolving {
         untag(&mut params);
     } else if let Some(item) = params.get_mut("item") {
         untag(item);
     }
     Rewrite::to_server(&service, &conn.paths, conn.encoding, encoding, uri).value(&mut params);
+    if method.starts_with("textDocument/semanticTokens/") {
+        let client = conn.encoding;
+        return tokens(&service, &target, method, &params, &capabilities, client).map_err(failed);
+    }
     let answer = service.code_request(&target, method, params).map_err(failed)?;
     let mut result = answer.result;
     Rewrite::from_server(&service, &conn.paths, encoding, conn.encoding, &server_uri)
@@ -616,48 +617,47 @@ fn relay(
     Ok(result)
 }
 
-/// A code file's semantic tokens: the server's `full` (or its `range`, when it has one and a
-/// range was asked), in the editor's legend and encoding. No `resultId`: every request is
-/// answered in full (a delta request too, which the protocol allows).
+/// A code file's semantic tokens for `params` (already in the server's URIs and encoding):
+/// the server's `full` (or its `range`, when it has one and a range was asked), in the
+/// editor's legend and encoding `client`. No `resultId`: every request is answered in full
+/// (a delta request too, which the protocol allows).
 fn tokens(
     service: &Service,
-    conn: &Connection,
     target: &CodeTarget,
     method: &str,
-    params: Value,
+    params: &Value,
     capabilities: &Value,
+    client: Encoding,
 ) -> Result<Value, CommandError> {
     let provider = &capabilities["semanticTokensProvider"];
     let Some(legend) = crate::code_tokens::ServerLegend::of(provider) else {
         return Ok(Value::Null);
     };
-    let server = target.server();
-    let encoding = service.code_encoding(server);
-    let text = service.code_text(target)?;
-    let textdoc = json!({"uri": stardust_core::ide::file_uri(&target.file)});
-    let ranged = method.ends_with("/range") && params["range"].is_object();
-    let lines = ranged.then(|| {
-        let line = |end: &str| params["range"][end]["line"].as_u64().unwrap_or(0) as u32;
-        (line("start"), line("end"))
-    });
-    let answer = if ranged && !(provider["range"].is_null() || provider["range"] == false) {
-        let mut asked = json!({"textDocument": textdoc, "range": params["range"]});
-        let uri = params["textDocument"]["uri"].as_str().unwrap_or_default();
-        Rewrite::to_server(service, &conn.paths, conn.encoding, encoding, uri).value(&mut asked);
-        service.code_request(target, "textDocument/semanticTokens/range", asked)?
-    } else {
-        service.code_request(
+    let range = Some(&params["range"]).filter(|r| method.ends_with("/range") && r.is_object());
+    let line = |range: &Value, end: &str| range[end]["line"].as_u64().unwrap_or(0) as u32;
+    let lines = range.map(|r| (line(r, "start"), line(r, "end")));
+    let textdoc = &params["textDocument"];
+    let answer = match range {
+        Some(range) if provided(&provider["range"]) => service.code_request(
+            target,
+            "textDocument/semanticTokens/range",
+            json!({"textDocument": textdoc, "range": range}),
+        )?,
+        _ => service.code_request(
             target,
             "textDocument/semanticTokens/full",
             json!({"textDocument": textdoc}),
-        )?
+        )?,
     };
     let data: Vec<u32> = answer.result["data"]
         .as_array()
         .map(|d| d.iter().map(|n| n.as_u64().unwrap_or(0) as u32).collect())
         .unwrap_or_default();
-    let data = crate::code_tokens::translate(&data, &legend, &text, encoding, conn.encoding, lines);
-    Ok(json!({"data": data}))
+    // The file's text only when positions must be converted.
+    let server = service.code_encoding(target.server());
+    let text = if server == client { None } else { Some(service.code_text(target)?) };
+    let convert = text.as_deref().map(|text| (text, server, client));
+    Ok(json!({"data": crate::code_tokens::translate(&data, &legend, convert, lines)}))
 }
 
 /// Why a file's server cannot take it at all (not a failure of one request).
@@ -672,35 +672,37 @@ fn offers(capabilities: &Value, method: &str) -> bool {
     for part in key.split('.') {
         at = &at[part];
     }
-    !(at.is_null() || at == &Value::Bool(false))
+    provided(at)
+}
+
+/// Whether a server capability is there: present and not `false`.
+fn provided(capability: &Value) -> bool {
+    !(capability.is_null() || capability == &Value::Bool(false))
 }
 
 /// Whether a completion, signature help or on-type formatting the client triggered by typing
 /// a character is one the file's server asked to be triggered by (the advertised characters
 /// are every server's).
 fn triggered_here(capabilities: &Value, method: &str, params: &Value) -> bool {
-    let (provider, lists): (&str, &[&str]) = match method {
-        "textDocument/completion" => ("completionProvider", &["triggerCharacters"]),
+    let typed = params["context"]["triggerCharacter"].as_str();
+    let (provider, lists, typed): (&str, &[&str], _) = match method {
+        "textDocument/completion" => ("completionProvider", &["triggerCharacters"], typed),
         "textDocument/signatureHelp" => {
-            ("signatureHelpProvider", &["triggerCharacters", "retriggerCharacters"])
+            ("signatureHelpProvider", &["triggerCharacters", "retriggerCharacters"], typed)
         }
-        "textDocument/onTypeFormatting" => {
-            let provider = &capabilities["documentOnTypeFormattingProvider"];
-            let typed = params["ch"].as_str();
-            return typed.is_some_and(|c| {
-                provider["firstTriggerCharacter"].as_str() == Some(c)
-                    || provider["moreTriggerCharacter"]
-                        .as_array()
-                        .is_some_and(|more| more.iter().any(|m| m.as_str() == Some(c)))
-            });
-        }
+        "textDocument/onTypeFormatting" => (
+            "documentOnTypeFormattingProvider",
+            &["firstTriggerCharacter", "moreTriggerCharacter"],
+            params["ch"].as_str(),
+        ),
         _ => return true,
     };
-    let Some(typed) = params["context"]["triggerCharacter"].as_str() else { return true };
-    lists.iter().any(|list| {
-        capabilities[provider][list]
-            .as_array()
-            .is_some_and(|chars| chars.iter().any(|c| c.as_str() == Some(typed)))
+    let Some(typed) = typed else { return true };
+    // A list of characters, or one (`firstTriggerCharacter`).
+    lists.iter().any(|list| match &capabilities[provider][list] {
+        Value::String(c) => c == typed,
+        Value::Array(chars) => chars.iter().any(|c| c.as_str() == Some(typed)),
+        _ => false,
     })
 }
 
