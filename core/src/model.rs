@@ -47,14 +47,14 @@ pub fn reference_target(s: &str) -> Option<&str> {
 pub struct Entity {
     /// The `id` if it is a string (valid or not).
     pub id: Option<String>,
-    /// The `type` if it is a string.
-    pub ty: Option<String>,
+    /// The `type`: always a string, or the object is no entity.
+    pub ty: String,
     /// The entity object's span.
     pub span: Span,
-    /// Span of the `id` value, or of the object when there is none.
+    /// Span of the `id` value.
     pub id_span: Span,
-    /// Span of the `type` value, if any.
-    pub type_span: Option<Span>,
+    /// Span of the `type` value.
+    pub type_span: Span,
     /// The span a diagnostic about the whole object should use: the object's `{`, or for the
     /// implicit DUST top-level object (which has no brace) the `type` key, else its first key.
     pub anchor: Span,
@@ -74,9 +74,11 @@ pub struct Reference {
 }
 
 /// The entities of a parsed document: the top-level object if it is one, else each object
-/// of a top-level array. An object counts as an entity when it has an `id` field, so that an
-/// entity with a broken id or a missing type is still diagnosed as one; a `type` field alone
-/// does not make an entity (JSON Schemas and many configuration files have one).
+/// of a top-level array. An object is an entity when its `type` is a string and it has an
+/// `id` field (SPEC §23): an `id` that is not a valid id string (`"id": 12`) is still
+/// diagnosed as the entity's (`invalid-id`), but an object with only an `id` (a fixture, a
+/// dashboard's `"id": 1`) or only a `type` (most JSON Schemas, many configuration files) is
+/// data of some other kind, not Stardust's.
 pub fn entities(parse: &Parse) -> Vec<Entity> {
     let Some(root) = &parse.root else { return Vec::new() };
     match &root.kind {
@@ -125,15 +127,14 @@ fn brace(span: Span) -> Span {
 }
 
 fn entity(node: &Node, value: &Value, anchor: Span, index: Option<usize>) -> Option<Entity> {
-    let id = node.member(value, "id");
-    let ty = node.member(value, "type");
-    id?;
+    let (id_member, id) = node.member(value, "id")?;
+    let (type_member, ty) = node.member(value, "type")?;
     Some(Entity {
-        id: id.and_then(|(_, v)| v.as_str()).map(str::to_owned),
-        ty: ty.and_then(|(_, v)| v.as_str()).map(str::to_owned),
+        id: id.as_str().map(str::to_owned),
+        ty: ty.as_str()?.to_owned(),
         span: node.span,
-        id_span: id.map_or(anchor, |(m, _)| m.value.span),
-        type_span: ty.map(|(m, _)| m.value.span),
+        id_span: id_member.value.span,
+        type_span: type_member.value.span,
         anchor,
         index,
     })

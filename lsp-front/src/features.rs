@@ -188,10 +188,10 @@ fn workspace_symbols(
                     s.location.span,
                     snap.encoding,
                 )?,
-                container_name: match (s.ty, s.title) {
-                    (Some(ty), Some(title)) => Some(format!("{ty}: {title}")),
-                    (ty, title) => ty.or(title),
-                },
+                container_name: Some(match s.title {
+                    Some(title) => format!("{}: {title}", s.ty),
+                    None => s.ty,
+                }),
             })
         })
         .collect();

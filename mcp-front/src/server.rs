@@ -252,11 +252,9 @@ impl Conn {
         let entities = analysis.documents().flat_map(|doc| {
             doc.entities.iter().filter_map(|e| {
                 let id = e.id.as_ref()?;
-                let mut r = Resource::new(format!("{ENTITIES}{id}"), id.clone())
-                    .with_mime_type("application/json");
-                if let Some(ty) = &e.ty {
-                    r = r.with_description(format!("entity of type {ty} in {}", doc.path));
-                }
+                let r = Resource::new(format!("{ENTITIES}{id}"), id.clone())
+                    .with_mime_type("application/json")
+                    .with_description(format!("entity of type {} in {}", e.ty, doc.path));
                 Some(r)
             })
         });

@@ -205,7 +205,7 @@ impl Document {
     }
 }
 
-/// The id rule and the missing-field problems of one entity.
+/// The id rule of one entity.
 fn entity_problems(entity: &Entity) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     match &entity.id {
@@ -222,22 +222,13 @@ fn entity_problems(entity: &Entity) -> Vec<Diagnostic> {
             }
         }
         None => {
-            let ty = entity.ty.as_deref().unwrap_or("type");
+            let ty = &entity.ty;
             out.push(Diagnostic::new(
                 DiagnosticCode::InvalidId,
                 entity.id_span,
                 format!("an entity's id must be a string like '{ty}/<name>'"),
             ));
         }
-    }
-    if entity.ty.is_none() {
-        let span = entity.type_span.unwrap_or(entity.anchor);
-        let message = if entity.type_span.is_some() {
-            "an entity's type must be a string naming its schema".to_owned()
-        } else {
-            "this entity has no 'type'; add the name of its schema".to_owned()
-        };
-        out.push(Diagnostic::new(DiagnosticCode::UnknownType, span, message));
     }
     out
 }
@@ -558,7 +549,7 @@ impl Analysis {
         // Documents come in path order: the first type seen for an id is its first entity's.
         for doc in docs.values() {
             for entity in &doc.entities {
-                if let (Some(id), Some(ty)) = (&entity.id, &entity.ty)
+                if let (Some(id), ty) = (&entity.id, &entity.ty)
                     && !types.contains_key(id.as_str())
                 {
                     types.insert(id.as_str().into(), ty.as_str().into());
@@ -930,11 +921,10 @@ fn unindex_entity(
     }
 }
 
-/// The type of the first entity (in path order) with `id` that has a type.
+/// The type of the first entity (in path order) with `id`.
 fn first_type(docs: &Docs, ids: &Ids, id: &str) -> Option<String> {
-    let mut locs: Vec<&EntityLoc> = ids.get(id)?.iter().collect();
-    locs.sort_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)));
-    locs.into_iter().find_map(|loc| docs.get(&loc.path)?.entities.get(loc.index)?.ty.clone())
+    let loc = ids.get(id)?.iter().min_by(|a, b| a.path.cmp(&b.path).then(a.index.cmp(&b.index)))?;
+    Some(docs.get(&loc.path)?.entities.get(loc.index)?.ty.clone())
 }
 
 fn is_schema_path(config: &Config, path: &str) -> bool {
@@ -1156,7 +1146,7 @@ fn validate_entity(
     i: usize,
 ) -> Vec<Diagnostic> {
     let entity = &doc.entities[i];
-    let Some(ty) = &entity.ty else { return Vec::new() };
+    let ty = &entity.ty;
     let schema_path = config.type_schema_path(ty);
     let Some((node, value)) = doc.entity_node(i) else { return Vec::new() };
     match schemas.get(&schema_path) {
@@ -1167,7 +1157,7 @@ fn validate_entity(
         // The schema's own diagnostic says what is wrong with it.
         Some(Compiled::Invalid { .. }) => Vec::new(),
         None => {
-            let span = entity.type_span.unwrap_or(entity.anchor);
+            let span = entity.type_span;
             vec![
                 Diagnostic::new(
                     DiagnosticCode::UnknownType,

@@ -85,7 +85,7 @@ impl Document {
             return None;
         }
         // A view's local problems read its whole entity (views.rs): parse the document again.
-        let is_view = |e: &model::Entity| e.ty.as_deref() == Some(crate::builtin::VIEW);
+        let is_view = |e: &model::Entity| e.ty == crate::builtin::VIEW;
         if new_entity.as_ref().is_some_and(is_view)
             || held.is_some_and(|j| is_view(&self.entities[j]))
         {
@@ -178,7 +178,7 @@ fn shift(node: &mut Node, by: i64) {
 fn shift_entity(entity: &mut Entity, by: i64) {
     entity.span = moved_span(entity.span, by);
     entity.id_span = moved_span(entity.id_span, by);
-    entity.type_span = entity.type_span.map(|s| moved_span(s, by));
+    entity.type_span = moved_span(entity.type_span, by);
     entity.anchor = moved_span(entity.anchor, by);
 }
 

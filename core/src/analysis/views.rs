@@ -106,7 +106,7 @@ impl Analysis {
 
     /// The diagnostics of `doc`'s views that depend on the rest of the store.
     pub(super) fn view_problems(&self, doc: &Document) -> Vec<Diagnostic> {
-        if !doc.entities.iter().any(|e| e.ty.as_deref() == Some(builtin::VIEW)) {
+        if !doc.entities.iter().any(|e| e.ty == builtin::VIEW) {
             return Vec::new();
         }
         let views = self.views();
@@ -170,7 +170,7 @@ impl Analysis {
 fn defs(doc: &Document) -> Vec<ViewDef> {
     let mut out = Vec::new();
     for (i, entity) in doc.entities.iter().enumerate() {
-        if entity.ty.as_deref() != Some(builtin::VIEW) {
+        if entity.ty != builtin::VIEW {
             continue;
         }
         let Some(id) = &entity.id else { continue };
@@ -195,7 +195,7 @@ fn defs(doc: &Document) -> Vec<ViewDef> {
 pub(super) fn local_problems(doc: &Document) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (i, entity) in doc.entities.iter().enumerate() {
-        if entity.ty.as_deref() != Some(builtin::VIEW) {
+        if entity.ty != builtin::VIEW {
             continue;
         }
         let Some((node, value)) = doc.entity_node(i) else { continue };
@@ -231,9 +231,7 @@ impl Analysis {
         out: &mut std::collections::BTreeSet<String>,
     ) {
         let holds_views = |a: &Analysis, path: &str| {
-            a.docs.get(path).is_some_and(|doc| {
-                doc.entities.iter().any(|e| e.ty.as_deref() == Some(builtin::VIEW))
-            })
+            a.docs.get(path).is_some_and(|doc| doc.entities.iter().any(|e| e.ty == builtin::VIEW))
         };
         if !changed.iter().any(|p| holds_views(self, p) || holds_views(before, p)) {
             return;

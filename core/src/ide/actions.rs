@@ -246,7 +246,7 @@ fn placeholder(analysis: &Analysis, doc: &Document, d: &Diagnostic, property: &s
             .entities
             .iter()
             .find(|e| e.span.start <= d.span.start && d.span.end <= e.span.end)?;
-        let (schema_path, _) = analysis.type_schema(entity.ty.as_deref()?)?;
+        let (schema_path, _) = analysis.type_schema(&entity.ty)?;
         let root = &analysis.document(&schema_path)?.parse.value;
         let mut tokens: Vec<String> = d.data["pointer"]
             .as_str()?

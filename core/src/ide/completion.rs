@@ -147,7 +147,7 @@ fn object_keys(value: &Value) -> Vec<String> {
 
 /// The schema document of the type of entity `i` of `doc`.
 fn schema_of<'a>(analysis: &'a Analysis, doc: &Document, i: usize) -> Option<&'a Value> {
-    let ty = doc.entities.get(i)?.ty.as_deref()?;
+    let ty = doc.entities.get(i)?.ty.as_str();
     let (schema_path, _) = analysis.type_schema(ty)?;
     analysis.document(&schema_path).map(|d| &d.parse.value)
 }
@@ -262,9 +262,9 @@ fn references(
     let mut out: Vec<CompletionItem> = Vec::new();
     for doc in analysis.documents() {
         for (i, entity) in doc.entities.iter().enumerate() {
-            let (Some(id), ty) = (&entity.id, entity.ty.as_deref()) else { continue };
+            let (Some(id), ty) = (&entity.id, entity.ty.as_str()) else { continue };
             if model::id_problem(id).is_some()
-                || !(types.is_empty() || ty.is_some_and(|t| types.iter().any(|x| x == t)))
+                || !(types.is_empty() || types.iter().any(|x| x == ty))
             {
                 continue;
             }
@@ -276,7 +276,7 @@ fn references(
             out.push(CompletionItem {
                 label: format!("@{id}"),
                 kind: CompletionKind::Reference,
-                detail: ty.map(str::to_owned),
+                detail: Some(ty.to_owned()),
                 documentation: title,
                 insert,
                 snippet: false,

@@ -95,7 +95,7 @@ fn target<'a>(doc: &'a Document, offset: u32) -> Option<Target<'a>> {
         match cursor.entity_pointer[0].as_str() {
             "id" => return Some(Target::EntityId { id: entity.id.as_deref()?, span: cursor.span }),
             "type" => {
-                return Some(Target::EntityType { ty: entity.ty.as_deref()?, span: cursor.span });
+                return Some(Target::EntityType { ty: entity.ty.as_str(), span: cursor.span });
             }
             _ => {}
         }
@@ -104,7 +104,7 @@ fn target<'a>(doc: &'a Document, offset: u32) -> Option<Target<'a>> {
         return None;
     }
     Some(Target::Member {
-        ty: entity.ty.as_deref()?,
+        ty: entity.ty.as_str(),
         pointer: cursor.entity_pointer,
         span: cursor.span,
     })

@@ -47,7 +47,7 @@ pub fn document_symbols(doc: &Document) -> Vec<Symbol> {
             let (node, value) = doc.entity_node(i)?;
             Some(Symbol {
                 name: entity.id.clone().unwrap_or_else(|| "(entity without an id)".to_owned()),
-                detail: entity.ty.clone(),
+                detail: Some(entity.ty.clone()),
                 kind: SymbolKind::Entity,
                 span: entity.span,
                 selection: entity.id_span,
@@ -110,7 +110,7 @@ fn short(s: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkspaceSymbol {
     pub id: String,
-    pub ty: Option<String>,
+    pub ty: String,
     pub title: Option<String>,
     /// The entity's `id` value.
     pub location: FileSpan,

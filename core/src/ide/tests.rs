@@ -160,7 +160,7 @@ fn run(fx: &Fixture) -> String {
             out.push_str(&format!(
                 "  {} [{}] {:?} at {}\n",
                 s.id,
-                s.ty.as_deref().unwrap_or(""),
+                s.ty,
                 s.title.as_deref().unwrap_or(""),
                 show(a, &s.location)
             ));

@@ -767,8 +767,8 @@ mod tests {
 
     #[test]
     fn keeps_refused_bytes_with_why() {
-        let (_dir, store) = store(&[("a.json", "{\"id\": \"a\"}\n")]);
-        let bad = b"{\"id\": \"a\",\n  oops}\n".to_vec();
+        let (_dir, store) = store(&[("a.json", "{\"id\": \"a\", \"type\": \"t\"}\n")]);
+        let bad = b"{\"id\": \"a\", \"type\": \"t\",\n  oops}\n".to_vec();
         let err = store.commit(Origin::Mount, vec![Change::put("books/a.json", bad.clone())]);
         let err = err.unwrap_err();
         assert_eq!(err.code(), "refused");
