@@ -162,3 +162,49 @@ fn a_ref_leaving_the_store_is_reported_at_the_ref() {
         "{stdout}"
     );
 }
+
+/// The project's ignore rules (SPEC §23): what `.gitignore` (nested), `.ignore` and
+/// `.git/info/exclude` list is not a document, so a broken fixture or a `node_modules/` there
+/// is not checked; `[store] gitignore = false` checks them again; `stardust.toml` is never
+/// ignored, and an ignored schemas folder is still read, with a warning.
+#[test]
+fn the_project_ignore_rules_are_respected() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |path: &str, content: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    };
+    std::fs::create_dir_all(root.join(".git/info")).unwrap();
+    write(".gitignore", "node_modules/\nstardust.toml\nschemas/\n");
+    write("tests/.gitignore", "broken-*.json\n");
+    write(".ignore", "scratch/\n");
+    write(".git/info/exclude", "mine.json\n");
+    write("node_modules/pkg/broken.json", "{\"a\": ");
+    write("tests/broken-1.json", "{oops}");
+    write("scratch/x.json", "[1,");
+    write("mine.json", "{");
+    write("stardust.toml", "[store]\nignore = []\n");
+    write("schemas/thing.schema.json", "{\"type\": \"object\", \"required\": [\"name\"]}");
+    write("things/a.json", "{\"id\": \"thing/a\", \"type\": \"thing\", \"name\": \"A\"}");
+    let store = root.to_str().unwrap();
+
+    let out = stardust(&["check", store]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("in 2 documents (1 entity): 0 errors, 0 warnings"), "{stdout}");
+    assert!(
+        stderr.contains("warning: the schemas folder 'schemas' is ignored by the project's ignore rules"),
+        "{stderr}"
+    );
+
+    write("stardust.toml", "[store]\ngitignore = false\n");
+    let out = stardust(&["check", store]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    for broken in ["node_modules/pkg/broken.json", "tests/broken-1.json", "scratch/x.json", "mine.json"]
+    {
+        assert!(stdout.contains(&format!("{broken}:1:")), "{broken} is checked again:\n{stdout}");
+    }
+}

@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use crate::diagnostics::DiagnosticCode;
 use crate::error::{Error, Result};
+use crate::ignores::ProjectIgnores;
 use crate::schema::Formats;
 use crate::syntax::Lang;
 
@@ -26,9 +28,18 @@ pub const CODE_ERROR: &str = "code-error";
 /// The validated configuration of one store.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Glob patterns (store-relative) of files that are not documents.
+    /// Glob patterns (store-relative) of files that are not documents (`[store] ignore`).
     pub ignore: Vec<String>,
     pub ignore_set: GlobSet,
+    /// `[store] gitignore` (default true): the project's `.gitignore`, `.ignore` and
+    /// `.git/info/exclude` say which files are not documents too (SPEC §23).
+    pub gitignore: bool,
+    /// The project's ignore rules as [`Config::load`] read them (none when `gitignore` is
+    /// false, or for a configuration parsed from text alone).
+    pub project_ignores: Arc<ProjectIgnores>,
+    /// What the user should know about this configuration that does not stop the store
+    /// (an ignore rule file that could not be read, the schemas folder ignored by git).
+    pub warnings: Vec<String>,
     /// Store-relative folder of `<type>.schema.json` files.
     pub schemas_dir: String,
     /// Extra schema associations for documents, in file order.
@@ -134,16 +145,55 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Read `stardust.toml` from a store root; a missing file is the default configuration.
+    /// Read `stardust.toml` from a store root (a missing file is the default configuration),
+    /// and, unless `[store] gitignore = false`, the project's ignore rules.
     pub fn load(root: &Path) -> Result<Config> {
         let path = root.join(CONFIG_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&text, &path),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path)?,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Config::default(),
             Err(err) => {
-                Err(Error::ConfigInvalid { path, message: format!("cannot read it: {err}") })
+                return Err(Error::ConfigInvalid {
+                    path,
+                    message: format!("cannot read it: {err}"),
+                });
             }
+        };
+        if config.gitignore {
+            let rules = ProjectIgnores::load(root, &config.ignore_set);
+            config.warnings.extend(rules.warnings.iter().cloned());
+            let schemas = config.schemas_dir.trim_end_matches('/');
+            if !schemas.is_empty() && schemas != "." && rules.is_ignored(schemas, true) {
+                config.warnings.push(format!(
+                    "the schemas folder '{schemas}' is ignored by the project's ignore rules; \
+                     Stardust still reads its schemas (to silence this, re-include it with \
+                     '!{schemas}/' in .gitignore, or set [store] schemas)"
+                ));
+            }
+            config.project_ignores = Arc::new(rules);
         }
+        Ok(config)
+    }
+
+    /// Whether the store-relative path `rel` (a folder when `dir`) is ignored: by `[store]
+    /// ignore` or by the project's ignore rules. `stardust.toml` never is, and the schemas
+    /// folder is never ignored by the project's rules (only by `[store] ignore`).
+    pub fn is_ignored(&self, rel: &str, dir: bool) -> bool {
+        if self.ignore_set.is_match(rel) {
+            return true;
+        }
+        if rel == CONFIG_FILE || self.in_schemas_dir(rel) {
+            return false;
+        }
+        self.project_ignores.is_ignored(rel, dir)
+    }
+
+    /// Whether `rel` is the schemas folder or inside it.
+    fn in_schemas_dir(&self, rel: &str) -> bool {
+        let dir = self.schemas_dir.trim_end_matches('/');
+        !dir.is_empty()
+            && dir != "."
+            && rel.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     }
 
     /// Parse configuration text; `path` only names the file in errors.
@@ -313,6 +363,9 @@ impl Config {
         Ok(Config {
             ignore: raw.store.ignore,
             ignore_set,
+            gitignore: raw.store.gitignore.unwrap_or(true),
+            project_ignores: Arc::default(),
+            warnings: Vec::new(),
             schemas_dir,
             schema_globs,
             types,
@@ -386,6 +439,7 @@ struct RawConfig {
 struct RawStore {
     #[serde(default)]
     ignore: Vec<String>,
+    gitignore: Option<bool>,
     schemas: Option<String>,
     backend: Option<String>,
     url: Option<String>,
@@ -599,6 +653,33 @@ formats = "assert"
         assert_eq!(config.formats, Formats::Annotate, "formats annotate, as in 2020-12");
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
+        assert!(config.gitignore, "the project's ignore rules apply unless turned off");
+    }
+
+    /// `stardust.toml` is never ignored, nor the schemas folder by the project's rules; `[store]
+    /// ignore` adds to those rules.
+    #[test]
+    fn what_the_ignore_rules_may_not_hide() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "*.toml
+schemas/
+*.json
+").unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), "[store]
+ignore = [\"schemas/old/**\"]\n")
+            .unwrap();
+        let config = Config::load(dir.path()).unwrap();
+        assert!(!config.is_ignored(CONFIG_FILE, false));
+        assert!(config.is_ignored("other.toml", false));
+        assert!(!config.is_ignored("schemas/a.schema.json", false));
+        assert!(config.is_ignored("schemas/old/a.schema.json", false));
+        assert!(config.is_ignored("data/a.json", false));
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+
+        std::fs::write(dir.path().join(CONFIG_FILE), "[store]\ngitignore = false\n").unwrap();
+        let config = Config::load(dir.path()).unwrap();
+        assert!(!config.is_ignored("data/a.json", false));
+        assert!(config.warnings.is_empty());
     }
 
     #[test]
@@ -610,7 +691,7 @@ formats = "assert"
                   |
                 2 | ignroe = []
                   | ^^^^^^
-                unknown field `ignroe`, expected one of `ignore`, `schemas`, `backend`, `url`"#]],
+                unknown field `ignroe`, expected one of `ignore`, `gitignore`, `schemas`, `backend`, `url`"#]],
         );
         check_err(
             "[notifications]\nmax_pending = \"many\"\n",

@@ -1,7 +1,7 @@
 //! Finding a store's documents on disk (SPEC §2).
 //!
-//! A document is a `.json` or `.dust` file outside `.stardust/`, `.git/` and the `ignore`
-//! globs. Symbolic links are never followed, so a link cannot pull files from outside the
+//! A document is a `.json` or `.dust` file outside `.stardust/` and `.git/` that neither the
+//! `[store] ignore` globs nor the project's ignore rules (`ignores`) exclude. Symbolic links are never followed, so a link cannot pull files from outside the
 //! store into it (or count a document twice).
 
 use std::path::{Path, PathBuf};
@@ -10,17 +10,13 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::syntax::Lang;
 
-/// The store's own folder (its log, lock and kept files), at the root of the store.
-pub const PRIVATE_DIR: &str = ".stardust";
-
-/// Folders of a store that never hold documents.
-pub const PRIVATE_DIRS: [&str; 2] = [PRIVATE_DIR, ".git"];
+pub use crate::ignores::{PRIVATE_DIR, PRIVATE_DIRS};
 
 /// Whether a store-relative path (`/`-separated) names a document.
 pub fn is_document_path(config: &Config, rel: &str) -> bool {
     Lang::from_path(rel).is_some()
         && !rel.split('/').next().is_some_and(|first| PRIVATE_DIRS.contains(&first))
-        && !config.ignore_set.is_match(rel)
+        && !config.is_ignored(rel, false)
 }
 
 /// Whether a store-relative path names a code file (SPEC §18): a file of the store outside
@@ -54,7 +50,7 @@ pub fn find_file<T>(
 ) -> Option<T> {
     let mut found = None;
     let _ = walk(root, config, budget, |rel, _| {
-        if !config.ignore_set.is_match(&rel) {
+        if !config.is_ignored(&rel, false) {
             found = find(&rel);
         }
         found.is_none()
@@ -95,7 +91,7 @@ fn walk(
         let Some(rel) = relative(root, entry.path()) else { continue };
         if entry.file_type().is_dir() {
             let private = entry.depth() == 1 && PRIVATE_DIRS.contains(&rel.as_str());
-            if private || (entry.depth() > 0 && config.ignore_set.is_match(&rel)) {
+            if private || (entry.depth() > 0 && config.is_ignored(&rel, true)) {
                 it.skip_current_dir();
             }
             continue;

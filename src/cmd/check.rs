@@ -14,6 +14,11 @@ use crate::OutputFormat;
 
 pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode> {
     let analysis = Analysis::load(store)?;
+    // What the configuration could not apply is not a document's diagnostic: said on stderr,
+    // and it does not fail the check.
+    for warning in &analysis.config().warnings {
+        eprintln!("warning: {warning}");
+    }
     let all = analysis.all_diagnostics();
     let (mut errors, mut warnings) = (0usize, 0usize);
     for (_, diags) in &all {

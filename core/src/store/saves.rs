@@ -568,7 +568,7 @@ impl Store {
             return projections::kind(&snapshot.analysis, rel).unwrap_or(PathKind::Private);
         }
         let config = &self.inner.ctx.config;
-        if scan::PRIVATE_DIRS.contains(&first) || config.ignore_set.is_match(rel) {
+        if scan::PRIVATE_DIRS.contains(&first) || config.is_ignored(rel, false) {
             return PathKind::Plain;
         }
         let name = rel.rsplit('/').next().unwrap_or(rel);
