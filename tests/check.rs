@@ -195,7 +195,9 @@ fn the_project_ignore_rules_are_respected() {
     assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("in 2 documents (1 entity): 0 errors, 0 warnings"), "{stdout}");
     assert!(
-        stderr.contains("warning: the schemas folder 'schemas' is ignored by the project's ignore rules"),
+        stderr.contains(
+            "warning: the schemas folder 'schemas' is ignored by the project's ignore rules"
+        ),
         "{stderr}"
     );
 
@@ -203,7 +205,8 @@ fn the_project_ignore_rules_are_respected() {
     let out = stardust(&["check", store]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    for broken in ["node_modules/pkg/broken.json", "tests/broken-1.json", "scratch/x.json", "mine.json"]
+    for broken in
+        ["node_modules/pkg/broken.json", "tests/broken-1.json", "scratch/x.json", "mine.json"]
     {
         assert!(stdout.contains(&format!("{broken}:1:")), "{broken} is checked again:\n{stdout}");
     }

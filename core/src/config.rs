@@ -188,6 +188,19 @@ impl Config {
         self.project_ignores.is_ignored(rel, dir)
     }
 
+    /// Whether the store-relative path `rel` is a file whose change changes what is in force:
+    /// `stardust.toml`, `.git/info/exclude`, or a `.gitignore` or `.ignore` in a folder that
+    /// is not ignored.
+    pub fn is_rule_file(&self, rel: &str) -> bool {
+        if rel == CONFIG_FILE || rel == ".git/info/exclude" {
+            return true;
+        }
+        let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        crate::ignores::RULE_FILES.contains(&name)
+            && !folder.split('/').next().is_some_and(|f| crate::ignores::PRIVATE_DIRS.contains(&f))
+            && (folder.is_empty() || !self.is_ignored(folder, true))
+    }
+
     /// Whether `rel` is the schemas folder or inside it.
     fn in_schemas_dir(&self, rel: &str) -> bool {
         let dir = self.schemas_dir.trim_end_matches('/');
@@ -661,13 +674,20 @@ formats = "assert"
     #[test]
     fn what_the_ignore_rules_may_not_hide() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(".gitignore"), "*.toml
+        std::fs::write(
+            dir.path().join(".gitignore"),
+            "*.toml
 schemas/
 *.json
-").unwrap();
-        std::fs::write(dir.path().join(CONFIG_FILE), "[store]
-ignore = [\"schemas/old/**\"]\n")
-            .unwrap();
+",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[store]
+ignore = [\"schemas/old/**\"]\n",
+        )
+        .unwrap();
         let config = Config::load(dir.path()).unwrap();
         assert!(!config.is_ignored(CONFIG_FILE, false));
         assert!(config.is_ignored("other.toml", false));

@@ -30,7 +30,7 @@ pub const PRIVATE_DIR: &str = ".stardust";
 pub const PRIVATE_DIRS: [&str; 2] = [PRIVATE_DIR, ".git"];
 
 /// The rule files read in each folder, the one asked first first.
-const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
+pub const RULE_FILES: [&str; 2] = [".ignore", ".gitignore"];
 
 /// A rule file larger than this is not read (a warning says so): the matcher's cost grows
 /// with the number of patterns, and no real project writes megabytes of them.

@@ -152,3 +152,55 @@ fn a_link_made_while_open_is_not_followed() {
     assert_eq!(sub.try_next(), None);
     assert_eq!(store.snapshot().analysis.document_count(), 1);
 }
+
+/// A change of `stardust.toml` or of an ignore file takes effect while the store is open
+/// (SPEC §23): documents now ignored leave the snapshot (their files untouched, no deletion
+/// recorded), files no longer ignored are taken in as an `external` transaction, and later
+/// edits of ignored files are not recorded. An invalid configuration keeps the one in force.
+#[test]
+fn configuration_and_ignore_rules_take_effect_while_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "a.json", "{\"id\": \"x/a\", \"type\": \"t\"}");
+    write(root, "gen/b.json", "{\"id\": \"x/b\", \"type\": \"t\"}");
+    write(root, "vendor/c.json", "{\"id\": \"x/c\", \"type\": \"t\"}");
+    write(root, ".gitignore", "vendor/\n");
+    let store = open(root);
+    let sub = store.subscribe();
+    let documents = |store: &Store| -> Vec<String> {
+        store.snapshot().analysis.documents().map(|d| d.path.clone()).collect()
+    };
+    assert_eq!(documents(&store), ["a.json", "gen/b.json"]);
+    let head = store.snapshot().seq;
+
+    // The generated folder is ignored now: it leaves, and nothing is recorded.
+    write(root, ".gitignore", "vendor/\ngen/\n");
+    wait_until(|| documents(&store) == ["a.json"]);
+    assert_eq!(store.snapshot().seq, head, "leaving is not a change of the files");
+    assert!(root.join("gen/b.json").is_file());
+
+    // An edit of an ignored file is nobody's business.
+    write(root, "gen/b.json", "{\"id\": ");
+    // stardust.toml turns the project's rules off: vendor/ and gen/ come in as history.
+    write(root, "stardust.toml", "[store]\ngitignore = false\nignore = [\"gen/**\"]\n");
+    let seen = wait_for(&sub, 1);
+    assert_eq!(kinds(&seen), vec![("vendor/c.json", ChangeKind::Created)]);
+    assert_eq!(documents(&store), ["a.json", "vendor/c.json"]);
+    let txns = store.transactions(head, 10).unwrap();
+    assert_eq!(txns.len(), 1, "{txns:?}");
+    assert_eq!(txns[0].origin, Origin::External);
+
+    // A configuration that does not parse is reported, and the one in force stays.
+    write(root, "stardust.toml", "[store]\nignroe = []\n");
+    write(root, "d.json", "{\"id\": \"x/d\", \"type\": \"t\"}");
+    assert_eq!(kinds(&wait_for(&sub, 1)), vec![("d.json", ChangeKind::Created)]);
+    assert_eq!(documents(&store), ["a.json", "d.json", "vendor/c.json"]);
+}
+
+fn wait_until(mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "the store did not take the new rules in");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

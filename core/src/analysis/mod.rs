@@ -393,6 +393,21 @@ impl Analysis {
         self
     }
 
+    /// This snapshot's documents under another configuration of the same store (SPEC §23: a
+    /// changed `stardust.toml` or ignore file takes effect in a running core): the documents
+    /// that are still documents keep their parse, the others leave, and everything that
+    /// depends on the configuration (schemas, validation, the indexes) is derived again.
+    /// Files that become documents are not read here; the store takes them in as edits.
+    pub fn reconfigured(&self, ctx: Arc<StoreContext>) -> Analysis {
+        let docs: Docs = self
+            .docs
+            .iter()
+            .filter(|(path, _)| crate::scan::is_document_path(&ctx.config, path))
+            .map(|(path, doc)| (path.clone(), doc.clone()))
+            .collect();
+        Analysis::build(ctx, Arc::new(docs))
+    }
+
     /// Edit in place each changed document, when the edit stays inside one item of a top-level
     /// entity array; the other changes are returned to be parsed whole. Schemas and documents
     /// validated whole are always parsed whole. A document another snapshot shares (the first

@@ -202,10 +202,8 @@ fn pruned_and_private_folders_are_not_read() {
             ("a/.gitignore", "*.json\n"),
         ],
     );
-    let pruned = globset::GlobSetBuilder::new()
-        .add(globset::Glob::new("vendor").unwrap())
-        .build()
-        .unwrap();
+    let pruned =
+        globset::GlobSetBuilder::new().add(globset::Glob::new("vendor").unwrap()).build().unwrap();
     let rules = ProjectIgnores::load(tmp.path(), &pruned);
     assert!(!rules.is_ignored("vendor/a.json", false));
     assert!(!rules.is_ignored(".stardust/x", false));

@@ -243,7 +243,6 @@ impl std::fmt::Debug for Store {
 
 struct Inner {
     root: PathBuf,
-    ctx: Arc<StoreContext>,
     disk: Disk,
     log_path: PathBuf,
     writer: Mutex<Writer>,
@@ -332,7 +331,6 @@ impl Store {
         })?;
         let inner = Arc::new(Inner {
             root: root.clone(),
-            ctx,
             disk,
             log_path,
             writer: Mutex::new(writer),
@@ -453,7 +451,7 @@ impl Store {
 
     /// Receive the changes of every transaction committed from now on.
     pub fn subscribe(&self) -> Subscription {
-        self.inner.feed.subscribe(self.inner.ctx.config.max_pending)
+        self.inner.feed.subscribe(self.inner.ctx().config.max_pending)
     }
 
     /// What changed after `since`, coalesced, over at most about `limit` entries (a single
@@ -1039,6 +1037,42 @@ impl Inner {
         sync::read(&self.current).clone()
     }
 
+    /// The store's context (its configuration in force): the current snapshot's.
+    fn ctx(&self) -> Arc<StoreContext> {
+        self.snapshot().analysis.context().clone()
+    }
+
+    /// Read `stardust.toml` and the project's ignore rules again and put them in force
+    /// (SPEC §23): the current documents are analysed again under them at the same seq (those
+    /// now ignored leave the snapshot, their files untouched and no deletion recorded), then
+    /// the store is compared with the disk, so files that became documents (or changed
+    /// meanwhile) are recorded as an `external` transaction. An invalid configuration is
+    /// reported and the one in force is kept (the disk is still compared).
+    fn reconfigure(&self) -> StoreResult<Option<Transaction>> {
+        let ctx = match StoreContext::load(&self.root) {
+            Ok(ctx) => Arc::new(ctx),
+            Err(err) => {
+                tracing::error!("{err}; the store keeps the configuration it had");
+                return self.rescan();
+            }
+        };
+        for warning in &ctx.config.warnings {
+            tracing::warn!("{warning}");
+        }
+        {
+            let _writer = self.writer()?;
+            let snapshot = self.snapshot();
+            let analysis = snapshot.analysis.reconfigured(ctx);
+            let old = std::mem::replace(
+                &mut *sync::write(&self.current),
+                Arc::new(Snapshot { seq: snapshot.seq, analysis }),
+            );
+            self.reaper.free((old, Vec::new()));
+        }
+        tracing::info!("the store's configuration or ignore rules changed: now in force");
+        self.rescan()
+    }
+
     fn writer(&self) -> StoreResult<MutexGuard<'_, Writer>> {
         let writer = sync::lock(&self.writer);
         if let Some(reason) = &writer.poisoned {
@@ -1092,10 +1126,11 @@ impl Inner {
         // Code files (SPEC §18) are written as bytes: their versions are those on disk, as
         // the snapshot holds only documents, and they take no part in the analysis.
         let mut code: HashMap<String, Option<Version>> = HashMap::new();
+        let ctx = self.ctx();
         for change in &changes {
             let abs = self.disk.resolve(&change.path)?;
-            let document = scan::is_document_path(&self.ctx.config, &change.path);
-            if !document && !scan::is_code_path(&self.ctx.config, &change.path) {
+            let document = scan::is_document_path(&ctx.config, &change.path);
+            if !document && !scan::is_code_path(&ctx.config, &change.path) {
                 return Err(StoreError::InvalidArguments(format!(
                     "{} is inside .stardust/ or .git/, which no commit writes",
                     change.path
@@ -1222,7 +1257,7 @@ impl Inner {
             _ => before.with_changes(documents),
         };
         let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
-        let problems = analysis::new_problems(before, &after, &paths, &self.ctx.config.refuse);
+        let problems = analysis::new_problems(before, &after, &paths, &before.config().refuse);
         if !problems.is_empty() {
             return Err(StoreError::Refused { problems });
         }
@@ -1230,7 +1265,7 @@ impl Inner {
         // here (a confirmed code edit passed it when its preview was made). It runs under the
         // writer lock, so the text checked is the one replaced; the wait is bounded by the
         // server's.
-        if origin == Origin::Mount && self.ctx.config.refuse_code_errors {
+        if origin == Origin::Mount && before.config().refuse_code_errors {
             let check = sync::read(&self.code_saves).clone();
             if let Some(check) = check {
                 let mut errors = Vec::new();
@@ -1587,13 +1622,13 @@ impl Inner {
             .collect::<StoreResult<_>>()?;
         let documents: Vec<(String, Option<Vec<u8>>)> = states
             .iter()
-            .filter(|(path, _)| scan::is_document_path(&self.ctx.config, path))
+            .filter(|(path, _)| scan::is_document_path(snapshot.analysis.config(), path))
             .map(|(path, (_, last))| ((*path).to_owned(), last.map(<[u8]>::to_vec)))
             .collect();
         writer.dirty.extend(states.iter().map(|(p, _)| (*p).to_owned()));
         let analysis = if snapshot.analysis.document_count() == 0 {
             let docs = documents.into_iter().filter_map(|(path, c)| Some((path, c?)));
-            Analysis::new(self.ctx.clone(), docs.collect())
+            Analysis::new(snapshot.analysis.context().clone(), docs.collect())
         } else {
             snapshot.analysis.with_changes(documents)
         };
@@ -1650,6 +1685,7 @@ impl Inner {
     fn ingest_paths(&self, paths: Vec<String>) -> StoreResult<Option<Transaction>> {
         let mut writer = self.writer()?;
         let snapshot = self.snapshot();
+        let config = snapshot.analysis.config();
         let mut candidates: Vec<String> = Vec::new();
         for rel in paths {
             if rel.split('/').next().is_some_and(|first| scan::PRIVATE_DIRS.contains(&first)) {
@@ -1673,9 +1709,9 @@ impl Inner {
                 );
             }
             if is_dir && self.disk.resolve(&rel).is_ok() {
-                candidates.extend(documents_under(&self.root, &abs, &self.ctx.config));
+                candidates.extend(documents_under(&self.root, &abs, config));
             }
-            if scan::is_document_path(&self.ctx.config, &rel) {
+            if scan::is_document_path(config, &rel) {
                 candidates.push(rel);
             }
         }
@@ -1692,7 +1728,7 @@ impl Inner {
     fn rescan(&self) -> StoreResult<Option<Transaction>> {
         let mut writer = self.writer()?;
         let snapshot = self.snapshot();
-        let files = scan::documents(&self.root, &self.ctx.config)?;
+        let files = scan::documents(&self.root, snapshot.analysis.config())?;
         let mut found: Vec<(String, Option<Vec<u8>>)> = files
             .into_par_iter()
             .map(|(rel, abs)| {

@@ -567,7 +567,8 @@ impl Store {
             let snapshot = self.snapshot();
             return projections::kind(&snapshot.analysis, rel).unwrap_or(PathKind::Private);
         }
-        let config = &self.inner.ctx.config;
+        let ctx = self.inner.ctx();
+        let config = &ctx.config;
         if scan::PRIVATE_DIRS.contains(&first) || config.is_ignored(rel, false) {
             return PathKind::Plain;
         }

@@ -58,7 +58,11 @@ impl Watcher {
             .spawn(move || {
                 while let Some(batch) = next_batch(&rx, &root, debounce) {
                     let Some(inner) = inner.upgrade() else { return };
-                    let result = if batch.rescan {
+                    let config = inner.ctx();
+                    let reconfigure = batch.paths.iter().any(|rel| config.config.is_rule_file(rel));
+                    let result = if reconfigure {
+                        inner.reconfigure()
+                    } else if batch.rescan {
                         inner.rescan()
                     } else {
                         inner.ingest_paths(batch.paths.into_iter().collect())
