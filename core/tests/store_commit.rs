@@ -127,12 +127,13 @@ fn refused_commits_write_nothing() {
 #[test]
 fn existing_problems_do_not_refuse_unrelated_or_improving_changes() {
     let dir = library();
-    write(dir.path(), "broken.json", "{\"id\": \"x/broken\", ");
+    let broken = "{\"id\": \"x/broken\", \"type\": \"x\", ";
+    write(dir.path(), "broken.json", broken);
     let store = open(dir.path());
     assert!(!store.snapshot().analysis.diagnostics_of("broken.json").is_empty());
     store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
     // Still broken, but not newly so: the same problem is not new.
-    store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": \"x/broken\", ")]).unwrap();
+    store.commit(mcp(), vec![Change::put("broken.json", broken)]).unwrap();
     // A new syntax error in the same document is.
     let err = store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": , ]")]).unwrap_err();
     assert_eq!(err.code(), "refused");
@@ -516,4 +517,72 @@ fn the_files_commits_replace_are_let_go_and_none_is_left_behind() {
         assert_ne!(entry.file_name(), "7");
         assert_eq!(entry.metadata().unwrap().len(), 0, "{:?} is no spare", entry.path());
     }
+}
+
+/// What the save authority guards (SPEC §24): the store's data. A project's own JSON, a
+/// fixture or a configuration naming a schema the store does not hold is committed with its
+/// problems as diagnostics; a document holding entities (before or after), one a schema
+/// governs, a schema, and a new document under a `[types.*] dir` are refused when broken.
+#[test]
+fn only_the_stores_data_is_guarded() {
+    let dir = library();
+    write(
+        dir.path(),
+        "stardust.toml",
+        "[types.person]\ndir = \"people\"\n\n[[schema]]\nglob = \"config/*.json\"\npath = \"schemas/person.schema.json\"\n",
+    );
+    let store = open(dir.path());
+    let committed = |path: &str, text: &str| store.commit(mcp(), vec![Change::put(path, text)]);
+
+    // Not data: committed, and diagnosed.
+    for (path, text) in [
+        ("package.json", "{\"name\": \"@scope/pkg\", oops"),
+        ("fixtures/user.json", "{\"id\": 2930418, \"name\": \"ada\""),
+        ("tsconfig.json", "{\"$schema\": \"https://json.schemastore.org/tsconfig\", // c\n}"),
+        ("empty.json", ""),
+    ] {
+        committed(path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(read(dir.path(), path).unwrap(), text);
+    }
+    let diagnostics = store.snapshot().analysis.diagnostics_of("package.json");
+    assert!(diagnostics.iter().any(|d| d.code.as_str() == "syntax"), "{diagnostics:?}");
+
+    // Data: refused when broken.
+    for (path, text) in [
+        ("people/ann.json", "{\"id\": \"person/ann\", \"type\": \"person\""),
+        ("config/app.json", "{\"id\": \"person/x\"}"),
+        ("schemas/person.schema.json", "{\"type\": "),
+        ("people/new.json", "{oops"),
+        ("package.json", "{\"id\": \"person/pkg\", \"type\": \"person\"}"),
+    ] {
+        let err = committed(path, text).expect_err(path);
+        assert_eq!(err.code(), "refused", "{path}: {err}");
+    }
+    // A new broken document anywhere else is not data.
+    committed("notes/new.json", "{oops").unwrap();
+}
+
+/// What a git operation writes through the mount (while git holds `.git/index.lock`) is
+/// recorded history coming back (SPEC §24): an `external` transaction, never refused, with its
+/// problems as diagnostics. Without the lock the same save is refused.
+#[test]
+fn writes_during_a_git_operation_are_external_and_never_refused() {
+    let dir = library();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let store = open(dir.path());
+    let broken = "{\"id\": \"person/ann\", \"type\": \"person\"}";
+    let err = store.commit(Origin::Mount, vec![Change::put("people/ann.json", broken)]);
+    assert_eq!(err.unwrap_err().code(), "refused");
+
+    write(dir.path(), ".git/index.lock", "");
+    let committed = store.commit(Origin::Mount, vec![Change::put("people/ann.json", broken)]);
+    let txn = committed.unwrap().transaction.expect("a transaction");
+    assert_eq!(txn.origin, Origin::External);
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), broken);
+    let diagnostics = store.snapshot().analysis.diagnostics_of("people/ann.json");
+    assert!(diagnostics.iter().any(|d| d.code.as_str() == "schema"), "{diagnostics:?}");
+    // Only the mount's saves are git's: an agent's change is still judged.
+    let err = store.commit(mcp(), vec![Change::put("people/bob.json", broken)]);
+    assert_eq!(err.unwrap_err().code(), "refused");
+    assert!(verify_log(dir.path()).unwrap().damage.is_none());
 }

@@ -691,6 +691,18 @@ impl Analysis {
         paths
     }
 
+    /// Whether the document at `path` is the store's data (SPEC §24): it holds entities, a
+    /// schema of the store governs it (its `$schema` names one, or a `[[schema]]` glob
+    /// associates one), or it is a schema. A project's own JSON (`package.json`, a fixture, a
+    /// configuration naming a schema the store does not hold) is not.
+    pub fn is_data(&self, path: &str) -> bool {
+        let Some(doc) = self.docs.get(path) else { return false };
+        !doc.entities.is_empty()
+            || self.schemas.contains_key(path)
+            || doc.named_schema().is_some_and(|(schema, _)| self.schemas.contains_key(schema))
+            || self.ctx.config.schema_globs.iter().any(|g| g.matcher.is_match(path))
+    }
+
     /// Whether the document at `path` is a schema (compiled as one, well or not).
     pub fn is_schema(&self, path: &str) -> bool {
         self.schemas.contains_key(path)

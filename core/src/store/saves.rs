@@ -11,16 +11,63 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use crate::analysis::Analysis;
 use crate::scan;
 use crate::text::{Encoding, LineIndex};
 
 use super::error::{StoreError, StoreResult};
 use super::{Change, Op as ChangeOp, PRIVATE_DIR, Store, projections, rfc3339};
+
+/// The changed `paths` whose new problems the save authority refuses (SPEC §24): the
+/// store's data, i.e. documents that are data before or after the change (they hold entities,
+/// a schema governs them, they are schemas: [`Analysis::is_data`]), and new documents under a
+/// `[types.*] dir`. Every other file (code, a project's own JSON) is committed as it is; its
+/// problems are diagnostics.
+pub fn guarded(before: &Analysis, after: &Analysis, paths: &[String]) -> Vec<String> {
+    let types = &before.config().types;
+    paths
+        .iter()
+        .filter(|path| {
+            let new = before.document(path).is_none() && after.document(path).is_some();
+            before.is_data(path)
+                || after.is_data(path)
+                || (new
+                    && types.values().any(|t| {
+                        let dir = t.dir.trim_end_matches('/');
+                        dir.is_empty()
+                            || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+                    }))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Whether a git operation is under way in the repository the store at `root` is in (SPEC
+/// §24): git holds its index's lock (`index.lock`) from before it writes the first file of a
+/// checkout, reset, stash, merge or rebase until after the last. What it writes meanwhile is
+/// recorded history coming back, not an edit: recorded as `external`, never refused.
+pub fn git_operation(root: &Path) -> bool {
+    for dir in root.ancestors() {
+        let dot_git = dir.join(".git");
+        match fs::symlink_metadata(&dot_git) {
+            Ok(meta) if meta.is_dir() => return dot_git.join("index.lock").exists(),
+            Ok(meta) if meta.is_file() => {
+                // A worktree's or submodule's `.git` file names its own git directory, which
+                // holds its index.
+                let Ok(text) = fs::read_to_string(&dot_git) else { return false };
+                let Some(linked) = text.strip_prefix("gitdir:") else { return false };
+                return dir.join(linked.trim()).join("index.lock").exists();
+            }
+            _ => {}
+        }
+    }
+    false
+}
 
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";

@@ -587,9 +587,10 @@ impl StardustFs {
                 entries.push((name.to_owned(), FileType::RegularFile));
             }
         }
-        if path.is_empty() {
-            entries.push((PRIVATE_DIR.to_owned(), FileType::Directory));
-        }
+        // The virtual `.stardust/` is reachable by name but left out of the root's listing
+        // (SPEC §24), so tools that walk the tree (`git clean -fdx`, `rm -rf .`, `find`,
+        // `grep -r`, `tar`, `rsync`) never enter it and no recursive delete reaches a derived
+        // file.
         Ok(entries)
     }
 
