@@ -400,3 +400,56 @@ fn a_rename_over_600_files_pages_its_preview_and_commits_every_file() {
         assert!(text.unwrap().contains("sequel-of @book/dune-1965"), "s{i:03}");
     }
 }
+
+/// The tools whose success answers the tests above put through the TypeScript SDK's checks:
+/// the library's (`every_answer_of_the_library`) and the code tools'. A new tool must join
+/// one of them.
+#[test]
+fn every_tool_has_its_success_answer_checked_above() {
+    let checked = [
+        "commands_describe",
+        "status",
+        "expression_evaluate",
+        "query_execute",
+        "entity_get",
+        "entity_validate",
+        "entity_create",
+        "mutation_execute",
+        "patch_apply",
+        "entity_rename",
+        "backup_define",
+        "preview_confirm",
+        "preview_discard",
+        "previews_list",
+        "changes_since",
+        "diagnostics",
+        "hover",
+        "definition",
+        "references",
+        "document_symbols",
+        "workspace_symbols",
+        "code_actions",
+        "describe_type",
+        "declaration",
+        "type_definition",
+        "implementation",
+        "signature_help",
+        "incoming_calls",
+        "outgoing_calls",
+        "prepare_rename",
+        "rename_preview",
+        "code_action_preview",
+        "server_status",
+        "server_restart",
+        "preview_get",
+    ];
+    let source = std::fs::read_to_string(util::repo().join("tests/mcp_hosts.rs")).unwrap();
+    let source: String = source.split_whitespace().collect();
+    for tool in checked {
+        assert!(source.contains(&format!("host.ok(\"{tool}\"")), "{tool} is not called above");
+    }
+    let listed: Vec<String> = stardust_core::service::shown_in(stardust_core::service::Front::Mcp)
+        .map(|c| stardust_mcp::tool_name(c.name))
+        .collect();
+    assert_eq!(listed, checked, "the tool list changed: check the new tool's answers above");
+}
