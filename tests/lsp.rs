@@ -936,6 +936,15 @@ fn code_actions_repair_diagnostics_and_convert_on_resolve() {
         enum_fixes.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"Change to published"), "{titles:?}");
     assert!(enum_fixes.as_array().unwrap().iter().all(|a| a["kind"] == "quickfix"));
+    // The closest value is the one an editor applies by default; only it is preferred.
+    let preferred: Vec<&str> = enum_fixes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["isPreferred"] == true)
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(preferred, ["Change to published"], "{enum_fixes}");
 
     let resolved = client.request("codeAction/resolve", convert.clone());
     let changes = resolved["edit"]["documentChanges"].as_array().expect("document changes");

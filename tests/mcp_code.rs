@@ -103,13 +103,16 @@ impl Mixed {
     }
 }
 
-/// A tool's answer: `Ok(structuredContent)`, or `Err(structuredContent.error)` for a tool error.
+/// A tool's answer: `Ok(structuredContent)`, or `Err(error object)` for a tool error (read
+/// from its content, as SPEC §13 has every host read it).
 async fn try_call(peer: &Peer<RoleClient>, tool: &str, args: Value) -> Result<Value, Value> {
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap());
     let result = peer.call_tool(params).await.unwrap_or_else(|e| panic!("{tool}: {e}"));
-    let content = result.structured_content.unwrap_or(Value::Null);
-    if result.is_error == Some(true) { Err(content["error"].clone()) } else { Ok(content) }
+    if result.is_error == Some(true) {
+        return Err(util::mcp::tool_error(&serde_json::to_value(&result).unwrap()));
+    }
+    Ok(result.structured_content.unwrap_or(Value::Null))
 }
 
 async fn call(peer: &Peer<RoleClient>, tool: &str, args: Value) -> Value {

@@ -363,3 +363,32 @@ fn the_readmes_team_store_configuration_is_valid() {
     let out = stardust(&["check", dir.path().to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// An agent's confirm while the database is away is `unavailable`, and an MCP host built on
+/// the TypeScript SDK receives that error intact (SPEC §13, §16); nothing is written.
+#[test]
+fn an_agents_confirm_while_the_database_is_away_is_unavailable() {
+    let db = Db::new("agent");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    assert!(stardust(&["db", "migrate", a.to_str().unwrap()]).status.success());
+    let mut host = util::hosts::Host::start(
+        util::hosts::Sdk::TypeScript,
+        "team-agent",
+        &a,
+        &["--allow-mutation"],
+        &[],
+    );
+    let zed =
+        json!({"id": "person/zed", "type": "person", "name": "Zed Team", "roles": ["author"]});
+    let preview = host.ok("entity_create", json!({"entities": [zed]}));
+    db.reachable(false);
+    let error = host.fail_with(
+        "unavailable",
+        "preview_confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    db.reachable(true);
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{error}");
+    assert!(!a.join("people/zed.dust").exists(), "nothing was written");
+}

@@ -118,7 +118,7 @@ impl PartialEq<str> for Code {
 
 /// The error object of SPEC §13 and §16: `{code, message, ...details}`. Details never
 /// override the code or the message. LSP sends it as the JSON-RPC error's `data`, MCP as
-/// `structuredContent.error`, the daemon's cli front as `{"error": ...}`.
+/// the JSON text `{"error": ...}` of a tool error's content, the daemon's cli front as `{"error": ...}`.
 pub fn error_object(code: Code, message: &str, details: Value) -> Value {
     let mut object = match details {
         Value::Object(details) => details,

@@ -92,6 +92,14 @@ impl std::fmt::Debug for Daemon {
     }
 }
 
+/// How long the core's previews can be confirmed: SPEC §7's 10 minutes, or
+/// `STARDUST_PREVIEW_LIFETIME` seconds (the end-to-end tests see a preview expire without
+/// waiting 10 minutes).
+fn preview_lifetime() -> std::time::Duration {
+    let seconds = std::env::var("STARDUST_PREVIEW_LIFETIME").ok().and_then(|s| s.parse().ok());
+    seconds.map_or(stardust_core::service::PREVIEW_LIFETIME, std::time::Duration::from_secs)
+}
+
 impl Daemon {
     /// Open the store (a second core fails here with `busy`), listen, and record where. The
     /// code files' language servers run in `code` (none: code requests answer
@@ -121,7 +129,8 @@ impl Daemon {
                     Some(host) => Service::new(store).with_code_host(host),
                     None => Service::new(store),
                 }
-                .with_shared_previews(share_previews),
+                .with_shared_previews(share_previews)
+                .with_preview_lifetime(preview_lifetime()),
             ),
             root,
             folder,

@@ -80,7 +80,8 @@ const AGENTS: &[Front] = &[Front::Mcp];
 const COMMAND_LINE: &[Front] = &[Front::Cli];
 
 /// Every command and tool: the commands in the order of SPEC §7, the navigation tools in
-/// the order of SPEC §13, then the command line's operations.
+/// the order of SPEC §13, `preview_get` (an agent's pages of a preview), then the command
+/// line's operations.
 pub fn registry() -> &'static [Contract] {
     static REGISTRY: OnceLock<Vec<Contract>> = OnceLock::new();
     REGISTRY.get_or_init(build)
@@ -152,7 +153,7 @@ impl Spec {
 
 fn build() -> Vec<Contract> {
     let specs = reads().into_iter().chain(mutations()).chain(previews()).chain(changes());
-    specs.chain(navigation()).chain(operations()).map(compile).collect()
+    specs.chain(navigation()).chain(preview_pages()).chain(operations()).map(compile).collect()
 }
 
 fn compile(spec: Spec) -> Contract {
@@ -232,8 +233,17 @@ fn preview_result() -> Value {
                     "change": {"enum": ["created", "changed", "deleted"]},
                     "before": version, "after": version,
                     "diff": {"type": "string"},
+                    "diffTruncated": {"type": "boolean", "description": "the diff alone is over a page: only its beginning is here"},
+                    "diffBytes": {"type": "integer", "description": "the whole diff's size, when it was cut"},
                 },
             }},
+            "total": {"type": "integer", "description": "how many documents the preview changes (an agent's answer pages `documents`)"},
+            "nextOffset": {
+                "anyOf": [{"type": "integer"}, {"type": "null"}],
+                "description": "the first document not in this answer; read from there with preview_get {previewId, offset}; null when every document is here",
+            },
+            "pageShrunk": {"type": "boolean", "description": "`documents` was cut to fit one 64 KiB page"},
+            "omitted": {"type": "object", "description": "lists cut to fit one page, with how many items each left out"},
             "entities": {"type": "object", "properties": {"created": ids, "changed": ids, "deleted": ids}},
             "resolved": {"type": "object", "additionalProperties": {"type": "string"}},
             "diagnostics": {"type": "object", "properties": {
@@ -598,6 +608,22 @@ fn navigation() -> Vec<Spec> {
     ]
 }
 
+// An agent's pages of a preview.
+
+/// `preview_get`: the documents of an open preview from `offset`, for a preview whose answer
+/// (one 64 KiB page) did not hold them all.
+fn preview_pages() -> Vec<Spec> {
+    let arguments = with(
+        tool_page(),
+        json!({"previewId": {"type": "string", "minLength": 1, "description": "the previewId a mutation tool answered"}}),
+    );
+    vec![
+        Spec::new("preview_get", "Page through a preview", Effect::Read, object(arguments, &["previewId"]), preview_result(), commands::preview_get)
+            .tool("An open preview of this session again, with its documents (each with its diff) from `offset`: a mutation's answer holds as many as fit in 64 KiB and gives `total` and `nextOffset`; call this with `offset: nextOffset` until `nextOffset` is null. Reads only: preview_confirm commits every document of the preview, whichever pages were read.")
+            .quick(),
+    ]
+}
+
 // The command line's operations.
 
 /// `stardust backup run` through a core: the archive is written by the process that owns the
@@ -702,6 +728,7 @@ mod tests {
                 "code_action_preview",
                 "server_status",
                 "server_restart",
+                "preview_get",
             ]
         );
         assert_eq!(cli[..15], lsp[..]);

@@ -513,6 +513,15 @@ impl Service {
         outcome
     }
 
+    /// Preview `id` as it was answered (every document), if `session` may act on it.
+    fn preview_json(&self, session: &Session, id: &str) -> CommandResult {
+        match lock(&self.previews).get(id, session.id, self.may_share(session)) {
+            Ok(preview) => Ok(preview.to_json()),
+            Err(true) => Err(CommandError::PreviewExpired(id.to_owned())),
+            Err(false) => Err(CommandError::PreviewNotFound(id.to_owned())),
+        }
+    }
+
     /// Drop preview `id` of `session`; whether there was one.
     fn discard(&self, session: &Session, id: &str) -> bool {
         lock(&self.previews).take(id, session.id, self.may_share(session)).is_some()

@@ -13,8 +13,9 @@
 //!
 //! Requests besides the lifecycle: `textDocument/hover` (echoes the document's version and
 //! text length; never answers when the document's text contains `fake:hang-on-hover`, exits
-//! with code 3 when it contains `fake:crash-on-hover`: faults a client reaches through the
-//! ordinary tools, as the core's MCP tests do), `fake/state` (documents, cancelled ids, pid and process group),
+//! with code 3 when it contains `fake:crash-on-hover`, answers RequestCancelled (-32800) for
+//! `fake:cancel-on-hover` and InternalError (-32603) for `fake:fail-on-hover`: faults a client
+//! reaches through the ordinary tools, as the core's MCP tests do), `fake/state` (documents, cancelled ids, pid and process group),
 //! `fake/ask {method, params}` (asks the client and answers with the client's answer),
 //! `fake/slow {ms}`, `fake/never`, `fake/modified {key, times}` (ContentModified to the first `times`
 //! requests with that key), `fake/server-cancelled {key, times}`, `fake/crash` (exit 3 at once), `fake/close-stdout`
@@ -240,6 +241,14 @@ fn main() {
                 let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
                 let text = documents.get(uri).and_then(|d| d["text"].as_str()).unwrap_or("");
                 if text.contains("fake:hang-on-hover") {
+                    continue;
+                }
+                if text.contains("fake:cancel-on-hover") {
+                    reply_error(-32800, "the request was cancelled, as the document asks");
+                    continue;
+                }
+                if text.contains("fake:fail-on-hover") {
+                    reply_error(-32603, "the fake server failed, as the document asks");
                     continue;
                 }
                 if text.contains("fake:crash-on-hover") {
