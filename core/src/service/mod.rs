@@ -408,6 +408,31 @@ impl Service {
         }
     }
 
+    /// The recent decisions, oldest first: this core's (confirms, the mutation gate) and the
+    /// saves the store refused through the mount, each with where its bytes are kept.
+    fn decisions(&self) -> Vec<Value> {
+        let mut all: Vec<Value> = lock(&self.decisions).iter().cloned().collect();
+        all.extend(self.store.refusals().into_iter().map(|r| {
+            json!({
+                "time": r.time,
+                "kind": "save",
+                "allowed": false,
+                "subject": format!("mount: {}", r.path),
+                "reason": format!(
+                    "{} [{}]; the bytes are kept at {}/{}/{}",
+                    r.message,
+                    r.code,
+                    crate::store::PRIVATE_DIR,
+                    crate::store::REJECTED_DIR,
+                    r.kept
+                ),
+            })
+        }));
+        all.sort_by(|a, b| a["time"].as_str().cmp(&b["time"].as_str()));
+        let skip = all.len().saturating_sub(RECENT_DECISIONS);
+        all.split_off(skip)
+    }
+
     /// Record a decision (save authority, mutation gate) for `stardust.status`.
     pub fn record_decision(&self, kind: &str, allowed: bool, subject: &str, reason: &str) {
         let mut decisions = lock(&self.decisions);
@@ -472,7 +497,7 @@ impl Service {
             "sessions": sessions,
             "previews": lock(&self.previews).len(),
             "mount": *lock(&self.mount),
-            "decisions": lock(&self.decisions).iter().cloned().collect::<Vec<_>>(),
+            "decisions": self.decisions(),
         })
     }
 

@@ -275,6 +275,9 @@ struct Inner {
     /// Which files are code files for saves made as file operations, and the language
     /// servers' `code-error` rule for them (SPEC §18), installed by the service.
     code_saves: RwLock<Option<Arc<dyn saves::CodeSaves>>>,
+    /// The latest refused saves made as file operations, for `stardust.status` (SPEC §24: a
+    /// refused save of data is never silent).
+    refusals: Mutex<std::collections::VecDeque<saves::KeptRefusal>>,
 }
 
 struct Writer {
@@ -352,6 +355,7 @@ impl Store {
             reaper,
             remote,
             code_saves: RwLock::new(None),
+            refusals: Mutex::default(),
         });
         if inner.remote.is_some() {
             let mut writer = inner.writer()?;

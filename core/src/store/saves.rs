@@ -69,6 +69,23 @@ pub fn git_operation(root: &Path) -> bool {
     false
 }
 
+/// How many refused saves [`Store::refusals`] remembers.
+const RECENT_REFUSALS: usize = 50;
+
+/// A refused save made as a file operation, as `stardust.status` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptRefusal {
+    /// UTC, RFC 3339.
+    pub time: String,
+    /// The store-relative path saved.
+    pub path: String,
+    /// The error's code and message.
+    pub code: String,
+    pub message: String,
+    /// The kept bytes' file name inside [`Store::rejected_dir`].
+    pub kept: String,
+}
+
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
 
@@ -169,7 +186,7 @@ pub enum Refusal {
     Exists,
     /// The target (or the file deleted) is a folder.
     IsFolder,
-    /// Only a regular file can become a document.
+    /// Only a regular file can become a document, or replace one.
     NotRegular,
     /// A document or scratch name must be a regular file the mount holds (no links, devices,
     /// FIFOs or sockets).
@@ -288,17 +305,22 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
             if r.from_kind == PathKind::Derived {
                 return Refuse(Refusal::CrossDerived);
             }
+            // A link (or a FIFO) keeps what it is whatever its names: only the name changes,
+            // but never over a document, whose deletion is the store's to decide.
+            if !regular {
+                return match (r.to_kind, r.to_held) {
+                    (PathKind::Derived, _) => Refuse(Refusal::CrossDerived),
+                    (PathKind::Document, Held::File) => Refuse(Refusal::NotRegular),
+                    _ => Plain { from: Source::Disk },
+                };
+            }
             match (r.from_kind == PathKind::Document && regular, r.to_kind) {
                 (true, PathKind::Document) => MoveDocument,
                 (true, PathKind::Derived) => Refuse(Refusal::CrossDerived),
                 (true, PathKind::Scratch) => BackupAway,
                 (true, PathKind::Plain | PathKind::Private) => LeaveDocuments,
-                (false, PathKind::Document | PathKind::Derived) if regular => {
-                    Save { from: Source::Disk }
-                }
-                (false, PathKind::Document | PathKind::Derived) => Refuse(Refusal::NotRegular),
-                (false, PathKind::Scratch) if regular => Scratch { from: Source::Disk },
-                // A link or a FIFO keeps what it is: only the name changes.
+                (false, PathKind::Document | PathKind::Derived) => Save { from: Source::Disk },
+                (false, PathKind::Scratch) => Scratch { from: Source::Disk },
                 (false, _) => Plain { from: Source::Disk },
             }
         }
@@ -412,14 +434,25 @@ pub fn delete_effect(kind: PathKind, held: Held) -> Result<DeleteEffect, Refusal
     }
 }
 
-/// Whether a special file (a link, a device, a FIFO, a socket, a hard link) may be made at a
-/// path of kind `kind`: only at a plain path, since the store never follows links and a
-/// document has exactly one path.
+/// Whether a special file (a device, a FIFO, a socket, a hard link) may be made at a path of
+/// kind `kind`: only at a plain path, since a document has exactly one path.
 pub fn special_file(kind: PathKind) -> Result<(), Refusal> {
     match kind {
         PathKind::Private => Err(Refusal::ReadOnly),
         PathKind::Plain => Ok(()),
         PathKind::Document | PathKind::Derived | PathKind::Scratch => Err(Refusal::NotPlain),
+    }
+}
+
+/// Whether a symbolic link may be made at a path of kind `kind` (SPEC §24): at any path of
+/// the store's own files, whatever its name (`l.py`, `x.json`: repositories hold such links,
+/// and `git checkout` makes them). A link is never a document itself: the store never follows
+/// links, so it is neither scanned nor saved, only shown, renamed and deleted as a link.
+pub fn symbolic_link(kind: PathKind) -> Result<(), Refusal> {
+    match kind {
+        PathKind::Private => Err(Refusal::ReadOnly),
+        PathKind::Derived => Err(Refusal::NotPlain),
+        PathKind::Plain | PathKind::Document | PathKind::Scratch => Ok(()),
     }
 }
 
@@ -650,6 +683,10 @@ impl Store {
     /// listing why (`path:line:col: severity[code] message` per problem, or the error's
     /// message). Both are synced before this returns. Returns the kept file's name inside
     /// [`Store::rejected_dir`].
+    ///
+    /// The same bytes refused again for the same path (a handle decided at `flush` and again at
+    /// `release`, an editor retrying) are kept once: the name of the copy already kept is
+    /// returned.
     pub fn keep_rejected(&self, path: &str, bytes: &[u8], why: &StoreError) -> StoreResult<String> {
         let dir = self.rejected_dir();
         fs::create_dir_all(&dir)
@@ -657,6 +694,11 @@ impl Store {
         let time = rfc3339(SystemTime::now());
         let stamp: String = time.chars().filter(|c| !matches!(c, '-' | ':')).collect();
         let flat = path.replace('%', "%25").replace('/', "%2F");
+        if let Some(kept) = last_kept(&dir, &flat)
+            && fs::read(dir.join(&kept)).is_ok_and(|k| k == bytes)
+        {
+            return Ok(kept);
+        }
         loop {
             let n = REJECTED_COUNTER.fetch_add(1, Ordering::Relaxed);
             let name = format!("{stamp}-{n}-{flat}");
@@ -679,8 +721,24 @@ impl Store {
                 // Best effort: the files themselves are synced.
                 let _ = folder.sync_all();
             }
+            let mut refusals = crate::sync::lock(&self.inner.refusals);
+            if refusals.len() == RECENT_REFUSALS {
+                refusals.pop_front();
+            }
+            refusals.push_back(KeptRefusal {
+                time: time.clone(),
+                path: path.to_owned(),
+                code: why.code().to_string(),
+                message: why.to_string(),
+                kept: name.clone(),
+            });
             return Ok(name);
         }
+    }
+
+    /// The latest refused saves kept by [`Store::keep_rejected`], oldest first.
+    pub fn refusals(&self) -> Vec<KeptRefusal> {
+        crate::sync::lock(&self.inner.refusals).iter().cloned().collect()
     }
 
     fn why_text(&self, path: &str, bytes: &[u8], why: &StoreError, time: &str) -> String {
@@ -740,6 +798,31 @@ impl Store {
         }
         out
     }
+}
+
+/// The name of the newest refused save of the path flattened as `flat` kept in `dir`: names
+/// start with their time stamp and a counter, so the greatest name among those ending in
+/// `-<flat>` is the newest.
+fn last_kept(dir: &Path, flat: &str) -> Option<String> {
+    let suffix = format!("-{flat}");
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.strip_suffix(&suffix)
+                .and_then(|head| head.rsplit_once('-'))
+                .is_some_and(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .max_by(|a, b| kept_order(a).cmp(&kept_order(b)))
+}
+
+/// A kept name's time stamp and counter, which order kept saves (the counter restarts with the
+/// process, the stamp does not).
+fn kept_order(name: &str) -> (&str, u64) {
+    let mut parts = name.splitn(3, '-');
+    let stamp = parts.next().unwrap_or("");
+    let n = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    (stamp, n)
 }
 
 fn write_new(path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
@@ -832,9 +915,17 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with("books/a.json:2:3: error[syntax] ")), "{why}");
         assert!(lines.iter().any(|l| l.starts_with("a.json:1:8: error[duplicate-id] ")), "{why}");
 
-        // A second refusal of the same path in the same millisecond gets its own file.
+        // The same bytes refused again are kept once; other bytes of the same path in the
+        // same millisecond get their own file.
+        assert_eq!(store.keep_rejected("books/a.json", &bad, &err).unwrap(), name);
         let other = store.keep_rejected("books/a.json", b"x", &err).unwrap();
         assert_ne!(other, name);
+        let kept = fs::read_dir(store.rejected_dir()).unwrap().count();
+        assert_eq!(kept, 4, "two saves, each with its .why");
+        // Each kept refusal is listed for `stardust.status`.
+        let listed: Vec<(String, String)> =
+            store.refusals().into_iter().map(|r| (r.path, r.kept)).collect();
+        assert_eq!(listed, [("books/a.json".to_owned(), name), ("books/a.json".to_owned(), other)]);
     }
 
     /// The kind of `path` under the default configuration with `ignore = ["vendor/**"]`, as

@@ -39,7 +39,7 @@ use stardust_core::Code;
 use stardust_core::store::saves::{
     Away, CreateEffect, DeleteEffect, Held, Moment, OpenEffect, Pending, Refusal, ResizeEffect,
     create_effect, delete_effect, hard_link, keeps_memory_file, open_effect, resize_effect,
-    special_file,
+    special_file, symbolic_link,
 };
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError, Version};
 use stardust_core::views::Live;
@@ -997,7 +997,7 @@ impl Filesystem for StardustFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, link_name).and_then(|path| {
-            special_file(self.kind(&path)).map_err(refusal_errno)?;
+            symbolic_link(self.kind(&path)).map_err(refusal_errno)?;
             let abs = self.abs(&path);
             std::os::unix::fs::symlink(target, &abs).map_err(io_errno)?;
             chown_to(&abs, req);
