@@ -242,10 +242,9 @@ pub enum RenameEffect {
     /// held away (except the target, which the save replaced) and its open handles follow it
     /// to the new name; a file on disk is removed.
     Save { from: Source },
-    /// The target is a scratch name: the bytes are held in memory there, outside the store. A
-    /// memory file moves, and the documents it holds away follow it; a file on disk is read
-    /// into memory and removed.
-    Scratch { from: Source },
+    /// A memory file renamed to a scratch name: it moves, and the documents it holds away
+    /// follow it (a file on disk renamed to a scratch name is a plain rename).
+    Scratch,
     /// The target is an ordinary file. A memory file is written there, then releases the
     /// documents it held away (if that fails, the written file is removed again); a file on
     /// disk is renamed on disk.
@@ -290,7 +289,7 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
             }
             match r.to_kind {
                 PathKind::Document | PathKind::Derived => Save { from: Source::Memory },
-                PathKind::Scratch => Scratch { from: Source::Memory },
+                PathKind::Scratch => Scratch,
                 // Private is refused above.
                 PathKind::Plain | PathKind::Private => Plain { from: Source::Memory },
             }
@@ -320,7 +319,7 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
                 (true, PathKind::Scratch) => BackupAway,
                 (true, PathKind::Plain | PathKind::Private) => LeaveDocuments,
                 (false, PathKind::Document | PathKind::Derived) => Save { from: Source::Disk },
-                (false, PathKind::Scratch) => Scratch { from: Source::Disk },
+                // A file on disk keeps being one under a temporary name (SPEC §24).
                 (false, _) => Plain { from: Source::Disk },
             }
         }
@@ -489,12 +488,32 @@ pub fn resize_effect(kind: PathKind, in_memory: bool) -> ResizeEffect {
     }
 }
 
-/// Whether a memory file with `open` handles left at a path of kind `kind` is kept. A
-/// document's memory file only bridges the time until its first commit (or its last close):
-/// after that the disk holds it, or there is nothing to keep. A scratch file lives until it is
-/// deleted or renamed.
-pub fn keeps_memory_file(kind: PathKind, open: u32) -> bool {
-    open > 0 || !matches!(kind, PathKind::Document | PathKind::Derived)
+/// What becomes of a memory file when a handle of it closes, it is renamed, or the document
+/// it held away settles.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MemoryFate {
+    /// It stays in memory.
+    Keep,
+    /// It goes: a document's memory file only bridges the time until its first commit (or its
+    /// last close); after that the disk holds it, or there is nothing to keep.
+    Drop,
+    /// Its bytes are written to disk at its path, as a plain file (SPEC §24): a temporary name
+    /// (`x~`, `build.tmp`, `2020`) is as often a file a tool leaves behind as an editor's
+    /// scratch file, and nothing a tool leaves may be lost.
+    ToDisk,
+}
+
+/// The fate of a memory file at a path of kind `kind` with `open` handles left, which holds
+/// the bytes of a document away (Vim's backup) when `holds_away`: a scratch file stays in
+/// memory while a handle has it open (an editor's swap file, a `sed -i` temporary until its
+/// rename) or while the document it holds is away; then it is written to disk.
+pub fn memory_fate(kind: PathKind, open: u32, holds_away: bool) -> MemoryFate {
+    match kind {
+        _ if open > 0 => MemoryFate::Keep,
+        PathKind::Document | PathKind::Derived => MemoryFate::Drop,
+        _ if holds_away => MemoryFate::Keep,
+        PathKind::Scratch | PathKind::Plain | PathKind::Private => MemoryFate::ToDisk,
+    }
 }
 
 /// Documents renamed onto a scratch name (Vim's backup before it writes anew, see
@@ -516,6 +535,16 @@ impl Away {
     /// Whether `path` is a document the mount hides.
     pub fn is_away(&self, path: &str) -> bool {
         self.holders.contains_key(path)
+    }
+
+    /// Whether the scratch file `holder` holds the bytes of a document away.
+    pub fn holds(&self, holder: &str) -> bool {
+        self.holders.values().any(|h| h == holder)
+    }
+
+    /// The scratch file holding the bytes of the away document `doc`, if it is away.
+    pub fn holder_of(&self, doc: &str) -> Option<&str> {
+        self.holders.get(doc).map(String::as_str)
     }
 
     /// A save (or a delete) replaced the document at `doc`: it is no longer away.
@@ -1058,14 +1087,14 @@ mod tests {
                 ("books/4913", Memory),
                 ("books/dune.json~", Nothing),
                 Replace,
-                Scratch { from: Source::Memory },
+                Scratch,
             ),
             (
-                "a plain file on disk renamed to a scratch name",
+                "a plain file on disk renamed to a scratch name stays on disk",
                 ("books/dune.bak", File),
                 ("books/dune.json~", Nothing),
                 Replace,
-                Scratch { from: Source::Disk },
+                Plain { from: Source::Disk },
             ),
             (
                 "a scratch file renamed to a plain name lands on disk",
@@ -1240,16 +1269,12 @@ mod tests {
                         effect,
                         E::Refuse(_)
                             | E::Nothing
-                            | E::Scratch { .. }
+                            | E::Scratch
                             | E::BackupAway
                             | E::MoveFolder
                             | E::Plain { from: Source::Disk }
                     ),
                     "a scratch name stays out of the store: {case}"
-                );
-                assert!(
-                    !matches!(effect, E::Plain { .. }) || from_held == Held::Special,
-                    "only a link or a FIFO keeps a scratch name on disk: {case}"
                 );
             }
             if from_held == Held::Memory && !matches!(effect, E::Refuse(_) | E::Nothing) {
@@ -1257,7 +1282,7 @@ mod tests {
                     matches!(
                         effect,
                         E::Save { from: Source::Memory }
-                            | E::Scratch { from: Source::Memory }
+                            | E::Scratch
                             | E::Plain { from: Source::Memory }
                     ),
                     "a memory file's bytes move as a memory file's: {case}"
@@ -1265,7 +1290,7 @@ mod tests {
             }
         }
         // Every effect is reachable.
-        assert_eq!(seen.len(), 17, "{seen:?}");
+        assert_eq!(seen.len(), 16, "{seen:?}");
     }
 
     /// From kind, from held, to kind, to held, mode, and whether both are the same path.
@@ -1329,7 +1354,7 @@ mod tests {
         assert_eq!(delete_effect(Derived, File), Ok(DeleteEffect::Document));
         assert_eq!(resize_effect(Derived, false), ResizeEffect::Save);
         assert_eq!(special_file(Derived), Err(Refusal::NotPlain));
-        assert!(!keeps_memory_file(Derived, 0));
+        assert_eq!(memory_fate(Derived, 0, false), MemoryFate::Drop);
         let mut pending = Pending::memory();
         pending.write();
         assert!(pending.due(Moment::Flush, Some(Derived)));
@@ -1427,14 +1452,26 @@ mod tests {
 
     #[test]
     fn memory_files_live_until() {
+        use MemoryFate::*;
         let rows = [
-            ("books/a.json", 1, true),
-            ("books/a.json", 0, false),
-            ("books/.a.json.swp", 0, true),
-            ("books/4913", 0, true),
+            ("books/a.json", 1, false, Keep),
+            ("books/a.json", 0, false, Drop),
+            ("books/.a.json.swp", 1, false, Keep),
+            ("books/4913", 1, true, Keep),
+            // Left behind by a tool: written to disk, never lost.
+            ("books/.a.json.swp", 0, false, ToDisk),
+            ("books/2020", 0, false, ToDisk),
+            ("books/build.tmp", 0, false, ToDisk),
+            // Vim's backup holds a document away until the new save settles it.
+            ("books/a.json~", 0, true, Keep),
+            ("books/a.json~", 0, false, ToDisk),
         ];
-        for (path, open, kept) in rows {
-            assert_eq!(keeps_memory_file(kind(path), open), kept, "{path} with {open} open");
+        for (path, open, holds_away, fate) in rows {
+            assert_eq!(
+                memory_fate(kind(path), open, holds_away),
+                fate,
+                "{path} with {open} open, holding away: {holds_away}"
+            );
         }
     }
 
@@ -1571,10 +1608,11 @@ mod tests {
         away.settle(doc);
         assert!(!handle.due(Moment::Flush, Some(kind(doc))));
         assert!(!handle.due(Moment::Release, Some(kind(doc))));
-        assert!(keeps_memory_file(kind(backup), 0), "the backup lives until deleted");
-        assert!(!keeps_memory_file(kind(doc), 0), "the document's memory file goes at close");
-        // unlink(dune.json~): a memory file, holding nothing away any more.
-        assert_eq!(delete_effect(kind(backup), Held::Memory), Ok(DeleteEffect::Memory));
+        assert_eq!(memory_fate(kind(doc), 0, false), MemoryFate::Drop, "goes at close");
+        // Holding nothing away any more, the backup is a file left behind: on disk.
+        assert_eq!(memory_fate(kind(backup), 0, away.holds(backup)), MemoryFate::ToDisk);
+        // unlink(dune.json~): a file on disk, holding nothing away.
+        assert_eq!(delete_effect(kind(backup), Held::File), Ok(DeleteEffect::Disk));
         assert_eq!(away.released(backup, None), Vec::<String>::new());
     }
 
