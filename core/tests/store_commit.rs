@@ -586,3 +586,35 @@ fn writes_during_a_git_operation_are_external_and_never_refused() {
     assert_eq!(err.unwrap_err().code(), "refused");
     assert!(verify_log(dir.path()).unwrap().damage.is_none());
 }
+
+/// A tool that deletes the private folder while the store is open (`git clean -fdx`) neither
+/// lets a second opener in nor splits the history (SPEC §24): the lock is on the store's folder,
+/// and the next write puts the folder back with the whole log, its `.gitignore` and the pid.
+#[test]
+fn a_deleted_private_folder_comes_back_with_the_whole_history() {
+    let dir = library();
+    let store = open(dir.path());
+    store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
+    std::fs::remove_dir_all(dir.path().join(".stardust")).unwrap();
+
+    let err = Store::open(dir.path(), options()).unwrap_err();
+    assert_eq!(err.code(), "busy", "{err}");
+
+    let committed =
+        store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    assert_eq!(committed.unwrap().seq, 3);
+    let private = dir.path().join(".stardust");
+    assert_eq!(
+        std::fs::read_to_string(private.join(".gitignore")).unwrap().lines().last(),
+        Some("*")
+    );
+    let pid = std::fs::read_to_string(private.join("lock")).unwrap();
+    assert_eq!(pid, std::process::id().to_string());
+    let verified = verify_log(dir.path()).unwrap();
+    assert_eq!((verified.last_seq, verified.damage), (3, None));
+    assert_eq!(store.transactions(0, 10).unwrap().len(), 3);
+
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(store.snapshot().seq, 3, "nothing new to take in: one history");
+}

@@ -204,3 +204,18 @@ fn wait_until(mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The watcher puts a deleted private folder back at once, with the log, so a process reading
+/// the history from disk (`stardust log`) finds all of it (SPEC §24).
+#[test]
+fn a_deleted_private_folder_is_put_back_while_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", "{\"id\": \"x/a\", \"type\": \"t\"}");
+    let store = open(dir.path());
+    let log = dir.path().join(".stardust/log/transactions.log");
+    let before = std::fs::read(&log).unwrap();
+    std::fs::remove_dir_all(dir.path().join(".stardust")).unwrap();
+    wait_until(|| std::fs::read(&log).is_ok_and(|now| now == before));
+    assert!(dir.path().join(".stardust/.gitignore").is_file());
+    assert_eq!(store.transactions(0, 10).unwrap().len(), 1);
+}

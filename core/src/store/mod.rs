@@ -290,7 +290,7 @@ struct Writer {
     poisoned: Option<String>,
     /// Set by [`Store::close`]: the process is stopping and takes no more commits.
     closed: bool,
-    _lock: StoreLock,
+    lock: StoreLock,
 }
 
 impl Store {
@@ -639,7 +639,7 @@ fn recover(
         applied: seq,
         poisoned: None,
         closed: false,
-        _lock: lock,
+        lock,
     };
     Ok((writer, Snapshot { seq, analysis }, offsets, found, restarted))
 }
@@ -1107,14 +1107,39 @@ impl Inner {
         self.rescan()
     }
 
+    /// Put the private folder back if a tool deleted it while the store is open (SPEC §24:
+    /// `git clean -fdx`, `rm -rf .stardust`): the log is written back from the file the writer
+    /// holds open, with the folder's `.gitignore` and the owner's pid, so the history stays one
+    /// and the core stays the one every later process attaches to (the lock is on the store's
+    /// folder, which the delete did not touch). Run under the writer lock, before a commit
+    /// writes anything and when the watcher sees the folder go.
+    fn restore_private(&self, writer: &mut Writer) -> StoreResult<()> {
+        if writer.log.is_at(&self.log_path) {
+            return Ok(());
+        }
+        let private = make_private(&self.root)?;
+        writer.log.relink(&self.log_path).map_err(|e| {
+            StoreError::io(format!("cannot write the log back to {}", self.log_path.display()), e)
+        })?;
+        writer.lock.write_pid(&private)?;
+        self.disk.clear_replaced();
+        tracing::warn!(
+            "the store's private folder {} was deleted while the store was open; it is back, \
+             with the whole history",
+            private.display()
+        );
+        Ok(())
+    }
+
     fn writer(&self) -> StoreResult<MutexGuard<'_, Writer>> {
-        let writer = sync::lock(&self.writer);
+        let mut writer = sync::lock(&self.writer);
         if let Some(reason) = &writer.poisoned {
             return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
         }
         if writer.closed {
             return Err(StoreError::Closed { store: self.root.clone() });
         }
+        self.restore_private(&mut writer)?;
         Ok(writer)
     }
 

@@ -605,18 +605,21 @@ pub struct Pending {
     holds: Holds,
     written: bool,
     truncated: bool,
+    /// A decision was made through this handle (whatever its answer).
+    decided: bool,
 }
 
 impl Pending {
     /// A document's handle, opened with `O_TRUNC` or not.
     pub fn document(truncated: bool) -> Pending {
-        Pending { holds: Holds::Document, written: false, truncated }
+        Pending { holds: Holds::Document, written: false, truncated, decided: false }
     }
 
-    /// A memory file's handle. An open that truncates leaves nothing to decide: a new
-    /// document closed without content is never offered to the store.
+    /// A memory file's handle. An open that truncates leaves nothing to decide before the
+    /// last close: a new document created empty (`touch x.json`, `tar` of an empty file) is
+    /// offered to the store as it is at its last close, as the folder would keep it (SPEC §24).
     pub fn memory() -> Pending {
-        Pending { holds: Holds::Memory, written: false, truncated: false }
+        Pending { holds: Holds::Memory, written: false, truncated: false, decided: false }
     }
 
     /// Bytes were written through the handle.
@@ -649,7 +652,11 @@ impl Pending {
         let Some(kind) = kind else { return false };
         match self.holds {
             Holds::Document => self.written || (self.truncated && when != Moment::Flush),
-            Holds::Memory => self.written && matches!(kind, PathKind::Document | PathKind::Derived),
+            Holds::Memory => match kind {
+                PathKind::Document => self.written || (when == Moment::Release && !self.decided),
+                PathKind::Derived => self.written,
+                _ => false,
+            },
         }
     }
 
@@ -658,6 +665,7 @@ impl Pending {
     pub fn decided(&mut self) {
         self.written = false;
         self.truncated = false;
+        self.decided = true;
     }
 }
 
@@ -1536,11 +1544,18 @@ mod tests {
             ),
             ("unlinked while open", Pending::document(false), &[Write], None, [false; 3]),
             ("a new document written", Pending::memory(), &[Write], doc, [true; 3]),
-            ("a new document closed empty", Pending::memory(), &[], doc, [false; 3]),
+            ("a new document closed empty", Pending::memory(), &[], doc, [false, false, true]),
             (
                 "a new document written then truncated to nothing",
                 Pending::memory(),
                 &[Write, Resize(0)],
+                doc,
+                [false, false, true],
+            ),
+            (
+                "a new document decided, then closed",
+                Pending::memory(),
+                &[Write, Decide(Fsync)],
                 doc,
                 [false; 3],
             ),
