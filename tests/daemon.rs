@@ -643,9 +643,9 @@ fn git_clean_while_serving_leaves_one_core_and_one_history() {
     assert_eq!(git(&["status", "--porcelain", "--untracked-files=all"]), "?? people/ann.dust\n");
     git(&["add", "-A"]);
     git(&["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "data"]);
-    let first = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
 
     git(&["clean", "-fdxq"]);
+    let first = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
     // A second core is refused while the first serves: the lock is on the store's folder.
     let second = exe().arg("serve").arg(&store).output().unwrap();
     assert_eq!(second.status.code(), Some(1), "{}", text(&second.stderr));

@@ -171,6 +171,9 @@ impl Daemon {
     /// Write the record again if it is gone or names another process (a tool deleted
     /// `.stardust/` while the core ran, SPEC §24), so whoever reads it finds this core.
     pub fn keep_record(&self) {
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
         let ours = Record { pid: std::process::id(), socket: self.socket.clone() };
         if record::read(&self.root).as_ref() != Some(&ours)
             && let Err(e) = record::write(&self.root, &ours)
