@@ -16,6 +16,7 @@ pub mod error;
 pub mod fixture;
 pub mod format;
 pub mod ide;
+pub mod init;
 pub mod model;
 pub mod patch;
 pub mod qlang;
