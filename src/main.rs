@@ -16,9 +16,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make an existing folder a store: write a commented stardust.toml (a [servers.*] table
-    /// for each language present whose server is on PATH) and .stardust/.gitignore, and print
-    /// the lines to paste into editors and MCP hosts. Never overwrites a stardust.toml.
+    /// Make an existing folder a store, and say how to reach it from editors and agents.
+    ///
+    /// Writes a commented stardust.toml (a [servers.*] table for each language present whose
+    /// server is on PATH) and .stardust/.gitignore, and prints the trust step and the lines to
+    /// paste into editors and MCP hosts. Never overwrites a stardust.toml.
     Init {
         /// The folder (made when missing); by default the working directory.
         #[arg(default_value = ".")]
@@ -181,7 +183,7 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
-    /// A team store's database (SPEC §22).
+    /// A team store's database on PostgreSQL: create or upgrade its tables.
     Db {
         #[command(subcommand)]
         command: cmd::db::DbCommand,

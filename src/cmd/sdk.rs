@@ -12,11 +12,13 @@ use stardust_core::sdkgen::{self, Lang};
 
 #[derive(Subcommand)]
 pub(crate) enum SdkCommand {
-    /// Write an installable package of typed definitions for every entity type with a schema:
-    /// for TypeScript, an npm package (package.json, compiled JavaScript with declarations,
-    /// the runtime of sdk-ts/ inside); for Python, a pip package (pyproject.toml, py.typed,
-    /// the runtime of sdk-py/ inside); for Rust, serde types for sdk/. The package is named
-    /// after DIR. The same schemas give the same bytes.
+    /// Write a typed package for every entity type with a schema; the same schemas give the
+    /// same bytes.
+    ///
+    /// TypeScript: an npm package (package.json, compiled JavaScript with declarations, its
+    /// runtime inside). Python: a pip package (pyproject.toml, py.typed, its runtime inside).
+    /// Both install with nothing fetched (`npm install ./DIR`, `pip install ./DIR`) and are
+    /// named after DIR. Rust: serde types (mod.rs) for the stardust-sdk crate.
     Generate {
         /// The store directory.
         store: PathBuf,

@@ -1,7 +1,7 @@
-/** The stable error codes of SPEC §16. */
+/** Stardust's stable error codes. */
 export type Code = "config-invalid" | "invalid-arguments" | "not-found" | "outside-store" | "ambiguous-position" | "unsupported" | "refused" | "conflict" | "preview-not-found" | "preview-expired" | "preview-stale" | "mutation-disabled" | "type-error" | "busy" | "cancelled" | "internal" | "server-unavailable" | "untrusted" | "unavailable";
 /**
- * A failure: `code` is the SPEC §16 code (the core's for a command it refused; `unavailable`
+ * A failure: `code` is the error code (the core's for a command it refused; `unavailable`
  * when no core could be reached or it went away; `type-error` for a value that does not fit
  * the generated type). `data` holds the core's details (`problems` of a refused commit, ...).
  */
@@ -15,5 +15,5 @@ export declare class DecodeError extends StardustError {
     readonly path: string;
     constructor(path: string, message: string);
 }
-/** A JSON-RPC error as the SDK's error: the SPEC §16 code is in `data.code`. */
+/** A JSON-RPC error as the SDK's error: the error code is in `data.code`. */
 export declare function commandError(error: unknown): StardustError;

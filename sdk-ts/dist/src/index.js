@@ -1,7 +1,7 @@
 // @stardust/sdk: the TypeScript client of a Stardust store's core. It speaks the same
 // protocol as the Rust SDK (sdk/): an LSP session (`stardust lsp --store STORE` on stdio,
 // attached to the store's one core), registry commands through workspace/executeCommand,
-// and the change notifications of SPEC §11. Generated code (`stardust sdk generate --lang
+// and the change notifications (`stardust/entitiesChanged`, `stardust/documentsChanged`). Generated code (`stardust sdk generate --lang
 // typescript`) types it by the store's schemas.
 import { check } from "./decode.js";
 import { StardustError } from "./errors.js";
@@ -25,7 +25,7 @@ export class Preview {
     entities;
     /** Temporary names and the ids they would get (final at confirm). */
     resolved;
-    /** New and resolved diagnostics (SPEC §5 objects). */
+    /** New and resolved diagnostics (objects with code, severity, range, message). */
     diagnostics;
     raw;
     conn;
@@ -113,7 +113,7 @@ export class Client {
         }
         return answer;
     }
-    /** Evaluate an expression (SPEC §8), optionally with an entity as its context. */
+    /** Evaluate an expression, optionally with an entity as its context. */
     async evaluate(expression, entity) {
         const args = { expression };
         if (entity !== undefined)
@@ -121,7 +121,7 @@ export class Client {
         const answer = (await this.conn.execute("stardust.expression.evaluate", args));
         return answer?.value ?? null;
     }
-    /** Preview a patch (SPEC §9). */
+    /** Preview a patch (`ops [...]`, DUST or JSON text, or an object). */
     async patch(patch) {
         return this.preview("stardust.patch.apply", { document: patch });
     }

@@ -1,4 +1,4 @@
-// The SDK's errors: every one carries a SPEC §16 code, the core's own when it refused.
+// The SDK's errors: every one carries one of Stardust's error codes, the core's own when it refused.
 const CODES = new Set([
     "config-invalid", "invalid-arguments", "not-found", "outside-store", "ambiguous-position",
     "unsupported", "refused", "conflict", "preview-not-found", "preview-expired", "preview-stale",
@@ -6,7 +6,7 @@ const CODES = new Set([
     "untrusted", "unavailable",
 ]);
 /**
- * A failure: `code` is the SPEC §16 code (the core's for a command it refused; `unavailable`
+ * A failure: `code` is the error code (the core's for a command it refused; `unavailable`
  * when no core could be reached or it went away; `type-error` for a value that does not fit
  * the generated type). `data` holds the core's details (`problems` of a refused commit, ...).
  */
@@ -29,7 +29,7 @@ export class DecodeError extends StardustError {
         this.path = path;
     }
 }
-/** A JSON-RPC error as the SDK's error: the SPEC §16 code is in `data.code`. */
+/** A JSON-RPC error as the SDK's error: the error code is in `data.code`. */
 export function commandError(error) {
     const e = (error ?? {});
     const message = typeof e.message === "string" ? e.message : "the core gave no message";

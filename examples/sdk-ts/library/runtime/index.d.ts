@@ -35,7 +35,7 @@ export type Entity<V> = {
     /** The document's version (SHA-256). */
     version: string;
 };
-/** A page of query rows (SPEC §8). */
+/** A page of query rows. */
 export type Page<Row> = {
     columns: string[];
     rows: Row[];
@@ -96,7 +96,7 @@ export declare class Preview {
     };
     /** Temporary names and the ids they would get (final at confirm). */
     readonly resolved: Record<string, string>;
-    /** New and resolved diagnostics (SPEC §5 objects). */
+    /** New and resolved diagnostics (objects with code, severity, range, message). */
     readonly diagnostics: {
         new: unknown[];
         resolved: unknown[];
@@ -140,9 +140,9 @@ export declare class Client<M = Record<string, Record<string, unknown>>> {
         limit?: number;
         offset?: number;
     }): Promise<Page<Rows<C>>>;
-    /** Evaluate an expression (SPEC §8), optionally with an entity as its context. */
+    /** Evaluate an expression, optionally with an entity as its context. */
     evaluate(expression: string, entity?: string): Promise<unknown>;
-    /** Preview a patch (SPEC §9). */
+    /** Preview a patch (`ops [...]`, DUST or JSON text, or an object). */
     patch(patch: string | object): Promise<Preview>;
     /** Preview the creation of entities; ids may be temporary names (`?name`). */
     create(...entities: Creatable<M>[]): Promise<Preview>;

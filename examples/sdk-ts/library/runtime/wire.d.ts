@@ -3,7 +3,7 @@ export type Notification = {
     params: unknown;
 };
 /**
- * The `stardust` executable (SPEC §21): `explicit`, else `STARDUST_BIN`, else `stardust` on
+ * The `stardust` executable: `explicit`, else `STARDUST_BIN`, else `stardust` on
  * PATH, else beside the running executable. Throws naming every place tried.
  */
 export declare function findStardust(explicit?: string): string;

@@ -9,7 +9,7 @@ import { StardustError, commandError } from "./errors.js";
 const MAX_FRAME = 512 * 1024 * 1024;
 const METHOD_NOT_FOUND = -32601;
 /**
- * The `stardust` executable (SPEC §21): `explicit`, else `STARDUST_BIN`, else `stardust` on
+ * The `stardust` executable: `explicit`, else `STARDUST_BIN`, else `stardust` on
  * PATH, else beside the running executable. Throws naming every place tried.
  */
 export function findStardust(explicit) {
