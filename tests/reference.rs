@@ -130,7 +130,7 @@ fn every_command_and_flag_of_the_command_line_is_in_the_reference() {
         let name = format!("stardust {}", command.path);
         let Some(text) = section(&page, &name) else {
             problems.push(format!(
-                "docs/reference/cli.md has no section for `{name}`: add a heading `### `{name}`` \
+                "docs/reference/cli.md has no section for `{name}`: add the heading  ### `{name}`  \
                  saying what it does, with its arguments {:?} and flags {:?}",
                 command.args, command.flags
             ));
@@ -176,12 +176,12 @@ fn every_configuration_key_is_in_the_reference() {
             problems.push(if key.contains('.') {
                 format!(
                     "docs/reference/configuration.md: the key `{key}` is not described; add a \
-                     row `| \\`{key}\\` | type | default | meaning |` to the table of `[{table}]`"
+                     row  | `{key}` | type | default | meaning |  to the table of `[{table}]`"
                 )
             } else {
                 format!(
                     "docs/reference/configuration.md: the table `[{key}]` has no section; add \
-                     `## \\`[{key}]\\`` with a row for each of its keys"
+                     the heading  ## `[{key}]`  with a row for each of its keys"
                 )
             });
         }
@@ -202,7 +202,7 @@ fn every_diagnostic_and_error_code_is_in_the_reference() {
         match row(code.as_str()) {
             None => problems.push(format!(
                 "docs/reference/codes.md: the diagnostic code `{code}` has no row; add \
-                 `| \\`{code}\\` | {severity} | when it is reported |` to the table of diagnostic codes"
+                 the row  | `{code}` | {severity} | when it is reported |  to the table of diagnostic codes"
             )),
             Some(r) if !r.contains(&format!("| {severity} |")) => problems.push(format!(
                 "docs/reference/codes.md: the row of `{code}` does not say its severity ({severity})"
@@ -229,7 +229,7 @@ fn every_diagnostic_and_error_code_is_in_the_reference() {
         if row(code.as_str()).is_none() {
             problems.push(format!(
                 "docs/reference/codes.md: the error code `{code}` has no row; add \
-                 `| \\`{code}\\` | what it means and what to do |` to the table of error codes"
+                 the row  | `{code}` | what it means and what to do |  to the table of error codes"
             ));
         }
     }
