@@ -16,6 +16,7 @@ use crate::ignores::ProjectIgnores;
 use crate::schema::Formats;
 use crate::syntax::Lang;
 
+mod keys;
 pub mod servers;
 
 pub use servers::{ServerConfig, Timeouts};
@@ -143,6 +144,16 @@ impl Default for Config {
             .expect("the default configuration is valid")
     }
 }
+
+/// Every key `stardust.toml` accepts, as a dotted path (`store.ignore`, `schema.glob`,
+/// `types.<name>.dir`, `servers.<name>.timeouts.startup`), sorted; tables' own names too
+/// (`store`, `servers`). Read from the parser's types, so it is always complete.
+pub fn keys() -> Vec<String> {
+    keys::keys_of::<RawConfig>()
+}
+
+/// What stands for a key the user chooses in [`keys`]: `types.<name>.dir`.
+pub const KEY_NAME: &str = keys::NAME;
 
 impl Config {
     /// Read `stardust.toml` from a store root (a missing file is the default configuration),
@@ -557,6 +568,34 @@ mod tests {
         let err = Config::parse(text, Path::new("stardust.toml")).unwrap_err();
         assert_eq!(err.code(), "config-invalid");
         expect.assert_eq(&err.to_string());
+    }
+
+    /// The key list comes from the parser's types: every table, every field, nested ones.
+    #[test]
+    fn every_key_is_listed() {
+        let keys = keys();
+        for key in [
+            "store",
+            "store.ignore",
+            "schema.glob",
+            "types.<name>.format",
+            "servers.<name>.command",
+            "servers.<name>.timeouts.startup",
+            "servers.<name>.settings",
+            "validation.formats",
+            "previews.share",
+        ] {
+            assert!(keys.iter().any(|k| k == key), "{key} missing from {keys:?}");
+        }
+        assert!(!keys.iter().any(|k| k.starts_with("servers.<name>.settings.")), "{keys:?}");
+        // Every key listed is one the parser takes: an unknown one would be refused.
+        for key in keys.iter().filter(|k| k.matches('.').count() == 1 && !k.starts_with("schema."))
+        {
+            let (table, field) = key.split_once('.').unwrap();
+            let text = format!("[{table}]\n{field} = 0\n");
+            let err = Config::parse(&text, Path::new("stardust.toml")).err();
+            assert!(!err.is_some_and(|e| e.to_string().contains("unknown field")), "{key}");
+        }
     }
 
     #[test]

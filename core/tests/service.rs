@@ -537,7 +537,10 @@ fn a_navigation_tool_checks_nested_fields_and_minimums() {
             at(json!({"line": "2", "column": 1})),
             "`position.line` must be an integer, not \"2\" (the line, 1-based)",
         ),
-        (json!({"entity": "book/dune", "limit": 501}), "`limit` must be at most 500, not 501"),
+        (
+            json!({"entity": "book/dune", "limit": 501}),
+            "`limit` must be at most 500, not 501 (items in the page)",
+        ),
     ];
     for (args, why) in cases {
         let err = fail(&service, &agent, "references", args.clone());

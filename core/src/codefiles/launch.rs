@@ -203,7 +203,7 @@ pub fn root_for(rel: &str, markers: &[String], exists: &dyn Fn(&str) -> bool) ->
 
 /// `word` as one shell word: as is when it holds only safe characters, else single-quoted, so
 /// the command in a message can be pasted.
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     let safe = !word.is_empty()
         && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
     if safe { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }

@@ -216,6 +216,13 @@ fn id() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 200})
 }
 
+/// An id described: what the argument names.
+fn id_of(what: &str) -> Value {
+    let mut schema = id();
+    schema["description"] = json!(what);
+    schema
+}
+
 fn preview_result() -> Value {
     let ids = json!({"type": "array", "items": {"type": "string"}});
     let version = nullable("string");
@@ -272,16 +279,16 @@ fn paged(key: &str) -> Value {
 /// `limit` and `offset` of a query (the query engine's bound on `limit`).
 fn query_page() -> Value {
     json!({
-        "limit": {"type": "integer", "minimum": 0, "maximum": crate::query::MAX_LIMIT},
-        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 0, "maximum": crate::query::MAX_LIMIT, "description": "rows in the page, instead of the query's own limit (default 100)"},
+        "offset": {"type": "integer", "minimum": 0, "description": "rows skipped before the page, instead of the query's own offset (default 0)"},
     })
 }
 
 /// `limit` and `offset` of a navigation tool's list (SPEC §13's page bounds).
 fn tool_page() -> Value {
     json!({
-        "limit": {"type": "integer", "minimum": 0, "maximum": page::MAX_LIMIT, "default": page::DEFAULT_LIMIT},
-        "offset": {"type": "integer", "minimum": 0, "default": 0},
+        "limit": {"type": "integer", "minimum": 0, "maximum": page::MAX_LIMIT, "default": page::DEFAULT_LIMIT, "description": "items in the page"},
+        "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "items skipped before the page"},
     })
 }
 
@@ -320,7 +327,10 @@ fn reads() -> Vec<Spec> {
             "Evaluate an expression",
             Effect::Read,
             object(
-                json!({"expression": {"type": "string", "minLength": 1}, "entity": id()}),
+                json!({
+                    "expression": {"type": "string", "minLength": 1, "description": "the expression, e.g. @book/dune.author.name"},
+                    "entity": id_of("an entity whose fields bare names read"),
+                }),
                 &["expression"],
             ),
             json!({"type": "object", "required": ["value"]}),
@@ -338,7 +348,7 @@ fn reads() -> Vec<Spec> {
             "stardust.entity.get",
             "Get an entity",
             Effect::Read,
-            object(json!({"id": id()}), &["id"]),
+            object(json!({"id": id_of("the entity's id")}), &["id"]),
             json!({
                 "type": "object",
                 "required": ["id", "value", "path", "range", "version"],
@@ -368,7 +378,7 @@ fn mutations() -> Vec<Spec> {
             "Create entities",
             Effect::Mutation,
             object(
-                json!({"entities": {"type": "array", "minItems": 1, "items": document("entity")}}),
+                json!({"entities": {"type": "array", "minItems": 1, "items": document("entity"), "description": "the new entities; an id may be a temporary name ?name, resolved at commit, and @?name refers to it"}}),
                 &["entities"],
             ),
             preview_result(),
@@ -382,7 +392,7 @@ fn mutations() -> Vec<Spec> {
                 json!({
                     "document": document("query"),
                     "set": {"type": "object", "description": "fields to set (dotted keys set nested fields)"},
-                    "unset": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "unset": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "fields to remove"},
                 }),
                 &["document"],
             ),
@@ -401,7 +411,10 @@ fn mutations() -> Vec<Spec> {
             "stardust.entity.rename",
             "Rename an entity and every reference to it",
             Effect::Mutation,
-            object(json!({"id": id(), "newId": id()}), &["id", "newId"]),
+            object(
+                json!({"id": id_of("the entity's id"), "newId": id_of("its new id")}),
+                &["id", "newId"],
+            ),
             preview_result(),
             commands::entity_rename,
         ),
@@ -411,10 +424,10 @@ fn mutations() -> Vec<Spec> {
             Effect::Mutation,
             object(
                 json!({
-                    "id": id(),
-                    "include": {"type": "array", "items": {"type": "string", "minLength": 1}},
-                    "target": {"type": "string", "minLength": 1},
-                    "keep": {"type": "integer", "minimum": 1},
+                    "id": id_of("the definition's id, e.g. backup/nightly"),
+                    "include": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "globs of store-relative paths to archive; default every file"},
+                    "target": {"type": "string", "minLength": 1, "description": "the folder archives are written to, outside the store"},
+                    "keep": {"type": "integer", "minimum": 1, "description": "how many of the newest archives to keep; default 7"},
                 }),
                 &["id", "target"],
             ),
@@ -425,8 +438,12 @@ fn mutations() -> Vec<Spec> {
 }
 
 fn previews() -> Vec<Spec> {
-    let preview_id =
-        || object(json!({"previewId": {"type": "string", "minLength": 1}}), &["previewId"]);
+    let preview_id = || {
+        object(
+            json!({"previewId": {"type": "string", "minLength": 1, "description": "the preview's id"}}),
+            &["previewId"],
+        )
+    };
     vec![
         Spec::new(
             "stardust.preview.confirm",
@@ -464,7 +481,10 @@ fn changes() -> Vec<Spec> {
         "stardust.changes.since",
         "List what changed after a seq",
         Effect::Read,
-        object(json!({"seq": {"type": "integer", "minimum": 0}}), &["seq"]),
+        object(
+            json!({"seq": {"type": "integer", "minimum": 0, "description": "what changed after this seq"}}),
+            &["seq"],
+        ),
         json!({
             "type": "object",
             "required": ["seq"],
@@ -506,7 +526,7 @@ fn navigation() -> Vec<Spec> {
         tool_page(),
         json!({
             "path": {"type": "string", "description": "only this document; every document when absent"},
-            "severity": {"enum": ["error", "warning"]},
+            "severity": {"enum": ["error", "warning"], "description": "only diagnostics of this severity"},
         }),
     );
     let references_args = with(
@@ -539,7 +559,7 @@ fn navigation() -> Vec<Spec> {
         read(
             "document_symbols",
             "Outline a document",
-            object(with(tool_page(), json!({"path": {"type": "string"}})), &["path"]),
+            object(with(tool_page(), json!({"path": {"type": "string", "description": "the document or code file"}})), &["path"]),
             paged("symbols"),
             nav::document_symbols,
         )
@@ -551,7 +571,7 @@ fn navigation() -> Vec<Spec> {
         read(
             "describe_type",
             "Describe an entity type",
-            object(json!({"type": {"type": "string", "minLength": 1}}), &["type"]),
+            object(json!({"type": {"type": "string", "minLength": 1, "description": "the entity type, e.g. book"}}), &["type"]),
             json!({"type": "object", "required": ["type", "schema", "required", "fields"]}),
             nav::describe_type,
         )
@@ -600,7 +620,7 @@ fn navigation() -> Vec<Spec> {
         read(
             "server_restart",
             "Restart a language server",
-            object(json!({"server": {"type": "string", "minLength": 1}}), &["server"]),
+            object(json!({"server": {"type": "string", "minLength": 1, "description": "the server's table name, as server_status lists it"}}), &["server"]),
             json!({"type": "object", "required": ["server"], "properties": {"server": {"type": "object"}}}),
             nav::server_restart,
         )
