@@ -36,6 +36,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod paths;
 pub mod projections;
 mod reaper;
 pub mod remote;
