@@ -1323,6 +1323,8 @@ impl Inner {
             _ if documents.is_empty() => before.clone(),
             _ => before.with_changes(documents),
         };
+        // Whether the commit must be durable before it returns (see below).
+        let mut durable = authority == Authority::Guard;
         if authority == Authority::Guard {
             let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
             let guarded = saves::guarded(before, &after, &paths);
@@ -1330,6 +1332,14 @@ impl Inner {
                 analysis::new_problems(before, &after, &guarded, &before.config().refuse);
             if !problems.is_empty() {
                 return Err(StoreError::Refused { problems });
+            }
+            // A file operation that touches none of the store's data (a project's own JSON,
+            // code) is as durable as the folder makes it (SPEC §24: at the folder's speed): its
+            // record is not synced, and a record a crash loses is found again at the next open
+            // as a difference, recorded `external`. The store's data, and every change an
+            // editor's or agent's confirm makes, is durable before it is acknowledged.
+            if origin == Origin::Mount && guarded.is_empty() {
+                durable = false;
             }
         }
         // A code file saved through the mount passes its language server's `code-error` rule
@@ -1356,7 +1366,6 @@ impl Inner {
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective, &code);
-        let durable = authority == Authority::Guard;
         let written = self.write(writer, &txn, &contents(&effective), &previous, durable)?;
         let Some(offset) = written else {
             return Ok(None);
