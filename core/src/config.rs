@@ -18,7 +18,7 @@ use crate::syntax::Lang;
 
 pub mod servers;
 
-pub use servers::{ServerConfig, Timeouts};
+pub use servers::{ServerConfig, Start, Timeouts};
 
 pub const CONFIG_FILE: &str = "stardust.toml";
 
