@@ -338,7 +338,8 @@ fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
                 "total": 3,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               },
               "warnings": {
                 "diagnostics": [
@@ -359,7 +360,8 @@ fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
                 "total": 1,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               }
             }"#]],
     );
@@ -435,14 +437,16 @@ fn a_pull_answer_stands_alone_when_the_push_is_for_an_older_text() {
                 "total": 0,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               },
               "stale": {
                 "diagnostics": [],
                 "total": 0,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               }
             }"#]],
     );

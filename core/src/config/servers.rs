@@ -525,7 +525,7 @@ max_restarts = 0
                 ## command = "pyright-langserver"
                 ## args = ["--stdio"]
                 ## languages = { py = "python", pyi = "python" }
-                pyright: pyright-langserver ["--stdio"] languages={"py": "python", "pyi": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3
+                pyright: pyright-langserver ["--stdio"] languages={"py": "python", "pyi": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=eager idle_stop=900
 
                 ## [servers.clangd]
                 ## command = "/usr/bin/clangd"
@@ -536,13 +536,26 @@ max_restarts = 0
                 ## root_markers = ["compile_commands.json", ".git"]
                 ## timeouts = { startup = 60, request = 10, shutdown = 2 }
                 ## max_restarts = 0
-                clangd: /usr/bin/clangd [] languages={"c": "c", "cpp": "cpp", "h": "c"} globs=["include/**/*.inc"] init={"fallbackFlags":["-std=c11"]} settings={"clangd":{"arguments":["--background-index"]}} markers=["compile_commands.json", ".git"] timeouts=60/10/2 max_restarts=0
+                clangd: /usr/bin/clangd [] languages={"c": "c", "cpp": "cpp", "h": "c"} globs=["include/**/*.inc"] init={"fallbackFlags":["-std=c11"]} settings={"clangd":{"arguments":["--background-index"]}} markers=["compile_commands.json", ".git"] timeouts=60/10/2 max_restarts=0 start=eager idle_stop=900
 
                 ## [servers.docs]
                 ## command = "marksman"
                 ## globs = ["docs/**"]
                 ## timeouts = { request = 5 }
-                docs: marksman [] languages={} globs=["docs/**"] init=- settings={} markers=[] timeouts=30/5/5 max_restarts=3
+                docs: marksman [] languages={} globs=["docs/**"] init=- settings={} markers=[] timeouts=30/5/5 max_restarts=3 start=eager idle_stop=900
+
+                ## [servers.big]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "lazy"
+                ## idle_stop = 60
+                big: x [] languages={"py": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=lazy idle_stop=60
+
+                ## [servers.big]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "eager"
+                big: x [] languages={"py": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=eager idle_stop=900
 
             "###]],
         );
@@ -589,7 +602,7 @@ max_restarts = 0
                   |
                 2 | comand = "x"
                   | ^^^^^^
-                unknown field `comand`, expected one of `command`, `args`, `languages`, `globs`, `initialization_options`, `settings`, `root_markers`, `timeouts`, `max_restarts`
+                unknown field `comand`, expected one of `command`, `args`, `languages`, `globs`, `initialization_options`, `settings`, `root_markers`, `timeouts`, `max_restarts`, `start`, `idle_stop`
 
                 ## [servers.a]
                 ## languages = { py = "python" }
@@ -713,6 +726,52 @@ max_restarts = 0
                 ## languages = { py = "python" }
                 ## root_markers = ["../up"]
                 invalid configuration in stardust.toml: servers.a.root_markers: '../up' must not leave the folder ('..' is not allowed)
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "soon"
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 9
+                  |
+                4 | start = "soon"
+                  |         ^^^^^^
+                unknown variant `soon`, expected `eager` or `lazy`
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = true
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 9
+                  |
+                4 | start = true
+                  |         ^^^^
+                wanted string or table
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = 0
+                invalid configuration in stardust.toml: servers.a.idle_stop is 0; give at least 1 second (the default is 900)
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = -5
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 13
+                  |
+                4 | idle_stop = -5
+                  |             ^^
+                invalid value: integer `-5`, expected u64
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = "15m"
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 13
+                  |
+                4 | idle_stop = "15m"
+                  |             ^^^^^
+                invalid type: string "15m", expected u64
 
                 ## [servers."my server"]
                 ## command = "x"

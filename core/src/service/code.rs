@@ -637,9 +637,11 @@ impl Service {
                 out.skipped.push((server.name().to_owned(), err));
                 continue;
             }
-            let mut answer = match &target {
-                Some(target) => self.code_request(target, "workspace/symbol", params.clone()),
-                None => host.request(&spec, "workspace/symbol", params.clone()).map_err(Into::into),
+            // The first file was given above (to know the server's readiness).
+            let spec = target.as_ref().map_or(&spec, |t| &t.spec);
+            let mut answer = {
+                let _shared = self.not_speculating();
+                host.request(spec, "workspace/symbol", params.clone()).map_err(CommandError::from)
             };
             // Only an error the server answered: a crash or a timeout is never asked again
             // behind the caller's back.

@@ -105,8 +105,15 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
     }
     let mut params = place;
     params["context"] = json!({"includeDeclaration": true});
+    // A server without `references` cannot be checked against them; its rename stands alone.
     let references =
-        service.code_request_with(target, &text, "textDocument/references", params)?;
+        match service.code_request_with(target, &text, "textDocument/references", params) {
+            Ok(references) => references,
+            Err(err) if err.code() == Code::Unsupported => {
+                codefiles::CodeAnswer { result: Value::Null, indexing: false }
+            }
+            Err(err) => return Err(err),
+        };
     let found = as_list(&references.result);
     let encoding = service.code_encoding(target.server());
     let missing = uncovered(&answer.result, &found)
