@@ -239,6 +239,12 @@ impl CodeHost for Host {
         self.running(server)?.readiness_now()
     }
 
+    fn used(&self, server: &str) {
+        if let Some(server) = self.running(server) {
+            server.used();
+        }
+    }
+
     fn publications(&self, server: &str) -> Vec<(PathBuf, Publication)> {
         let Some(server) = self.running(server) else { return Vec::new() };
         server

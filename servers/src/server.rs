@@ -658,7 +658,7 @@ impl LanguageServer {
     }
 
     /// Note a use by a session: `idle_stop` counts from the last one.
-    fn used(&self) {
+    pub fn used(&self) {
         self.lock().last_used = Some(Instant::now());
     }
 

@@ -232,6 +232,10 @@ pub trait CodeHost: Send + Sync {
         self.activity(server).map(|a| readiness(&a, Instant::now()))
     }
 
+    /// A session is using the server without sending it anything (it waits for the server
+    /// to be ready): `idle_stop` counts from now.
+    fn used(&self, _server: &str) {}
+
     /// Every push publication the running server holds, by absolute file path (SPEC §25:
     /// whole-store diagnostics include them).
     fn publications(&self, _server: &str) -> Vec<(PathBuf, Publication)> {

@@ -683,7 +683,10 @@ impl Service {
                         waited: timeout,
                     });
                 }
-                Some(_) => crate::sync::long_wait(|| std::thread::sleep(READY_POLL)),
+                Some(_) => {
+                    host.used(server);
+                    crate::sync::long_wait(|| std::thread::sleep(READY_POLL));
+                }
             }
         }
     }
