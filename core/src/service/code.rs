@@ -1307,12 +1307,12 @@ pub(super) fn published_diagnostics(
     let mut complete = true;
     for server in servers.iter() {
         let name = server.name();
-        if host.readiness(name).is_none() {
-            continue;
-        }
-        let timeout = service.launch(server).map_or(Duration::ZERO, |s| s.timeouts.request);
-        if service.await_ready(name, timeout).is_err() {
-            complete = false;
+        // A server that is not running has published nothing, and is not started for this.
+        if host.readiness(name).is_some() {
+            let timeout = service.launch(server).map_or(Duration::ZERO, |s| s.timeouts.request);
+            if service.await_ready(name, timeout).is_err() {
+                complete = false;
+            }
         }
         let encoding = service.code_encoding(name);
         let mut texts = Texts::new(service);

@@ -280,6 +280,11 @@ pub struct Fixture {
 }
 
 pub fn fixture(files: &[(&str, &str)]) -> Fixture {
+    fixture_with(files, "")
+}
+
+/// [`fixture`] with `extra` keys in the `[servers.canned]` table (`timeouts = ...`).
+pub fn fixture_with(files: &[(&str, &str)], extra: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let store = base.join("store");
@@ -295,7 +300,7 @@ pub fn fixture(files: &[(&str, &str)]) -> Fixture {
         &config,
         "servers.toml",
         &format!(
-            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\nstart = \"lazy\"\n",
+            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\nstart = \"lazy\"\n{extra}",
             command.to_str().unwrap()
         ),
     );
