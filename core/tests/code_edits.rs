@@ -737,7 +737,8 @@ fn a_rename_missing_a_reference_is_incomplete_and_not_committable() {
     let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
     config(&f, "");
     // The rename edits lib.py only; the references know app.py's two uses.
-    let partial = json!({"changes": {f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": "greet"}]}});
+    let partial =
+        json!({"changes": {f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": "greet"}]}});
     let references = json!([
         {"uri": f.uri("lib.py"), "range": range(0, 4, 0, 9)},
         {"uri": f.uri("app.py"), "range": range(0, 16, 0, 21)},
@@ -780,7 +781,10 @@ fn a_rename_missing_a_reference_is_incomplete_and_not_committable() {
             }"#]],
     );
     let id = &preview["previewId"];
-    assert!(confirm_error(&service, &session, id).starts_with("refused"), "committed a partial rename");
+    assert!(
+        confirm_error(&service, &session, id).starts_with("refused"),
+        "committed a partial rename"
+    );
     assert_eq!(read(&f, "app.py"), APP);
     drop(service);
 
@@ -795,7 +799,10 @@ fn a_rename_missing_a_reference_is_incomplete_and_not_committable() {
 /// SPEC §25: a preview is made only on a ready server, else `busy` naming its readiness.
 #[test]
 fn a_preview_on_a_server_still_indexing_is_busy() {
-    let f = common::code::fixture_with(&[("lib.py", LIB), ("app.py", APP)], "timeouts = { request = 1 }\n");
+    let f = common::code::fixture_with(
+        &[("lib.py", LIB), ("app.py", APP)],
+        "timeouts = { request = 1 }\n",
+    );
     config(&f, "");
     let host = host_renaming(rename_hello(&f, "greet"));
     *host.indexing_polls.lock().unwrap() = u32::MAX;
@@ -842,7 +849,8 @@ fn a_pre_existing_error_moved_by_the_edit_is_not_in_the_delta_and_importers_are_
     .with("textDocument/rename", edit);
     let (service, _, host) = f.service(host);
     let session = agent(&f, &service);
-    let at = json!({"path": "a.py", "position": {"line": 1, "column": 5}, "newName": "longer_name"});
+    let at =
+        json!({"path": "a.py", "position": {"line": 1, "column": 5}, "newName": "longer_name"});
     let preview = run(&service, &session, "rename_preview", at);
     assert_eq!(summary(&preview)["new"], json!([]), "{preview}");
     assert_eq!(summary(&preview)["resolved"], json!([]), "{preview}");

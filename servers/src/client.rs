@@ -250,7 +250,6 @@ impl Connection {
     }
 }
 
-
 /// The writer thread: each queued frame written whole, in order, waiting for the pipe to
 /// take it. Ends when every sender has gone (the queue drained) or the server stops reading
 /// (the reader then sees the end of its output); the last copy of the stdin closes it.

@@ -668,7 +668,9 @@ impl LanguageServer {
         let idle = {
             let inner = self.lock();
             inner.instance.is_some()
-                && inner.last_used.is_none_or(|t| now.saturating_duration_since(t) >= self.spec.idle_stop)
+                && inner
+                    .last_used
+                    .is_none_or(|t| now.saturating_duration_since(t) >= self.spec.idle_stop)
         };
         if !idle {
             return false;
@@ -842,7 +844,8 @@ fn activity_of(instance: &Instance) -> Activity {
         None => None,
     };
     let observed = lock(&instance.conn.observed);
-    let stopped_at = stopped.as_ref().map(|_| observed.closed.as_ref().map_or_else(Instant::now, |c| c.1));
+    let stopped_at =
+        stopped.as_ref().map(|_| observed.closed.as_ref().map_or_else(Instant::now, |c| c.1));
     Activity {
         busy: !observed.progress.is_empty() || !observed.announced.is_empty(),
         reports: observed.reports,

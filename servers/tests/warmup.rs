@@ -45,12 +45,16 @@ fn core_with(args: &[&str], extra: &str, in_store: bool) -> Core {
     std::fs::create_dir_all(&config).unwrap();
     let pids = base.join("pids");
     let table = table(args, &pids, extra);
-    let (store_toml, user_toml) =
-        if in_store { (format!("[store]\n{table}"), String::new()) } else { ("[store]\n".into(), table) };
+    let (store_toml, user_toml) = if in_store {
+        (format!("[store]\n{table}"), String::new())
+    } else {
+        ("[store]\n".into(), table)
+    };
     std::fs::write(store.join("stardust.toml"), store_toml).unwrap();
     std::fs::write(config.join("servers.toml"), user_toml).unwrap();
     std::fs::write(store.join("a.fk"), "alpha\n").unwrap();
-    let opened = Store::open(&store, OpenOptions { watch: false, ..OpenOptions::default() }).unwrap();
+    let opened =
+        Store::open(&store, OpenOptions { watch: false, ..OpenOptions::default() }).unwrap();
     let service = Service::new(opened)
         .with_code_config_dir(Some(config))
         .with_code_host(Arc::new(Host::new(program())));
@@ -81,7 +85,12 @@ impl Core {
     }
 
     /// `server_status` once `done` holds of it (or after `limit`).
-    fn status_when(&self, session: &Session, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+    fn status_when(
+        &self,
+        session: &Session,
+        limit: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
         let until = Instant::now() + limit;
         loop {
             let status = self.status(session);
@@ -95,9 +104,7 @@ impl Core {
     fn references(&self, session: &Session) -> Result<Value, Value> {
         let args = json!({"path": "a.fk", "position": {"line": 1, "column": 1}});
         let snapshot = self.service.store().snapshot();
-        self.service
-            .execute(session, "references", args)
-            .map_err(|e| e.to_json(&snapshot.analysis))
+        self.service.execute(session, "references", args).map_err(|e| e.to_json(&snapshot.analysis))
     }
 }
 
@@ -134,7 +141,10 @@ fn a_server_indexing_forever_answers_busy_naming_its_readiness() {
     assert!(err["since"].is_string(), "{err}");
     assert!(err["message"].as_str().unwrap().contains("is indexing"), "{err}");
     let status = core.status(&session);
-    assert_eq!((&status["state"], &status["progress"]), (&json!("indexing"), &json!("indexing forever")));
+    assert_eq!(
+        (&status["state"], &status["progress"]),
+        (&json!("indexing"), &json!("indexing forever"))
+    );
 }
 
 #[test]
@@ -143,7 +153,11 @@ fn a_server_crashing_while_warming_up_is_restarted_within_its_budget() {
     let session = core.session();
     // Started, crashed and started again twice, then given up: three processes in all.
     let status = core.status_when(&session, Duration::from_secs(20), |s| s["gaveUp"] == true);
-    assert_eq!((&status["state"], &status["gaveUp"]), (&json!("crashed"), &json!(true)), "{status}");
+    assert_eq!(
+        (&status["state"], &status["gaveUp"]),
+        (&json!("crashed"), &json!(true)),
+        "{status}"
+    );
     assert_eq!(core.started().len(), 3, "{status}");
     assert!(status["since"].is_string(), "{status}");
     let err = core.references(&session).unwrap_err();

@@ -150,9 +150,7 @@ pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
     }
     let ended_work = if a.reports { a.work_changed } else { None };
     let last_said = [Some(initialized), a.last_heard, a.work_changed].into_iter().flatten().max();
-    let quiet = last_said
-        .map(|t| t + READY_QUIET)
-        .filter(|at| *at <= now);
+    let quiet = last_said.map(|t| t + READY_QUIET).filter(|at| *at <= now);
     let bound = Some(initialized + READY_BOUND).filter(|at| *at <= now);
     let over = [ended_work, a.first_published, quiet, bound].into_iter().flatten().min();
     match over {

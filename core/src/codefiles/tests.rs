@@ -541,14 +541,17 @@ fn readiness_from_what_a_server_said() {
     let chatty = Activity { last_heard: Some(at(20_000)), ..started.clone() };
     assert_eq!(state(&chatty, 20_200), ("ready", READY_BOUND.as_millis() as u64));
     // A publication is the end of its first analysis (after the settle).
-    let published = Activity { first_published: Some(at(300)), last_heard: Some(at(300)), ..started.clone() };
+    let published =
+        Activity { first_published: Some(at(300)), last_heard: Some(at(300)), ..started.clone() };
     assert_eq!(state(&published, 350), ("indexing", 0));
     assert_eq!(state(&published, 500), ("ready", 300));
     // At work: indexing since the work began, whatever was published before.
-    let busy = Activity { busy: true, reports: true, work_changed: Some(at(400)), ..published.clone() };
+    let busy =
+        Activity { busy: true, reports: true, work_changed: Some(at(400)), ..published.clone() };
     assert_eq!(state(&busy, 5_000), ("indexing", 400));
     // Work reported and ended: ready once the settle passed, since the end.
-    let ended = Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
+    let ended =
+        Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
     assert_eq!(state(&ended, 950), ("indexing", 0));
     assert_eq!(state(&ended, 1_100), ("ready", 900));
     // Work ended after the first analysis: ready since the work ended.

@@ -774,7 +774,13 @@ pub(super) fn wall_time(at: Instant) -> std::time::SystemTime {
 
 /// Warm one server up (see [`Service::warm_up`]): give it the store's first file it covers,
 /// then follow it until it is ready, starting it again after a crash while its restarts last.
-fn warm(host: &dyn CodeHost, root: &Path, config: &crate::config::Config, servers: &Servers, spec: LaunchSpec) {
+fn warm(
+    host: &dyn CodeHost,
+    root: &Path,
+    config: &crate::config::Config,
+    servers: &Servers,
+    spec: LaunchSpec,
+) {
     let name = spec.name.clone();
     let first = codefiles::first_file(root, config, servers, &name, |rel| {
         let Ok(Owner::Server { language_id, .. }) = codefiles::route(config, servers, rel) else {
@@ -882,7 +888,12 @@ impl<'a> Texts<'a> {
     }
 
     /// `{path, range, server}` for an LSP location (or location link: its target).
-    pub(super) fn location(&mut self, location: &Value, server: &str, encoding: Encoding) -> Option<Value> {
+    pub(super) fn location(
+        &mut self,
+        location: &Value,
+        server: &str,
+        encoding: Encoding,
+    ) -> Option<Value> {
         let (uri, range) = match location.get("targetUri") {
             Some(uri) => (
                 uri.as_str()?,

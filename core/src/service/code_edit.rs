@@ -22,9 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use super::code::{
-    CodeTarget, Texts, as_list, mcp_position, severity, tagged, text_position,
-};
+use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, tagged, text_position};
 use super::preview::{self, Preview};
 use super::{Call, CommandError, CommandResult, Service, page};
 use crate::codefiles::{self, Activity, CodeError, Owner, Publication};
@@ -124,11 +122,8 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
         found.iter().filter_map(|l| l["uri"].as_str().map(str::to_owned)).collect();
     referencing.sort();
     referencing.dedup();
-    let coverage = Coverage {
-        missing,
-        indexing: answer.indexing || references.indexing,
-        referencing,
-    };
+    let coverage =
+        Coverage { missing, indexing: answer.indexing || references.indexing, referencing };
     preview_edit(call, "rename_preview", target.server(), &answer.result, coverage)
 }
 
@@ -153,9 +148,10 @@ fn uncovered(edit: &Value, references: &[Value]) -> Vec<Value> {
         .filter(|r| {
             let (start, end) = (at(&r["range"]["start"]), at(&r["range"]["end"]));
             let edits = by_uri.get(r["uri"].as_str().unwrap_or_default());
-            !edits.into_iter().flatten().any(|e| {
-                at(&e["range"]["start"]) <= start && end <= at(&e["range"]["end"])
-            })
+            !edits
+                .into_iter()
+                .flatten()
+                .any(|e| at(&e["range"]["start"]) <= start && end <= at(&e["range"]["end"]))
         })
         .cloned()
         .collect()
@@ -199,7 +195,8 @@ fn dependents(
 ) -> Result<Vec<FileEdit>, String> {
     let touched: std::collections::HashSet<&str> =
         files.iter().map(|f| f.target.path.as_str()).collect();
-    let servers: std::collections::HashSet<&str> = files.iter().map(|f| f.target.server()).collect();
+    let servers: std::collections::HashSet<&str> =
+        files.iter().map(|f| f.target.server()).collect();
     let modules: Vec<String> = files.iter().filter_map(|f| module_name(&f.target.path)).collect();
     let roots = service.roots();
     let mut paths: std::collections::BTreeSet<String> = referencing
@@ -852,7 +849,12 @@ fn shifted(spans: &[(usize, usize, usize)], offset: usize, end: bool) -> usize {
 
 /// The identities of `file`'s diagnostics: those of `before` (its text before the edit) moved
 /// by the edit, or those of `after`.
-fn identities(file: &FileEdit, diagnostics: &[Value], before: bool, encoding: Encoding) -> Vec<Identity> {
+fn identities(
+    file: &FileEdit,
+    diagnostics: &[Value],
+    before: bool,
+    encoding: Encoding,
+) -> Vec<Identity> {
     let text = if before { &file.before } else { &file.after };
     let index = LineIndex::new(text);
     diagnostics
@@ -1020,7 +1022,14 @@ fn insert(
         let places: Vec<String> = coverage
             .missing
             .iter()
-            .map(|l| format!("{}:{}:{}", l["path"].as_str().unwrap_or(""), l["range"]["line"], l["range"]["column"]))
+            .map(|l| {
+                format!(
+                    "{}:{}:{}",
+                    l["path"].as_str().unwrap_or(""),
+                    l["range"]["line"],
+                    l["range"]["column"]
+                )
+            })
             .collect();
         reasons.push(format!(
             "incomplete: the edit leaves out {} place{} that the server's references report \
