@@ -111,9 +111,18 @@ impl Project {
             }
             let calls: Vec<String> = deps(i).iter().map(|j| format!("f{j:04}(x)")).collect();
             writeln!(text, "\n\ndef f{i:04}(x: int) -> int:").unwrap();
-            writeln!(text, "    return {}shared_helper(x)", calls.iter().map(|c| format!("{c} + ")).collect::<String>()).unwrap();
+            writeln!(
+                text,
+                "    return {}shared_helper(x)",
+                calls.iter().map(|c| format!("{c} + ")).collect::<String>()
+            )
+            .unwrap();
             for k in 0..5 {
-                writeln!(text, "\n\nclass C{i}x{k}:\n    def m(self, y: int) -> int:\n        return y * {k}").unwrap();
+                writeln!(
+                    text,
+                    "\n\nclass C{i}x{k}:\n    def m(self, y: int) -> int:\n        return y * {k}"
+                )
+                .unwrap();
             }
             files.push((format!("pkg/m{i:04}.py"), text));
         }
@@ -168,7 +177,10 @@ impl Project {
     }
 
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![("XDG_CONFIG_HOME", self.dir.path().join("xdg")), ("HOME", self.dir.path().join("home"))]
+        vec![
+            ("XDG_CONFIG_HOME", self.dir.path().join("xdg")),
+            ("HOME", self.dir.path().join("home")),
+        ]
     }
 
     /// `stardust mcp --allow-mutation` on the store; the core it starts stops 2 s after its
@@ -182,11 +194,14 @@ impl Project {
                     .env("STARDUST_IDLE_EXIT", "2")
                     .env_remove("RUST_LOG");
             });
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("code-ready-test", "1.0"))
-            .with_protocol_version(ProtocolVersion::V_2025_06_18)
-            .serve(TokioChildProcess::new(command).unwrap())
-            .await
-            .expect("the handshake succeeds")
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("code-ready-test", "1.0"),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_06_18)
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .expect("the handshake succeeds")
     }
 
     /// The store path of the file `rel` of the language's folder.
@@ -199,7 +214,8 @@ impl Project {
     fn compile_errors(&self) -> Vec<String> {
         let root = self.store.join(self.folder);
         let mut found = if self.folder == "py" {
-            let out = Command::new("pyright").arg("--outputjson").current_dir(&root).output().unwrap();
+            let out =
+                Command::new("pyright").arg("--outputjson").current_dir(&root).output().unwrap();
             let report: Value = serde_json::from_slice(&out.stdout)
                 .unwrap_or_else(|e| panic!("pyright's report: {e}: {}", util::text(&out.stderr)));
             report["generalDiagnostics"]
@@ -213,7 +229,11 @@ impl Project {
                 })
                 .collect::<Vec<_>>()
         } else {
-            let out = Command::new("tsc").args(["--noEmit", "-p", "."]).current_dir(&root).output().unwrap();
+            let out = Command::new("tsc")
+                .args(["--noEmit", "-p", "."])
+                .current_dir(&root)
+                .output()
+                .unwrap();
             util::text(&out.stdout)
                 .lines()
                 .filter(|l| l.contains("error TS"))
@@ -261,7 +281,9 @@ fn def_line(i: usize, ext: &str) -> usize {
 fn rename_files(project: &Project, i: usize, ext: &str) -> Vec<String> {
     let mut files: Vec<String> = std::iter::once(i)
         .chain(importers(i))
-        .map(|k| project.path(&format!("{}/m{k:04}.{ext}", if ext == "py" { "pkg" } else { "src" })))
+        .map(|k| {
+            project.path(&format!("{}/m{k:04}.{ext}", if ext == "py" { "pkg" } else { "src" }))
+        })
         .collect();
     files.sort();
     files
@@ -289,7 +311,10 @@ fn judge_cold_rename(answer: &Result<Value, Value>, whole: &[String]) -> bool {
         }
         Ok(preview) => {
             let reasons = preview["reasons"].to_string();
-            assert!(reasons.contains("incomplete"), "not committable for another reason: {preview}");
+            assert!(
+                reasons.contains("incomplete"),
+                "not committable for another reason: {preview}"
+            );
             false
         }
         Err(err) => {
@@ -311,7 +336,11 @@ async fn the_contract_holds(project: &Project, ext: &str, folder: &str) {
     let column = if ext == "py" { 5 } else { 17 };
     let (references, rename) = tokio::join!(
         try_call(&peer, "references", at(&m(100), def_line(100, ext), column)),
-        try_call(&peer, "rename_preview", rename_at(&m(200), def_line(200, ext), column, "renamed0200")),
+        try_call(
+            &peer,
+            "rename_preview",
+            rename_at(&m(200), def_line(200, ext), column, "renamed0200")
+        ),
     );
     let expected = 1 + 2 * importers(100).len();
     match &references {
@@ -325,7 +354,12 @@ async fn the_contract_holds(project: &Project, ext: &str, folder: &str) {
     let mut preview = rename.clone();
     if !judge_cold_rename(&rename, &whole) {
         // Asked again on the server now ready: the whole rename.
-        preview = try_call(&peer, "rename_preview", rename_at(&m(200), def_line(200, ext), column, "renamed0200")).await;
+        preview = try_call(
+            &peer,
+            "rename_preview",
+            rename_at(&m(200), def_line(200, ext), column, "renamed0200"),
+        )
+        .await;
         assert!(judge_cold_rename(&preview, &whole), "{preview:?}");
     }
     let preview = preview.unwrap();
@@ -333,34 +367,63 @@ async fn the_contract_holds(project: &Project, ext: &str, folder: &str) {
     call(&peer, "preview_confirm", json!({"previewId": preview["previewId"]})).await;
     // Once ready, references are complete.
     let answer = call(&peer, "references", at(&m(100), def_line(100, ext), column)).await;
-    assert_eq!((&answer["complete"], &answer["total"]), (&json!(true), &json!(expected)), "{answer}");
+    assert_eq!(
+        (&answer["complete"], &answer["total"]),
+        (&json!(true), &json!(expected)),
+        "{answer}"
+    );
     let status = call(&peer, "server_status", json!({})).await;
     assert_eq!(status["servers"][0]["state"], "ready", "{status}");
     assert!(status["servers"][0]["since"].is_string(), "{status}");
 
     // A rename that breaks a file it does not touch (a class that meets the protocol by its
     // shape only): the delta shows the new error there.
-    let (proto, line, column) = if ext == "py" { ("pkg/proto.py", 5, 9) } else { ("src/proto.ts", 2, 3) };
-    let broken = call(&peer, "rename_preview", rename_at(&project.path(proto), line, column, "execute")).await;
+    let (proto, line, column) =
+        if ext == "py" { ("pkg/proto.py", 5, 9) } else { ("src/proto.ts", 2, 3) };
+    let broken =
+        call(&peer, "rename_preview", rename_at(&project.path(proto), line, column, "execute"))
+            .await;
     assert_eq!(preview_paths(&broken), [project.path(proto)], "{broken}");
-    let new: Vec<&str> =
-        broken["diagnostics"]["new"].as_array().unwrap().iter().map(|d| d["path"].as_str().unwrap()).collect();
+    let new: Vec<&str> = broken["diagnostics"]["new"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
     let impl_file = project.path(&format!("{folder}/impl.{ext}"));
     assert!(new.contains(&impl_file.as_str()), "the delta misses the broken file: {broken}");
     call(&peer, "preview_discard", json!({"previewId": broken["previewId"]})).await;
 
     // A harmless rename in a file with an error of its own: an empty delta.
-    let (flawed, name, column) = if ext == "py" { ("pkg/flawed.py", "helper_longer_name", 5) } else { ("src/flawed.ts", "helperLongerName", 17) };
-    let harmless = call(&peer, "rename_preview", rename_at(&project.path(flawed), 1, column, name)).await;
+    let (flawed, name, column) = if ext == "py" {
+        ("pkg/flawed.py", "helper_longer_name", 5)
+    } else {
+        ("src/flawed.ts", "helperLongerName", 17)
+    };
+    let harmless =
+        call(&peer, "rename_preview", rename_at(&project.path(flawed), 1, column, name)).await;
     assert_eq!(harmless["diagnostics"], json!({"new": [], "resolved": []}), "{harmless}");
     assert_eq!(harmless["committable"], true, "{harmless}");
     call(&peer, "preview_discard", json!({"previewId": harmless["previewId"]})).await;
+
+    // The whole store's diagnostics include what the server published for the flawed file
+    // (open on it since the preview), naming the server.
+    let all = call(&peer, "diagnostics", json!({"limit": 500})).await;
+    let flawed_path = project.path(flawed);
+    let published: Vec<&Value> = all["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["path"] == flawed_path.as_str())
+        .collect();
+    assert!(!published.is_empty(), "no diagnostics of {flawed_path}: {all}");
+    assert!(published.iter().all(|d| d["server"].is_string()), "{all}");
     client.cancel().await.unwrap();
 
     // The confirmed rename left every file compiling: the language's own check finds what it
     // found before (the flawed file's error) and nothing else.
     assert_eq!(project.compile_errors(), baseline);
-    let renamed = std::fs::read_to_string(project.store.join(&m(201))).unwrap();
+    let renamed = std::fs::read_to_string(project.store.join(m(201))).unwrap();
     assert!(renamed.contains("renamed0200"), "{renamed}");
 }
 

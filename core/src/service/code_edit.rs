@@ -40,10 +40,13 @@ pub(super) struct FileEdit {
     pub target: CodeTarget,
     pub before: String,
     pub after: String,
-    /// The edit as byte spans of `before` (start, end, the length of the text put there), in
-    /// order and apart: where a diagnostic of `before` is in `after`.
-    pub spans: Vec<(usize, usize, usize)>,
+    /// The edit as byte spans of `before`, in order and apart: where a diagnostic of
+    /// `before` is in `after`.
+    pub spans: Vec<Span>,
 }
+
+/// One replaced span of a text: its start and end (bytes) and the length of what replaced it.
+pub(super) type Span = (usize, usize, usize);
 
 impl FileEdit {
     /// A file changed from `before` to `after` as a whole (a save): its one minimal edit.
@@ -531,7 +534,7 @@ fn apply(
     edits: &[Value],
     encoding: Encoding,
     path: &str,
-) -> Result<(String, Vec<(usize, usize, usize)>), Error> {
+) -> Result<(String, Vec<Span>), Error> {
     let index = LineIndex::new(text);
     let offset = |at: &Value| -> Option<usize> {
         let position = Position {
@@ -832,7 +835,7 @@ fn byte_offset(text: &str, index: &LineIndex, at: &Value, encoding: Encoding) ->
 /// Where the byte `offset` of the text before an edit of `spans` is in the text after it. An
 /// offset inside an edited span goes to the start of what replaced it, or to its end for the
 /// end of a range (`end`), so a diagnostic of the renamed word covers the new word.
-fn shifted(spans: &[(usize, usize, usize)], offset: usize, end: bool) -> usize {
+fn shifted(spans: &[Span], offset: usize, end: bool) -> usize {
     let mut delta: isize = 0;
     let moved = |o: usize, delta: isize| o.saturating_add_signed(delta);
     for &(start, stop, len) in spans {
