@@ -549,6 +549,7 @@ fn navigation_waits_for_readiness_or_answers_busy_naming_it() {
     assert_eq!(*host.indexing_polls.lock().unwrap(), 0, "answered before the server was ready");
     assert_eq!((&answer["complete"], &answer["readiness"]), (&json!(true), &json!("ready")));
     assert_eq!(answer["total"], 1);
+    drop(service);
 
     let host = Canned::default().with("textDocument/references", references);
     *host.indexing_polls.lock().unwrap() = u32::MAX;
@@ -582,11 +583,14 @@ fn whole_store_diagnostics_include_what_servers_published() {
         shown,
         [
             (json!("m.py"), json!("undefined"), json!("canned")),
+            (json!("notes.json"), json!("unknown-type"), Value::Null),
             (json!("notes.json"), json!("duplicate-key"), Value::Null),
         ],
         "{all}"
     );
-    assert_eq!((&all["complete"], &all["total"]), (&json!(true), &json!(2)));
+    assert_eq!((&all["complete"], &all["total"]), (&json!(true), &json!(3)));
+    // The severity filter applies to the code files' diagnostics too.
     let warnings = run(&service, &session, "diagnostics", json!({"severity": "warning"}));
-    assert_eq!(warnings["total"], 0);
+    assert_eq!(warnings["total"], 1);
+    assert_eq!(warnings["diagnostics"][0]["path"], "notes.json");
 }
