@@ -691,6 +691,33 @@ impl Service {
         }
     }
 
+    /// `method` for `target` asked once its server is ready (SPEC §25), and asked again,
+    /// within the server's request timeout, while the server answers at work (it took up a
+    /// change, checking the file it was just given, say): an answer given at work may miss
+    /// what that work adds. Past the timeout, the last answer (its `indexing` says it is not
+    /// complete), or `busy` naming the readiness when there is none.
+    pub(super) fn ask_when_ready(
+        &self,
+        target: &CodeTarget,
+        text: &str,
+        method: &str,
+        params: &Value,
+    ) -> Result<CodeAnswer, CommandError> {
+        let deadline = Instant::now() + target.spec.timeouts.request;
+        let mut last = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(err) = self.await_ready(target.server(), left) {
+                return last.ok_or(err);
+            }
+            let answer = self.code_request_with(target, text, method, params.clone())?;
+            if !answer.indexing || Instant::now() >= deadline {
+                return Ok(answer);
+            }
+            last = Some(answer);
+        }
+    }
+
     /// Warm-up (SPEC §25): every eager server that may start (trusted, its program found) and
     /// covers a file of the store, not running and not being warmed already, is started in
     /// the background and given the store's first file it covers, so that its initial
@@ -802,13 +829,34 @@ fn warm(
         }
         loop {
             match host.readiness(&name) {
-                Some((Readiness::Ready, _)) | None => return,
+                Some((Readiness::Ready, _)) => return index(host, &spec),
+                None => return,
                 Some((Readiness::Crashed, _)) => break,
                 Some(_) if Instant::now() >= deadline => return,
                 Some(_) => std::thread::sleep(READY_POLL * 5),
             }
         }
         tracing::info!(server = name, "it crashed while warming up: starting it again");
+    }
+}
+
+/// The query of the warm-up's `workspace/symbol`: one that matches (almost) nothing, so the
+/// answer is small while the server still reads every file to look.
+const WARM_QUERY: &str = "__stardust_warm_up__";
+
+/// The last step of a warm-up: one `workspace/symbol` request, which a server that reads
+/// files only when asked (pyright parses and binds a module the first time a request needs
+/// it) answers by reading every file of the workspace, so that the first real question finds
+/// them read. Skipped by a server without workspace symbols; its answer and errors are not
+/// used.
+fn index(host: &dyn CodeHost, spec: &LaunchSpec) {
+    let capabilities = host.capabilities(&spec.name).unwrap_or(Value::Null);
+    let offers = capabilities
+        .get("workspaceSymbolProvider")
+        .is_some_and(|p| !p.is_null() && *p != Value::Bool(false));
+    if offers && let Err(err) = host.request(spec, "workspace/symbol", json!({"query": WARM_QUERY}))
+    {
+        tracing::debug!(server = spec.name, "the warm-up's workspace/symbol: {err}");
     }
 }
 
@@ -1083,10 +1131,11 @@ pub(super) fn locations(call: &Call<'_>, target: &CodeTarget, method: &str) -> C
     let mut texts = Texts::new(call.service);
     let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
     let searches = method == "textDocument/implementation";
-    if searches {
-        call.service.await_ready(target.server(), target.spec.timeouts.request)?;
-    }
-    let answer = call.service.code_request_with(target, &text, method, params)?;
+    let answer = if searches {
+        call.service.ask_when_ready(target, &text, method, &params)?
+    } else {
+        call.service.code_request_with(target, &text, method, params)?
+    };
     let encoding = call.service.code_encoding(target.server());
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
@@ -1102,9 +1151,7 @@ pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult 
     let (mut params, text) = text_position(call.service, target, &call.args, &mut texts)?;
     let declaration = call.args.get("includeDeclaration").and_then(Value::as_bool);
     params["context"] = json!({"includeDeclaration": declaration.unwrap_or(true)});
-    call.service.await_ready(target.server(), target.spec.timeouts.request)?;
-    let answer =
-        call.service.code_request_with(target, &text, "textDocument/references", params)?;
+    let answer = call.service.ask_when_ready(target, &text, "textDocument/references", &params)?;
     let encoding = call.service.code_encoding(target.server());
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
@@ -1381,13 +1428,8 @@ fn code_diagnostic(
 pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> CommandResult {
     let mut texts = Texts::new(call.service);
     let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
-    call.service.await_ready(target.server(), target.spec.timeouts.request)?;
-    let prepared = call.service.code_request_with(
-        target,
-        &text,
-        "textDocument/prepareCallHierarchy",
-        params,
-    )?;
+    let prepared =
+        call.service.ask_when_ready(target, &text, "textDocument/prepareCallHierarchy", &params)?;
     let encoding = call.service.code_encoding(target.server());
     let mut items = Vec::new();
     let mut indexing = prepared.indexing;

@@ -91,10 +91,9 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
     let new_name = call.args.get("newName").and_then(Value::as_str).unwrap_or_default();
     let mut texts = Texts::new(service);
     let (place, text) = text_position(service, target, &call.args, &mut texts)?;
-    service.await_ready(target.server(), target.spec.timeouts.request)?;
     let mut params = place.clone();
     params["newName"] = json!(new_name);
-    let answer = service.code_request_with(target, &text, "textDocument/rename", params)?;
+    let answer = service.ask_when_ready(target, &text, "textDocument/rename", &params)?;
     if answer.result.is_null() {
         return Err(Error::Unsupported(format!(
             "{} cannot rename what is at that place of {}; prepare_rename says what can be \
@@ -107,14 +106,14 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
     let mut params = place;
     params["context"] = json!({"includeDeclaration": true});
     // A server without `references` cannot be checked against them; its rename stands alone.
-    let references =
-        match service.code_request_with(target, &text, "textDocument/references", params) {
-            Ok(references) => references,
-            Err(err) if err.code() == Code::Unsupported => {
-                codefiles::CodeAnswer { result: Value::Null, indexing: false }
-            }
-            Err(err) => return Err(err),
-        };
+    let references = match service.ask_when_ready(target, &text, "textDocument/references", &params)
+    {
+        Ok(references) => references,
+        Err(err) if err.code() == Code::Unsupported => {
+            codefiles::CodeAnswer { result: Value::Null, indexing: false }
+        }
+        Err(err) => return Err(err),
+    };
     let found = as_list(&references.result);
     let encoding = service.code_encoding(target.server());
     let missing = uncovered(&answer.result, &found)
