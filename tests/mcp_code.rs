@@ -924,7 +924,9 @@ async fn a_faulty_server_answers_busy_and_unavailable_while_documents_still_answ
     let ok = call(peer, "hover", at("fake/ok.fk", 1, 1)).await;
     assert_eq!(ok["hover"]["markdown"], "v1 5 bytes", "{ok}");
     let first = status(peer, "fake").await;
-    assert_eq!((&first["state"], &first["origin"]), (&json!("ready"), &json!("user")));
+    // The fake reports nothing: indexing until its quiet period has passed (SPEC §25).
+    assert!(matches!(first["state"].as_str(), Some("indexing" | "ready")), "{first}");
+    assert_eq!(first["origin"], "user");
 
     // A hang: `busy` after timeouts.request, and meanwhile the documents answer.
     let hanging = {
@@ -974,16 +976,15 @@ async fn a_faulty_server_answers_busy_and_unavailable_while_documents_still_answ
     assert_eq!(gave_up["code"], "server-unavailable", "{gave_up}");
     assert!(gave_up["message"].as_str().unwrap().contains("run server_restart"), "{gave_up}");
     let down = status(peer, "fake").await;
-    assert_eq!(down["state"], "unavailable", "{down}");
+    assert_eq!((&down["state"], &down["gaveUp"]), (&json!("crashed"), &json!(true)), "{down}");
     assert!(down["lastError"].as_str().unwrap().contains("crashing on hover"), "{down}");
     document_hover_answers(peer).await;
 
     // server_restart clears the crashes.
     let restarted = call(peer, "server_restart", json!({"server": "fake"})).await;
-    assert_eq!(
-        (&restarted["server"]["state"], &restarted["server"]["recentCrashes"]),
-        (&json!("ready"), &json!(0))
-    );
+    let state = restarted["server"]["state"].as_str();
+    assert!(matches!(state, Some("indexing" | "ready")), "{restarted}");
+    assert_eq!(restarted["server"]["recentCrashes"], 0);
     let back = call(peer, "hover", at("fake/ok.fk", 1, 1)).await;
     assert_eq!(back["hover"]["server"], "fake", "{back}");
     document_hover_answers(peer).await;

@@ -19,7 +19,7 @@ use crate::syntax::Lang;
 mod keys;
 pub mod servers;
 
-pub use servers::{ServerConfig, Timeouts};
+pub use servers::{ServerConfig, Start, Timeouts};
 
 pub const CONFIG_FILE: &str = "stardust.toml";
 

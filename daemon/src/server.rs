@@ -123,15 +123,18 @@ impl Daemon {
         record::write(&root, &Record { pid: std::process::id(), socket: socket.clone() })
             .context("cannot write .stardust/run/daemon.json")?;
         tracing::info!("serving {} on {}", root.display(), socket.display());
+        let service = Arc::new(
+            match code {
+                Some(host) => Service::new(store).with_code_host(host),
+                None => Service::new(store),
+            }
+            .with_shared_previews(share_previews)
+            .with_preview_lifetime(preview_lifetime()),
+        );
+        // The core starting warms its language servers up (SPEC §25), in the background.
+        service.warm_up();
         Ok(Daemon {
-            service: Arc::new(
-                match code {
-                    Some(host) => Service::new(store).with_code_host(host),
-                    None => Service::new(store),
-                }
-                .with_shared_previews(share_previews)
-                .with_preview_lifetime(preview_lifetime()),
-            ),
+            service,
             root,
             folder,
             socket,

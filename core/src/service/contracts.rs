@@ -258,6 +258,7 @@ fn preview_result() -> Value {
             }},
             "committable": {"type": "boolean"},
             "reasons": {"type": "array", "items": {"type": "string"}},
+            "incomplete": {"type": "array", "items": {"type": "object"}},
         },
     })
 }
@@ -546,15 +547,15 @@ fn navigation() -> Vec<Spec> {
     };
     vec![
         read("diagnostics", "List diagnostics", object(diagnostics_args, &[]), paged("diagnostics"), nav::diagnostics)
-            .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs."),
+            .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs. Answers for code files too: a code file's `path` gives its language server's diagnostics, and the whole store (no `path`) includes every code file's diagnostics its server published, each naming its `server`; `complete: false` while a server is still indexing."),
         read("hover", "Describe what is at a place", object(address(), &[]), hover, nav::hover)
-            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity.")
+            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity. Answers for code files too: at a place of a code file, its language server's hover (a symbol's type and documentation).")
             .quick(),
         read("definition", "Go to the definition", object(address(), &[]), paged("locations"), nav::definition)
-            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema.")
+            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema. Answers for code files too: at a place of a code file, where its language server says the symbol is defined.")
             .quick(),
         read("references", "Find references", object(references_args, &[]), paged("references"), nav::references)
-            .tool("Every reference to the entity whose id or reference is at a place, in path and source order.")
+            .tool("Every reference to the entity whose id or reference is at a place, in path and source order. Answers for code files too: at a place of a code file, every reference its language server finds in the workspace, asked once the server is ready; `complete: false` if it was not.")
             .quick(),
         read(
             "document_symbols",
@@ -563,9 +564,9 @@ fn navigation() -> Vec<Spec> {
             paged("symbols"),
             nav::document_symbols,
         )
-        .tool("A document's entities by id, each with its members and their ranges."),
+        .tool("A document's entities by id, each with its members and their ranges. Answers for code files too: a code file's symbols from its language server."),
         read("workspace_symbols", "Find entities by id or title", object(workspace_args, &[]), paged("symbols"), nav::workspace_symbols)
-            .tool("Entities whose id or title matches the query fuzzily, best first."),
+            .tool("Entities whose id or title matches the query fuzzily, best first. Answers for code files too: every language server's workspace symbols matching the query (each naming its `server`), asked once the server is ready; `complete: false` if one was not."),
         read("code_actions", "List repairs at a place", object(with(address(), tool_page()), &[]), paged("actions"), nav::code_actions)
             .tool("The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount. For a code file: its language server's actions at the place, each with a `handle` for code_action_preview."),
         read(
@@ -581,13 +582,13 @@ fn navigation() -> Vec<Spec> {
         read("type_definition", "Go to the type's definition", object(with(address(), tool_page()), &[]), paged("locations"), nav::type_definition)
             .tool("Where the type of the symbol at a place of a code file is defined, from its language server (for a document: its definition)."),
         read("implementation", "Find implementations", object(with(address(), tool_page()), &[]), paged("locations"), nav::implementation)
-            .tool("The implementations of the interface, class or method at a place of a code file, from its language server."),
+            .tool("The implementations of the interface, class or method at a place of a code file, from its language server, asked once the server is ready; `complete: false` if it was not."),
         read("signature_help", "Show the signature being called", object(address(), &[]), json!({"type": "object", "required": ["signatureHelp"], "properties": {"signatureHelp": nullable("object")}}), nav::signature_help)
             .tool("The signatures of the call at a place of a code file and the active parameter, from its language server."),
         read("incoming_calls", "List the callers", object(with(address(), tool_page()), &[]), paged("calls"), nav::incoming_calls)
-            .tool("The functions that call the function at a place of a code file, each with the ranges of its calls."),
+            .tool("The functions that call the function at a place of a code file, each with the ranges of its calls, asked once its language server is ready; `complete: false` if it was not."),
         read("outgoing_calls", "List the callees", object(with(address(), tool_page()), &[]), paged("calls"), nav::outgoing_calls)
-            .tool("The functions the function at a place of a code file calls, each with the ranges of the calls."),
+            .tool("The functions the function at a place of a code file calls, each with the ranges of the calls, asked once its language server is ready; `complete: false` if it was not."),
         read("prepare_rename", "Check a rename", object(address(), &[]), json!({"type": "object", "required": ["rename"], "properties": {"rename": nullable("object")}}), nav::prepare_rename)
             .tool("Whether the symbol (or entity id) at a place can be renamed: its range and current name, or null."),
         Spec::new(
@@ -598,7 +599,7 @@ fn navigation() -> Vec<Spec> {
             preview_result(),
             nav::rename_preview,
         )
-        .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts without writing them. Nothing is written until preview_confirm."),
+        .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts (and on the files that import them or name the symbol) without writing them. For a code file the server must be ready (else `busy`), and a rename that leaves out a place the server's references report is `committable: false` with an `incomplete` reason listing them. Nothing is written until preview_confirm."),
         Spec::new(
             "code_action_preview",
             "Preview a code action",
@@ -615,7 +616,7 @@ fn navigation() -> Vec<Spec> {
             paged("servers"),
             nav::server_status,
         )
-        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state, pids, restarts, capabilities and progress.")
+        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state (starting, indexing, ready, crashed) and since when, pids, restarts, capabilities and progress.")
         .quick(),
         read(
             "server_restart",

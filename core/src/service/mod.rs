@@ -88,6 +88,21 @@ pub enum CommandError {
     /// A language server may not start: untrusted, or its program is missing.
     #[error(transparent)]
     Launch(crate::codefiles::LaunchError),
+    /// A language server was not ready within the timeout (SPEC §25): its answer would miss
+    /// what it has not analysed yet.
+    #[error(
+        "language server '{server}' is {} (since {}) and was not ready within {}s, so its \
+         answer could be incomplete; ask again once server_status shows it ready",
+        readiness.as_str(),
+        rfc3339(*since),
+        waited.as_secs()
+    )]
+    NotReady {
+        server: String,
+        readiness: crate::codefiles::Readiness,
+        since: SystemTime,
+        waited: Duration,
+    },
 }
 
 impl CommandError {
@@ -107,6 +122,7 @@ impl CommandError {
             CommandError::TooLarge { .. } => Code::Unsupported,
             CommandError::Server(e) => e.code,
             CommandError::Launch(e) => e.code(),
+            CommandError::NotReady { .. } => Code::Busy,
         }
     }
 
@@ -123,6 +139,11 @@ impl CommandError {
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),
+            CommandError::NotReady { server, readiness, since, .. } => json!({
+                "server": server,
+                "readiness": readiness.as_str(),
+                "since": rfc3339(*since),
+            }),
             _ => json!({}),
         }
     }
@@ -382,6 +403,8 @@ impl Service {
         };
         let session = Session { id, front, client, capabilities };
         lock(&self.sessions).insert(id, session.clone());
+        // A session attaching warms the servers up (SPEC §25), in the background.
+        self.warm_up();
         session
     }
 
