@@ -6,6 +6,7 @@ mod common;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::{open, options, person, read, write};
 use stardust_core::store::{
@@ -593,9 +594,24 @@ fn writes_during_a_git_operation_are_external_and_never_refused() {
 #[test]
 fn a_deleted_private_folder_comes_back_with_the_whole_history() {
     let dir = library();
-    let store = open(dir.path());
+    // No idle checkpoint: it would take the writer and put the folder back while
+    // `remove_dir_all` is still deleting it (the product's behaviour, the test's race).
+    let quiet = OpenOptions { checkpoint_idle: Duration::from_secs(3600), ..options() };
+    let store = Store::open(dir.path(), quiet).unwrap();
     store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
-    std::fs::remove_dir_all(dir.path().join(".stardust")).unwrap();
+    // The reaper makes the next commit's spare files after each commit, in the folder being
+    // deleted: like `rm -rf` beside a running store, the deletion is tried until it is whole.
+    let private = dir.path().join(".stardust");
+    for attempt in 0.. {
+        match std::fs::remove_dir_all(&private) {
+            Ok(()) => break,
+            Err(err) if attempt < 50 => {
+                eprintln!("{err}, again");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(err) => panic!("{err}"),
+        }
+    }
 
     let err = Store::open(dir.path(), options()).unwrap_err();
     assert_eq!(err.code(), "busy", "{err}");
@@ -603,7 +619,6 @@ fn a_deleted_private_folder_comes_back_with_the_whole_history() {
     let committed =
         store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
     assert_eq!(committed.unwrap().seq, 3);
-    let private = dir.path().join(".stardust");
     assert_eq!(
         std::fs::read_to_string(private.join(".gitignore")).unwrap().lines().last(),
         Some("*")
@@ -617,4 +632,37 @@ fn a_deleted_private_folder_comes_back_with_the_whole_history() {
     drop(store);
     let store = open(dir.path());
     assert_eq!(store.snapshot().seq, 3, "nothing new to take in: one history");
+}
+
+/// `.stardust/` deleted in the middle of a commit (between the checks and the log append): the
+/// record goes into the log the writer holds open, the commit is whole, and the next write puts
+/// the folder back with every record (SPEC §24).
+#[test]
+fn the_private_folder_deleted_during_a_commit_loses_nothing() {
+    let dir = library();
+    let root = dir.path().to_owned();
+    let deleted = Arc::new(Mutex::new(false));
+    let hook = {
+        let deleted = deleted.clone();
+        move |point: FailPoint, _: &str| -> io::Result<()> {
+            let mut done = deleted.lock().unwrap();
+            if point == FailPoint::AppendLog && !*done {
+                *done = true;
+                std::fs::remove_dir_all(root.join(".stardust"))?;
+            }
+            Ok(())
+        }
+    };
+    let store =
+        Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
+    let first = store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]);
+    assert_eq!(first.unwrap().seq, 2);
+    assert!(*deleted.lock().unwrap());
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "A"));
+    let second = store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    assert_eq!(second.unwrap().seq, 3);
+    let verified = verify_log(dir.path()).unwrap();
+    assert_eq!((verified.transactions, verified.damage), (3, None));
+    drop(store);
+    assert_eq!(open(dir.path()).snapshot().seq, 3);
 }
