@@ -1,7 +1,7 @@
 //! Finding a store's documents on disk (SPEC §2).
 //!
-//! A document is a `.json` or `.dust` file outside `.stardust/`, `.git/` and the `ignore`
-//! globs. Symbolic links are never followed, so a link cannot pull files from outside the
+//! A document is a `.json`, `.jsonc` or `.dust` file outside `.stardust/`, `.git/` and the
+//! `ignore` globs; [`lang_of`] is its notation (SPEC §23). Symbolic links are never followed, so a link cannot pull files from outside the
 //! store into it (or count a document twice).
 
 use std::path::{Path, PathBuf};
@@ -15,6 +15,18 @@ pub const PRIVATE_DIR: &str = ".stardust";
 
 /// Folders of a store that never hold documents.
 pub const PRIVATE_DIRS: [&str; 2] = [PRIVATE_DIR, ".git"];
+
+/// The notation of the document at store-relative `rel` (`/`-separated), or `None` when its
+/// extension is not a document's: `.dust` is DUST, `.jsonc` JSON with comments, and `.json`
+/// JSON with comments when `[store] jsonc` matches it (SPEC §23), else JSON. Every reader of
+/// a store's documents (the analysis, formatting, conversion, edits) takes the notation from
+/// here.
+pub fn lang_of(config: &Config, rel: &str) -> Option<Lang> {
+    match Lang::from_path(rel)? {
+        Lang::Json if config.jsonc_set.is_match(rel) => Some(Lang::Jsonc),
+        lang => Some(lang),
+    }
+}
 
 /// Whether a store-relative path (`/`-separated) names a document.
 pub fn is_document_path(config: &Config, rel: &str) -> bool {

@@ -116,9 +116,9 @@ enum SchemaName {
 }
 
 impl Document {
-    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`.
-    pub fn new(path: String, bytes: Vec<u8>) -> Document {
-        let lang = Lang::from_path(&path).unwrap_or(Lang::Json);
+    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`,
+    /// written in `lang` (the store's [`crate::scan::lang_of`] the path).
+    pub fn new(path: String, lang: Lang, bytes: Vec<u8>) -> Document {
         let version = version_of(&bytes);
         let byte_len = bytes.len() as u64;
         let mut local = Vec::new();
@@ -203,6 +203,11 @@ impl Document {
             Some(index) => root.item(&self.parse.value, index),
         }
     }
+}
+
+/// The notation of a store's document at `path`; JSON for a path that is no document's.
+fn lang_of(config: &Config, path: &str) -> Lang {
+    crate::scan::lang_of(config, path).unwrap_or(Lang::Json)
 }
 
 /// The id rule and the missing-field problems of one entity.
@@ -352,7 +357,8 @@ impl Analysis {
         let docs: Docs = docs
             .into_par_iter()
             .map(|(path, bytes)| {
-                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes)))
+                let lang = lang_of(&ctx.config, &path);
+                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, lang, bytes)))
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -377,7 +383,8 @@ impl Analysis {
         let parsed: Parsed = rest
             .into_par_iter()
             .map(|(path, bytes)| {
-                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
+                let lang = lang_of(&self.ctx.config, &path);
+                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), lang, b)));
                 (path, doc)
             })
             .collect();
