@@ -342,7 +342,7 @@ fn schema_fixtures_cover_every_keyword_in_our_words() {
 }
 
 /// A 50 MB JSONC document (SPEC §23's bad input) is read whole, with every comment and
-/// trailing comma, and is clean; its parse time is measured in `benches/parse_jsonc.rs`.
+/// trailing comma, and is clean; its parse time is measured by `benches/parse.rs`.
 #[test]
 fn a_50_mb_jsonc_document_parses_clean() {
     let text = big_jsonc(50 << 20);

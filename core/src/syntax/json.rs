@@ -176,38 +176,45 @@ impl Parser<'_> {
             while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
                 self.pos += 1;
             }
-            if self.peek() != Some(b'/') {
+            if self.peek() != Some(b'/') || !self.comment() {
                 return;
             }
-            let start = self.pos;
-            let end = match self.bytes.get(start + 1) {
-                Some(b'/') => lex::line_end(self.bytes, start),
-                Some(b'*') => match lex::block_comment_end(self.text, start) {
-                    Some(end) => end,
-                    None => {
-                        let message = if self.jsonc {
-                            "unterminated comment: add '*/' where it ends".into()
-                        } else {
-                            format!("unterminated comment: add '*/' ({COMMENTS_ALLOWED})")
-                        };
-                        self.error(start, self.bytes.len(), message);
-                        self.pos = self.bytes.len();
-                        return;
-                    }
-                },
-                _ => return,
-            };
-            if self.jsonc {
-                self.comments.push(lex::span(start, end));
-            } else {
-                self.error(
-                    start,
-                    end,
-                    format!("comments are not allowed in JSON; remove it ({COMMENTS_ALLOWED})"),
-                );
-            }
-            self.pos = end;
         }
+    }
+
+    /// Reads the comment at the cursor (a `/`), if one starts there; whether one did. Kept out
+    /// of [`Parser::skip_ws`]'s loop, which runs between every two tokens.
+    #[inline(never)]
+    fn comment(&mut self) -> bool {
+        let start = self.pos;
+        let end = match self.bytes.get(start + 1) {
+            Some(b'/') => lex::line_end(self.bytes, start),
+            Some(b'*') => match lex::block_comment_end(self.text, start) {
+                Some(end) => end,
+                None => {
+                    let message = if self.jsonc {
+                        "unterminated comment: add '*/' where it ends".into()
+                    } else {
+                        format!("unterminated comment: add '*/' ({COMMENTS_ALLOWED})")
+                    };
+                    self.error(start, self.bytes.len(), message);
+                    self.pos = self.bytes.len();
+                    return false;
+                }
+            },
+            _ => return false,
+        };
+        if self.jsonc {
+            self.comments.push(lex::span(start, end));
+        } else {
+            self.error(
+                start,
+                end,
+                format!("comments are not allowed in JSON; remove it ({COMMENTS_ALLOWED})"),
+            );
+        }
+        self.pos = end;
+        true
     }
 
     /// The end of the unquoted token starting at `start`. In JSONC a comment ends it (`1// c`);
