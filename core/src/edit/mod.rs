@@ -354,10 +354,9 @@ impl Differ<'_> {
         let rest = self.text.get(at..)?;
         if rest.starts_with("//") {
             Some(self.line_end(at))
-        } else if rest.starts_with("/*") {
-            Some(rest[2..].find("*/").map_or(self.text.len(), |n| at + 2 + n + 2))
         } else {
-            None
+            let inner = rest.strip_prefix("/*")?;
+            Some(inner.find("*/").map_or(self.text.len(), |n| at + 2 + n + 2))
         }
     }
 

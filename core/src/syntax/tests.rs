@@ -535,7 +535,7 @@ impl<I: Iterator<Item = usize>> JsoncWriter<I> {
     /// says so.
     fn close(&mut self, closer: &str, any: bool) {
         self.gap();
-        if any && self.jsonc.len() % 2 == 0 {
+        if any && self.trivia.next().unwrap_or(0).is_multiple_of(2) {
             self.jsonc.push(',');
             self.trailing_commas += 1;
             self.gap();
