@@ -226,6 +226,8 @@ pub(crate) enum OutputFormat {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum LangArg {
     Json,
+    /// JSON with comments and trailing commas (SPEC §23).
+    Jsonc,
     Dust,
 }
 
@@ -233,6 +235,7 @@ impl From<LangArg> for stardust_core::syntax::Lang {
     fn from(lang: LangArg) -> Self {
         match lang {
             LangArg::Json => stardust_core::syntax::Lang::Json,
+            LangArg::Jsonc => stardust_core::syntax::Lang::Jsonc,
             LangArg::Dust => stardust_core::syntax::Lang::Dust,
         }
     }

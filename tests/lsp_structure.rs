@@ -329,7 +329,8 @@ fn a_client_in_a_mount_is_linked_to_mount_paths() {
 }
 
 /// examples/editors/neovim/check.lua against the real server, when Neovim is installed
-/// (scripts/test installs it): it checks attaching, diagnostics, commands, folding and links.
+/// (scripts/test installs it): it checks attaching, diagnostics, commands, folding, links and
+/// a JSONC buffer.
 #[test]
 fn neovims_headless_self_test_passes() {
     let Ok(found) = Command::new("nvim").arg("--version").output() else {
@@ -352,7 +353,7 @@ fn neovims_headless_self_test_passes() {
         .unwrap();
     let printed = format!("{}{}", util::text(&out.stdout), util::text(&out.stderr));
     assert!(out.status.success(), "the Neovim self-test failed:\n{printed}");
-    for step in ["ok   folding ranges", "ok   document links"] {
+    for step in ["ok   folding ranges", "ok   document links", "ok   a .jsonc file is served"] {
         assert!(printed.contains(step), "{step:?} missing from:\n{printed}");
     }
 }

@@ -903,3 +903,36 @@ fn tool_schemas_are_portable_and_nested_arguments_are_checked() {
         "{error}"
     );
 }
+
+/// JSON with comments (SPEC §23): `tsconfig.json` and `.vscode/settings.json` with comments
+/// and trailing commas have no diagnostic through MCP either; a comment in plain JSON is a
+/// `syntax` error saying where comments are allowed. Their text is not offered as JSON.
+#[test]
+fn json_with_comments_has_no_diagnostics() {
+    let tmp = util::library();
+    let root = tmp.path();
+    let tsconfig = "// options\n{\"compilerOptions\": {\"strict\": true, /* why */},}\n";
+    std::fs::write(root.join("tsconfig.json"), tsconfig).unwrap();
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    std::fs::write(root.join(".vscode/settings.json"), "{\"a\": 1, // one\n}\n").unwrap();
+    std::fs::write(root.join("plain.json"), "{\"a\": 1 // one\n}\n").unwrap();
+    let mut mcp = Mcp::open(root, &[], "test-agent");
+    for path in ["tsconfig.json", ".vscode/settings.json"] {
+        let clean = mcp.ok("diagnostics", json!({"path": path}));
+        assert_eq!(clean["total"], 0, "{path}: {clean}");
+    }
+    let plain = mcp.ok("diagnostics", json!({"path": "plain.json"}));
+    assert_eq!(plain["total"], 1, "{plain}");
+    assert_eq!(plain["diagnostics"][0]["code"], "syntax");
+    assert_eq!(
+        plain["diagnostics"][0]["message"],
+        "comments are not allowed in JSON; remove it (comments are allowed in .jsonc files and \
+         in .json files matched by [store] jsonc)"
+    );
+    let all = mcp.ok("diagnostics", json!({}));
+    assert_eq!(all["total"], 1, "only plain.json: {all}");
+    let read = mcp.request("resources/read", json!({"uri": "stardust://documents/tsconfig.json"}));
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["text"], tsconfig);
+    assert_eq!(contents["mimeType"], "text/plain");
+}

@@ -23,6 +23,17 @@ pub use servers::{ServerConfig, Start, Timeouts};
 
 pub const CONFIG_FILE: &str = "stardust.toml";
 
+/// The `.json` documents written as JSON with comments when `[store] jsonc` is not set
+/// (SPEC §23): the configuration files of TypeScript, JavaScript, VS Code and dev containers.
+pub const DEFAULT_JSONC: [&str; 6] = [
+    "**/tsconfig.json",
+    "**/tsconfig.*.json",
+    "**/jsconfig.json",
+    "**/.vscode/*.json",
+    "**/.devcontainer/devcontainer.json",
+    "**/.devcontainer.json",
+];
+
 /// The `[save] refuse` entry that refuses code edits adding errors from a language server.
 pub const CODE_ERROR: &str = "code-error";
 
@@ -41,6 +52,10 @@ pub struct Config {
     /// What the user should know about this configuration that does not stop the store
     /// (an ignore rule file that could not be read, the schemas folder ignored by git).
     pub warnings: Vec<String>,
+    /// `[store] jsonc` (SPEC §23): globs of the `.json` documents written as JSON with
+    /// comments; [`DEFAULT_JSONC`] when the key is absent (a given list replaces it).
+    pub jsonc: Vec<String>,
+    pub jsonc_set: GlobSet,
     /// Store-relative folder of `<type>.schema.json` files.
     pub schemas_dir: String,
     /// Extra schema associations for documents, in file order.
@@ -246,6 +261,21 @@ impl Config {
             .build()
             .map_err(|err| invalid(format!("store.ignore: the globs cannot be combined: {err}")))?;
 
+        let jsonc = raw
+            .store
+            .jsonc
+            .unwrap_or_else(|| DEFAULT_JSONC.iter().map(|glob| (*glob).to_owned()).collect());
+        let mut jsonc_set = GlobSetBuilder::new();
+        for pattern in &jsonc {
+            let glob = Glob::new(pattern).map_err(|err| {
+                invalid(format!("store.jsonc: '{pattern}' is not a valid glob: {err}"))
+            })?;
+            jsonc_set.add(glob);
+        }
+        let jsonc_set = jsonc_set
+            .build()
+            .map_err(|err| invalid(format!("store.jsonc: the globs cannot be combined: {err}")))?;
+
         let backend = match raw.store.backend.as_deref() {
             None | Some("folder") => {
                 if raw.store.url.is_some() {
@@ -390,6 +420,8 @@ impl Config {
             gitignore: raw.store.gitignore.unwrap_or(true),
             project_ignores: Arc::default(),
             warnings: Vec::new(),
+            jsonc,
+            jsonc_set,
             schemas_dir,
             schema_globs,
             types,
@@ -467,6 +499,7 @@ struct RawStore {
     schemas: Option<String>,
     backend: Option<String>,
     url: Option<String>,
+    jsonc: Option<Vec<String>>,
 }
 
 /// `stardust.toml` text made a folder store's: the `[store]` table's `backend` and `url`
@@ -647,6 +680,48 @@ formats = "assert"
         assert_eq!(config.type_schema_path("book"), "schemas/book.schema.json");
     }
 
+    /// `[store] jsonc` (SPEC §23): absent, the default list; given, it replaces the default.
+    #[test]
+    fn jsonc_globs() {
+        let parse = |text: &str| Config::parse(text, Path::new("stardust.toml")).unwrap();
+        let default = parse("");
+        assert_eq!(default.jsonc, DEFAULT_JSONC);
+        for path in [
+            "tsconfig.json",
+            "web/tsconfig.build.json",
+            "jsconfig.json",
+            ".vscode/settings.json",
+            "app/.vscode/launch.json",
+            ".devcontainer/devcontainer.json",
+            ".devcontainer.json",
+        ] {
+            assert!(default.jsonc_set.is_match(path), "{path}");
+        }
+        for path in ["package.json", "tsconfig.jsonc", "vscode/settings.json", "my-tsconfig.json"] {
+            assert!(!default.jsonc_set.is_match(path), "{path}");
+        }
+        let given = parse("[store]\njsonc = [\"conf/*.json\"]\n");
+        assert_eq!(given.jsonc, ["conf/*.json"]);
+        assert!(given.jsonc_set.is_match("conf/app.json"));
+        assert!(!given.jsonc_set.is_match("tsconfig.json"), "a given list replaces the default");
+        assert!(parse("[store]\njsonc = []\n").jsonc_set.is_empty());
+        check_err(
+            "[store]\njsonc = [\"a[\"]\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.jsonc: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#
+            ]],
+        );
+        check_err(
+            "[store]\njsonc = \"tsconfig.json\"\n",
+            expect![[r#"
+                invalid configuration in stardust.toml: TOML parse error at line 2, column 9
+                  |
+                2 | jsonc = "tsconfig.json"
+                  |         ^^^^^^^^^^^^^^^
+                invalid type: string "tsconfig.json", expected a sequence"#]],
+        );
+    }
+
     #[test]
     fn team_store_backends() {
         let parse = |text: &str| Config::parse(text, Path::new("stardust.toml"));
@@ -750,7 +825,7 @@ ignore = [\"schemas/old/**\"]\n",
                   |
                 2 | ignroe = []
                   | ^^^^^^
-                unknown field `ignroe`, expected one of `ignore`, `gitignore`, `schemas`, `backend`, `url`"#]],
+                unknown field `ignroe`, expected one of `ignore`, `gitignore`, `schemas`, `backend`, `url`, `jsonc`"#]],
         );
         check_err(
             "[notifications]\nmax_pending = \"many\"\n",

@@ -340,3 +340,36 @@ fn schema_fixtures_cover_every_keyword_in_our_words() {
     let missing: Vec<&&str> = KEYWORDS.iter().filter(|k| !rules.contains(**k)).collect();
     assert!(missing.is_empty(), "no fixture reports {missing:?}");
 }
+
+/// A 50 MB JSONC document (SPEC §23's bad input) is read whole, with every comment and
+/// trailing comma, and is clean; its parse time is measured by `benches/parse.rs`.
+#[test]
+fn a_50_mb_jsonc_document_parses_clean() {
+    let text = big_jsonc(50 << 20);
+    let items = text.matches("\"n\"").count();
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config: Config::default() });
+    let analysis = Analysis::new(ctx, vec![("data/big.jsonc".to_owned(), text.into_bytes())]);
+    let doc = analysis.document("data/big.jsonc").unwrap();
+    assert!(doc.byte_len >= 50 << 20);
+    assert_eq!(doc.lang, stardust_core::syntax::Lang::Jsonc);
+    let diagnostics = analysis.diagnostics_of("data/big.jsonc");
+    assert!(diagnostics.is_empty(), "{:?}", diagnostics.first());
+    assert_eq!(doc.parse.value.as_array().map(Vec::len), Some(items));
+    assert_eq!(doc.parse.comments.len(), 2 * items + 1);
+}
+
+/// A JSONC array of at least `size` bytes: records of text with a comment line before each, a
+/// block comment inside each and trailing commas.
+fn big_jsonc(size: usize) -> String {
+    let mut text = String::from("// a large commented data file\n[\n");
+    let mut i = 0;
+    while text.len() < size {
+        text.push_str(&format!(
+            "  // record {i}: http://example.com/{i} /* not a block */\n  {{\"n\": {i}, \"name\": \"record {i} // not a comment\", /* block {i} */ \"body\": \"{}\", \"tags\": [\"a\", \"b\",],}},\n",
+            "lorem ipsum dolor sit amet ".repeat(4)
+        ));
+        i += 1;
+    }
+    text.push_str("]\n");
+    text
+}

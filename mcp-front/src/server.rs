@@ -249,6 +249,12 @@ fn protocol_error(code: Code, message: String) -> McpError {
     McpError::invalid_params(message, Some(json!({ "code": code })))
 }
 
+/// The MIME type of a document's text: JSON's for plain JSON; JSON with comments (which a
+/// JSON reader refuses) and DUST are text.
+fn document_mime(doc: &stardust_core::analysis::Document) -> &'static str {
+    if doc.lang == stardust_core::syntax::Lang::Json { "application/json" } else { "text/plain" }
+}
+
 impl Conn {
     fn resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, McpError> {
         let offset = match cursor {
@@ -263,7 +269,7 @@ impl Conn {
         let snapshot = self.service.store().snapshot();
         let analysis = &snapshot.analysis;
         let documents = analysis.documents().map(|doc| {
-            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            let mime = document_mime(doc);
             Resource::new(format!("{DOCUMENTS}{}", doc.path), doc.path.clone()).with_mime_type(mime)
         });
         let entities = analysis.documents().flat_map(|doc| {
@@ -308,7 +314,7 @@ impl Conn {
                     "{path} is not a document of the store; resources/list names them"
                 ))
             })?;
-            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            let mime = document_mime(doc);
             let contents = ResourceContents::text(doc.text.to_string(), uri).with_mime_type(mime);
             return Ok(ReadResourceResult::new(vec![contents]));
         }

@@ -116,9 +116,9 @@ enum SchemaName {
 }
 
 impl Document {
-    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`.
-    pub fn new(path: String, bytes: Vec<u8>) -> Document {
-        let lang = Lang::from_path(&path).unwrap_or(Lang::Json);
+    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`,
+    /// written in `lang` (the store's [`crate::scan::lang_of`] the path).
+    pub fn new(path: String, lang: Lang, bytes: Vec<u8>) -> Document {
         let version = version_of(&bytes);
         let byte_len = bytes.len() as u64;
         let mut local = Vec::new();
@@ -203,6 +203,11 @@ impl Document {
             Some(index) => root.item(&self.parse.value, index),
         }
     }
+}
+
+/// The notation of a store's document at `path`; JSON for a path that is no document's.
+fn lang_of(config: &Config, path: &str) -> Lang {
+    crate::scan::lang_of(config, path).unwrap_or(Lang::Json)
 }
 
 /// The id rule of one entity.
@@ -343,7 +348,8 @@ impl Analysis {
         let docs: Docs = docs
             .into_par_iter()
             .map(|(path, bytes)| {
-                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes)))
+                let lang = lang_of(&ctx.config, &path);
+                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, lang, bytes)))
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -368,7 +374,8 @@ impl Analysis {
         let parsed: Parsed = rest
             .into_par_iter()
             .map(|(path, bytes)| {
-                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
+                let lang = lang_of(&self.ctx.config, &path);
+                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), lang, b)));
                 (path, doc)
             })
             .collect();
@@ -395,15 +402,25 @@ impl Analysis {
 
     /// This snapshot's documents under another configuration of the same store (SPEC §23: a
     /// changed `stardust.toml` or ignore file takes effect in a running core): the documents
-    /// that are still documents keep their parse, the others leave, and everything that
-    /// depends on the configuration (schemas, validation, the indexes) is derived again.
-    /// Files that become documents are not read here; the store takes them in as edits.
+    /// that are still documents keep their parse (parsed again when `[store] jsonc` changed
+    /// their notation), the others leave, and everything that depends on the configuration
+    /// (schemas, validation, the indexes) is derived again. Files that become documents are
+    /// not read here; the store takes them in as edits.
     pub fn reconfigured(&self, ctx: Arc<StoreContext>) -> Analysis {
         let docs: Docs = self
             .docs
             .iter()
             .filter(|(path, _)| crate::scan::is_document_path(&ctx.config, path))
-            .map(|(path, doc)| (path.clone(), doc.clone()))
+            .map(|(path, doc)| {
+                let lang = lang_of(&ctx.config, path);
+                let doc = if lang == doc.lang {
+                    doc.clone()
+                } else {
+                    let bytes = doc.text.as_bytes().to_vec();
+                    Arc::new(Document::new(doc.path.clone(), lang, bytes))
+                };
+                (path.clone(), doc)
+            })
             .collect();
         Analysis::build(ctx, Arc::new(docs))
     }

@@ -89,9 +89,11 @@ pub fn convert(analysis: &Analysis, path: &str) -> Result<(String, format::Conve
     Ok((converted_path(path, to), conversion))
 }
 
+/// The notation a document converts to: DUST for JSON and JSONC (whose comments DUST keeps),
+/// JSON for DUST.
 fn other(lang: Lang) -> Lang {
     match lang {
-        Lang::Json => Lang::Dust,
+        Lang::Json | Lang::Jsonc => Lang::Dust,
         Lang::Dust => Lang::Json,
     }
 }
@@ -99,16 +101,17 @@ fn other(lang: Lang) -> Lang {
 fn lang_name(lang: Lang) -> &'static str {
     match lang {
         Lang::Json => "JSON",
+        Lang::Jsonc => "JSONC",
         Lang::Dust => "DUST",
     }
 }
 
 fn converted_path(path: &str, to: Lang) -> String {
-    let stem = path.strip_suffix(".json").or_else(|| path.strip_suffix(".dust")).unwrap_or(path);
-    match to {
-        Lang::Json => format!("{stem}.json"),
-        Lang::Dust => format!("{stem}.dust"),
-    }
+    let stem = [".json", ".jsonc", ".dust"]
+        .into_iter()
+        .find_map(|ext| path.strip_suffix(ext))
+        .unwrap_or(path);
+    format!("{stem}.{}", to.as_str())
 }
 
 /// The repairs of one diagnostic, from its code and `data`.
@@ -239,7 +242,7 @@ fn expects_string(data: &Value) -> bool {
 /// A bareword or JSON literal quoted: DUST gets `'...'`, JSON `"..."`.
 fn quoted_edit(doc: &Document, span: Span, text: &str) -> Vec<TextEdit> {
     let quoted = match doc.lang {
-        Lang::Json => Value::String(text.to_owned()).to_string(),
+        Lang::Json | Lang::Jsonc => Value::String(text.to_owned()).to_string(),
         Lang::Dust => format!("'{text}'"),
     };
     vec![TextEdit { span, text: quoted }]
@@ -248,7 +251,7 @@ fn quoted_edit(doc: &Document, span: Span, text: &str) -> Vec<TextEdit> {
 /// A value written on one line in `lang`.
 fn inline(value: &Value, lang: Lang) -> String {
     match lang {
-        Lang::Json => format::json_inline(value),
+        Lang::Json | Lang::Jsonc => format::json_inline(value),
         Lang::Dust => format::dust_value(value, 0, 0),
     }
 }
