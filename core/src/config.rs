@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::DiagnosticCode;
 use crate::error::{Error, Result};
-use crate::schema::Formats;
+use crate::schema::{Dialect, Formats};
 use crate::syntax::Lang;
 
 pub mod servers;
@@ -33,6 +33,8 @@ pub struct Config {
     pub schemas_dir: String,
     /// Extra schema associations for documents, in file order.
     pub schema_globs: Vec<SchemaGlob>,
+    /// `[[schema]] url = ... path = ...`: URIs the store holds a copy of (SPEC §23).
+    pub schema_urls: Vec<SchemaUrl>,
     /// Where new entities of a type are created.
     pub types: BTreeMap<String, TypeConfig>,
     /// Diagnostic codes that refuse a commit (the save authority).
@@ -49,6 +51,8 @@ pub struct Config {
     pub max_pending: usize,
     /// Whether `format` keywords are checked (`[validation] formats`).
     pub formats: Formats,
+    /// How schemas of older drafts are read (`[validation] dialect`, SPEC §23).
+    pub dialect: Dialect,
     /// `[servers.<name>]`: language servers for code files (SPEC §17), by name.
     pub servers: BTreeMap<String, ServerConfig>,
     /// `[store] backend`: where the store's history and documents are durable (SPEC §22).
@@ -109,6 +113,15 @@ impl Backend {
 pub struct SchemaGlob {
     pub glob: String,
     pub matcher: globset::GlobMatcher,
+    /// Store-relative path of the schema.
+    pub path: String,
+}
+
+/// A URI whose schema is a file of the store (`[[schema]] url`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaUrl {
+    /// The URI as written, without a trailing empty fragment.
+    pub url: String,
     /// Store-relative path of the schema.
     pub path: String,
 }
@@ -199,18 +212,53 @@ impl Config {
         check_relative(&schemas_dir).map_err(|why| invalid(format!("store.schemas: {why}")))?;
 
         let mut schema_globs = Vec::new();
+        let mut schema_urls: Vec<SchemaUrl> = Vec::new();
         for (i, entry) in raw.schema.into_iter().enumerate() {
-            let matcher = Glob::new(&entry.glob)
-                .map_err(|err| {
-                    invalid(format!(
-                        "schema[{i}].glob: '{}' is not a valid glob: {err}",
-                        entry.glob
-                    ))
-                })?
-                .compile_matcher();
             check_relative(&entry.path)
                 .map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
-            schema_globs.push(SchemaGlob { glob: entry.glob, matcher, path: entry.path });
+            match (entry.glob, entry.url) {
+                (Some(glob), None) => {
+                    let matcher = Glob::new(&glob)
+                        .map_err(|err| {
+                            invalid(format!("schema[{i}].glob: '{glob}' is not a valid glob: {err}"))
+                        })?
+                        .compile_matcher();
+                    schema_globs.push(SchemaGlob { glob, matcher, path: entry.path });
+                }
+                (None, Some(url)) => {
+                    let written = url.trim_end_matches('#');
+                    let resolved = crate::schema::resolve("", written)
+                        .filter(|_| crate::schema::dialect::is_absolute(written))
+                        .filter(|u| !u.contains('#'));
+                    let Some(url) = resolved else {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is not an absolute URI without a fragment; \
+                             write the schema's URI as documents and schemas name it, such as \
+                             \"https://example.com/app.schema.json\""
+                        )));
+                    };
+                    if let Some(other) = schema_urls.iter().find(|u| u.url == url) {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is already mapped to '{}'; keep one entry \
+                             per URI",
+                            other.path
+                        )));
+                    }
+                    schema_urls.push(SchemaUrl { url, path: entry.path });
+                }
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] has both glob and url; an entry either associates documents \
+                         (glob) or maps a URI to a file (url): split it in two"
+                    )));
+                }
+                (None, None) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] needs glob (the documents the schema checks) or url (the \
+                         URI the schema at path is known by)"
+                    )));
+                }
+            }
         }
 
         let mut types = BTreeMap::new();
@@ -310,11 +358,22 @@ impl Config {
             }
         };
 
+        let dialect = match raw.validation.dialect.as_deref() {
+            None | Some("compatible") => Dialect::Compatible,
+            Some("strict") => Dialect::Strict,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "validation.dialect: expected \"compatible\" or \"strict\", found \"{other}\""
+                )));
+            }
+        };
+
         Ok(Config {
             ignore: raw.store.ignore,
             ignore_set,
             schemas_dir,
             schema_globs,
+            schema_urls,
             types,
             refuse,
             refuse_code_errors,
@@ -323,6 +382,7 @@ impl Config {
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
             formats,
+            dialect,
             servers: BTreeMap::new(),
             backend,
         })
@@ -438,7 +498,8 @@ fn check_database_url(url: &str) -> std::result::Result<(), String> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSchema {
-    glob: String,
+    glob: Option<String>,
+    url: Option<String>,
     path: String,
 }
 
@@ -478,6 +539,7 @@ struct RawPreviews {
 #[serde(deny_unknown_fields)]
 struct RawValidation {
     formats: Option<String>,
+    dialect: Option<String>,
 }
 
 #[cfg(test)]
