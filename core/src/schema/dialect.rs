@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 pub enum Dialect {
     /// As ajv 8 and vscode-json-languageservice read them (docs/DECISIONS.md): keywords beside
     /// `$ref` apply, keywords of later drafts apply, `contentMediaType`/`contentEncoding` are
-    /// annotations. A schema of draft 4, 6 or 7 (or one that declares no draft) is rewritten
-    /// into its 2020-12 equivalent before it is compiled.
+    /// annotations. A schema of draft 4, 6 or 7 is rewritten into its 2019-09 equivalent
+    /// before it is compiled ([`readable`]).
     #[default]
     Compatible,
     /// The letter of the declared draft.
@@ -35,7 +35,7 @@ pub enum Draft {
     Other,
 }
 
-pub const DRAFT_2020: &str = "https://json-schema.org/draft/2020-12/schema";
+pub const DRAFT_2019: &str = "https://json-schema.org/draft/2019-09/schema";
 
 /// Keywords whose values are data, never schemas.
 const DATA: [&str; 5] = ["enum", "const", "default", "examples", "example"];
@@ -134,19 +134,20 @@ fn walk(
 }
 
 /// The schema `value` as `dialect` reads it. In the compatible dialect a schema that declares
-/// draft 4, 6 or 7, or no draft, is rewritten into its 2020-12 equivalent (each case is in
-/// docs/DECISIONS.md):
-/// - `$schema` names 2020-12 (keywords beside `$ref` then apply, `const`, `if`, `contains`
-///   and the other later keywords apply, `contentMediaType`/`contentEncoding` are annotations);
-/// - draft 4's `id`, and an `id` holding an absolute URI where no draft is declared, become
-///   `$id`; a fragment-only identifier becomes `$anchor`, a fragment after a URI is split off
-///   into `$anchor`; an identifier beside `$ref`, ignored by those drafts, is dropped;
-/// - draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form;
-/// - an array `items` becomes `prefixItems`, and `additionalItems` then becomes `items`
-///   (`additionalItems` beside a schema `items`, ignored by those drafts, is dropped).
+/// draft 4, 6 or 7 is rewritten into its 2019-09 equivalent (the first draft that applies
+/// keywords beside `$ref`, and one whose meta-schema still has the array form of `items` and
+/// `additionalItems`); each case is in docs/DECISIONS.md:
+/// - `$schema` names 2019-09: keywords beside `$ref` then apply, `const`, `if`, `contains` and
+///   the other later keywords apply, `contentMediaType`/`contentEncoding` are annotations;
+/// - draft 4's `id` becomes `$id`; a fragment-only identifier becomes `$anchor`, a fragment
+///   after a URI is split off into `$anchor`; an identifier beside `$ref`, ignored by those
+///   drafts, is dropped;
+/// - draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum` become the numeric form.
 ///
-/// Anything else (drafts 2019-09 and 2020-12, custom meta-schemas, the strict dialect) is
-/// returned as it is.
+/// A schema that declares no draft is read as 2020-12 (the latest), except that an `id`
+/// holding an absolute URI is its `$id` (as vscode reads it) and a boolean
+/// `exclusiveMinimum`/`exclusiveMaximum` is draft 4's. Anything else (drafts 2019-09 and
+/// 2020-12, custom meta-schemas, the strict dialect) is returned as it is.
 pub fn readable(value: &Value, dialect: Dialect) -> Cow<'_, Value> {
     if dialect == Dialect::Strict || !value.is_object() {
         return Cow::Borrowed(value);
@@ -157,9 +158,6 @@ pub fn readable(value: &Value, dialect: Dialect) -> Cow<'_, Value> {
     }
     let mut out = value.clone();
     rewrite(&mut out, draft);
-    if let Value::Object(map) = &mut out {
-        map.insert("$schema".to_owned(), Value::String(DRAFT_2020.to_owned()));
-    }
     Cow::Owned(out)
 }
 
@@ -168,7 +166,7 @@ fn rewrite(value: &mut Value, draft: Option<Draft>) {
         Value::Object(map) => {
             let draft = match map.get("$schema").and_then(Value::as_str).map(Draft::of) {
                 Some(d) if d.legacy() => {
-                    map.insert("$schema".to_owned(), Value::String(DRAFT_2020.to_owned()));
+                    map.insert("$schema".to_owned(), Value::String(DRAFT_2019.to_owned()));
                     Some(d)
                 }
                 // A subschema of a later draft, or of a custom meta-schema, is left alone.
@@ -206,7 +204,9 @@ fn rewrite_object(map: &mut Map<String, Value>, draft: Option<Draft>) {
     {
         map.insert("$id".to_owned(), id);
     }
-    if let Some(id) = map.get("$id").and_then(Value::as_str).map(str::to_owned) {
+    if draft.is_some()
+        && let Some(id) = map.get("$id").and_then(Value::as_str).map(str::to_owned)
+    {
         if map.contains_key("$ref") {
             map.remove("$id");
         } else if let Some((uri, fragment)) = id.split_once('#') {
@@ -230,16 +230,6 @@ fn rewrite_object(map: &mut Map<String, Value>, draft: Option<Draft>) {
                 map.insert(exclusive.to_owned(), n);
             }
         }
-    }
-    // Tuple `items`.
-    if map.get("items").is_some_and(Value::is_array) && !map.contains_key("prefixItems") {
-        let items = map.remove("items").unwrap_or_default();
-        map.insert("prefixItems".to_owned(), items);
-        if let Some(additional) = map.remove("additionalItems") {
-            map.insert("items".to_owned(), additional);
-        }
-    } else if !map.get("items").is_some_and(Value::is_array) {
-        map.remove("additionalItems");
     }
 }
 
@@ -268,24 +258,28 @@ mod tests {
                 "n": {"minimum": 0, "exclusiveMinimum": true},
                 "m": {"maximum": 9, "exclusiveMaximum": false},
                 "t": {"items": [{"type": "string"}], "additionalItems": false},
-                "u": {"items": {"type": "string"}, "additionalItems": false},
                 "r": {"id": "#here", "type": "string"},
                 "s": {"$ref": "#/definitions/x", "id": "https://example.com/ignored"}
             }
         });
-        expect_test::expect![[r##"{"$id":"https://example.com/a.json","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"id":{"default":{"id":"not-an-identifier"},"type":"string"},"m":{"maximum":9},"n":{"exclusiveMinimum":0},"r":{"$anchor":"here","type":"string"},"s":{"$ref":"#/definitions/x"},"t":{"items":false,"prefixItems":[{"type":"string"}]},"u":{"items":{"type":"string"}}}}"##]]
+        expect_test::expect![[r##"{"$id":"https://example.com/a.json","$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"id":{"default":{"id":"not-an-identifier"},"type":"string"},"m":{"maximum":9},"n":{"exclusiveMinimum":0},"r":{"$anchor":"here","type":"string"},"s":{"$ref":"#/definitions/x"},"t":{"additionalItems":false,"items":[{"type":"string"}]}}}"##]]
         .assert_eq(&readable(&schema, Dialect::Compatible).to_string());
         assert_eq!(*readable(&schema, Dialect::Strict), schema, "strict reads the letter");
     }
 
     #[test]
     fn later_drafts_are_read_as_written() {
-        let schema = json!({"$schema": DRAFT_2020, "items": [{"type": "string"}]});
+        let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x#y"});
         assert!(matches!(readable(&schema, Dialect::Compatible), Cow::Borrowed(_)));
         let nested = json!({"$schema": "http://json-schema.org/draft-07/schema#", "$defs": {
             "a": {"$schema": "https://json-schema.org/draft/2019-09/schema", "$id": "x#y"}}});
         let read = readable(&nested, Dialect::Compatible);
         assert_eq!(read["$defs"]["a"]["$id"], "x#y", "a 2019-09 subschema is left alone");
+        let none = json!({"id": "https://e.com/n", "$defs": {"a": {"$id": "b#c"}}});
+        let read = readable(&none, Dialect::Compatible);
+        assert_eq!(read["$id"], "https://e.com/n", "an absolute id of no draft is its $id");
+        assert_eq!(read.get("$schema"), None, "no draft stays the latest");
+        assert_eq!(read["$defs"]["a"]["$id"], "b#c");
     }
 
     #[test]
