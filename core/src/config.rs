@@ -349,7 +349,8 @@ impl Config {
         }
 
         let formats = match raw.validation.formats.as_deref() {
-            None | Some("annotate") => Formats::Annotate,
+            None => Formats::ByDraft,
+            Some("annotate") => Formats::Annotate,
             Some("assert") => Formats::Assert,
             Some(other) => {
                 return Err(invalid(format!(
@@ -658,7 +659,9 @@ formats = "assert"
         assert_eq!(config.schemas_dir, "schemas");
         assert_eq!(config.max_pending, 10_000);
         assert_eq!(config.mcp_mutation, MutationPosture::Off);
-        assert_eq!(config.formats, Formats::Annotate, "formats annotate, as in 2020-12");
+        assert_eq!(config.formats, Formats::ByDraft, "formats annotate, as in 2020-12, unless a schema of draft 4 to 7 is read compatibly");
+        assert_eq!(config.dialect, Dialect::Compatible);
+        assert!(config.schema_urls.is_empty());
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
     }

@@ -71,8 +71,13 @@ pub type Documents = HashMap<String, Value>;
 /// How `format` keywords are treated (`[validation] formats`, SPEC §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Formats {
-    /// `format` is an annotation only, as JSON Schema 2020-12's default vocabulary says.
+    /// `[validation] formats` unset: `format` is an annotation, as JSON Schema 2020-12's
+    /// default vocabulary says, except in a schema declaring draft 4, 6 or 7 read in the
+    /// compatible dialect, where it is checked as ajv (with ajv-formats) and VS Code check it
+    /// (docs/DECISIONS.md).
     #[default]
+    ByDraft,
+    /// `format` is an annotation only, as JSON Schema 2020-12's default vocabulary says.
     Annotate,
     /// `format` is checked: a value that is not a valid date, email, URI, ... fails.
     Assert,
@@ -110,13 +115,24 @@ impl std::fmt::Debug for Compiled {
 
 /// Compile the schema `value` found at store-relative `path`, as `source.dialect` reads it.
 pub fn compile(path: &str, value: &Value, source: &Source) -> Compiled {
+    let assert_formats = match source.formats {
+        Formats::Assert => true,
+        Formats::Annotate => false,
+        Formats::ByDraft => {
+            source.dialect == Dialect::Compatible
+                && matches!(
+                    dialect::declared(value),
+                    Some(Draft::Draft4 | Draft::Draft6 | Draft::Draft7)
+                )
+        }
+    };
     let value = dialect::readable(value, source.dialect);
     let served: Arc<Mutex<Documents>> = Arc::default();
     let options = jsonschema::options()
         .with_base_uri(format!("{BASE}{path}"))
         .with_retriever(StoreRetriever { source: source.clone(), served: served.clone() })
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
-        .should_validate_formats(source.formats == Formats::Assert);
+        .should_validate_formats(assert_formats);
     let built = options.build(&value);
     let mut docs = std::mem::take(&mut *sync::lock(&served));
     docs.insert(path.to_owned(), value.clone().into_owned());
@@ -183,7 +199,21 @@ fn invalid_schema(
                 };
                 (message, pointer)
             }
-            None => (messages::referencing(inner, None), Vec::new()),
+            None => match identifiers(path, value).into_iter().find(|id| id.uri.is_none()) {
+                // An identifier that is not a URI reference.
+                Some(id) if matches!(inner, ReferencingError::InvalidUri(_)) => {
+                    let mut pointer = id.pointer;
+                    pointer.push(id.key.to_owned());
+                    let message = format!(
+                        "this schema is invalid: the {} '{}' is not a URI; write an absolute URI \
+                         such as \"https://example.com/schemas/name.json\", or a reference \
+                         relative to the schema's base",
+                        id.key, id.written
+                    );
+                    (message, pointer)
+                }
+                _ => (messages::referencing(inner, None), Vec::new()),
+            },
         };
     }
     let pointer = segments(err.instance_path());

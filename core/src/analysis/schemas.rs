@@ -56,8 +56,7 @@ pub(super) struct Schemas {
     /// Store paths that the configuration, schemas or `$schema`s name and that are not
     /// documents: creating one changes the schemas.
     pub(super) wanted: HashSet<String>,
-    /// Problems of schema documents found here (URIs claimed twice, identifiers that are not
-    /// URIs), by path.
+    /// Problems of schema documents found here (URIs claimed twice), by path.
     pub(super) problems: HashMap<String, Vec<Diagnostic>>,
 }
 
@@ -123,23 +122,9 @@ impl Finder<'_> {
             let mut at = id.pointer.clone();
             at.push(id.key.to_owned());
             let span = span_at(doc, &at);
-            match id.uri {
-                Some(uri) if !uri.is_empty() => {
-                    self.claims.entry(uri).or_default().push((path.to_owned(), id.pointer, span));
-                }
-                _ => self.out.problems.entry(path.to_owned()).or_default().push(
-                    Diagnostic::new(
-                        DiagnosticCode::Schema,
-                        span,
-                        format!(
-                            "the {} '{}' is not a URI; write an absolute URI such as \
-                             \"https://example.com/schemas/name.json\", or a reference relative \
-                             to the schema's base",
-                            id.key, id.written
-                        ),
-                    )
-                    .with_data(serde_json::json!({"rule": id.key})),
-                ),
+            // An identifier that is not a URI is the schema's own compile error (schema.rs).
+            if let Some(uri) = id.uri.filter(|u| !u.is_empty()) {
+                self.claims.entry(uri).or_default().push((path.to_owned(), id.pointer, span));
             }
         }
         for (_, keyword, uri) in schema::references(path, value) {

@@ -70,7 +70,7 @@ pub fn declared(value: &Value) -> Option<Draft> {
 /// The identifier of one schema object as its draft reads it: `$id` (draft 4: `id`; a schema
 /// declaring no draft: `$id`, else an `id` that is an absolute URI, as vscode reads it).
 /// Returns the key and the value; `None` when the object has no identifier that moves the
-/// base (a legacy identifier beside `$ref`, or a fragment-only one, which is an anchor).
+/// base (one beside `$ref` in drafts 4 to 7, or a fragment-only one, which is an anchor).
 pub fn identifier(map: &Map<String, Value>, draft: Option<Draft>) -> Option<(&'static str, &str)> {
     let key = match draft {
         Some(Draft::Draft4) => "id",
@@ -78,8 +78,7 @@ pub fn identifier(map: &Map<String, Value>, draft: Option<Draft>) -> Option<(&'s
         _ => "$id",
     };
     let id = map.get(key)?.as_str()?;
-    let legacy = draft.is_none_or(Draft::legacy);
-    if legacy && (map.contains_key("$ref") || id.starts_with('#')) {
+    if id.starts_with('#') || (draft.is_some_and(Draft::legacy) && map.contains_key("$ref")) {
         return None;
     }
     Some((key, id))
@@ -293,6 +292,7 @@ mod tests {
         assert_eq!(identifier(&relative, None), None, "a relative id of no draft is data");
         let beside_ref = map(json!({"$id": "https://e.com/b", "$ref": "#"}));
         assert_eq!(identifier(&beside_ref, Some(Draft::Draft7)), None);
+        assert_eq!(identifier(&beside_ref, None), Some(("$id", "https://e.com/b")));
         assert_eq!(identifier(&beside_ref, Some(Draft::Draft2020)), Some(("$id", "https://e.com/b")));
     }
 }
