@@ -605,6 +605,65 @@ formats = "assert"
     }
 
     #[test]
+    fn schema_urls_and_dialect() {
+        let config = Config::parse(
+            "[[schema]]\nurl = \"https://example.com/x.json#\"\npath = \"vendor/x.json\"\n\n\
+             [[schema]]\nglob = \"config/*.json\"\npath = \"vendor/x.json\"\n\n\
+             [validation]\ndialect = \"strict\"\n",
+            Path::new("stardust.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            config.schema_urls,
+            vec![SchemaUrl { url: "https://example.com/x.json".into(), path: "vendor/x.json".into() }]
+        );
+        assert_eq!(config.schema_globs.len(), 1);
+        assert_eq!(config.dialect, Dialect::Strict);
+        check_err(
+            "[[schema]]\nglob = \"a/*.json\"\nurl = \"https://e.com/a\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] has both glob and url; an entry either associates documents (glob) or maps a URI to a file (url): split it in two"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] needs glob (the documents the schema checks) or url (the URI the schema at path is known by)"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"vendor/a.json\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'vendor/a.json' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a#/definitions/x\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'https://e.com/a#/definitions/x' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"a.json\"\n[[schema]]\nurl = \"https://e.com/a\"\npath = \"b.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[1].url: 'https://e.com/a' is already mapped to 'a.json'; keep one entry per URI"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"../a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].path: '../a.json' must not leave the store ('..' is not allowed)"#
+            ]],
+        );
+        check_err(
+            "[validation]\ndialect = \"loose\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: validation.dialect: expected "compatible" or "strict", found "loose""#
+            ]],
+        );
+    }
+
+    #[test]
     fn team_store_backends() {
         let parse = |text: &str| Config::parse(text, Path::new("stardust.toml"));
         assert_eq!(parse("").unwrap().backend, Backend::Folder);
@@ -700,9 +759,7 @@ formats = "assert"
         );
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
-            expect![[
-                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "code-error""#
-            ]],
+            expect![[r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "schema-unavailable", "code-error""#]],
         );
         check_err(
             "[types.book]\nformat = \"yaml\"\n",

@@ -261,7 +261,7 @@ mod tests {
                 "s": {"$ref": "#/definitions/x", "id": "https://example.com/ignored"}
             }
         });
-        expect_test::expect![[r##"{"$id":"https://example.com/a.json","$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"id":{"default":{"id":"not-an-identifier"},"type":"string"},"m":{"maximum":9},"n":{"exclusiveMinimum":0},"r":{"$anchor":"here","type":"string"},"s":{"$ref":"#/definitions/x"},"t":{"additionalItems":false,"items":[{"type":"string"}]}}}"##]]
+        expect_test::expect![[r##"{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"id":{"type":"string","default":{"id":"not-an-identifier"}},"n":{"exclusiveMinimum":0},"m":{"maximum":9},"t":{"items":[{"type":"string"}],"additionalItems":false},"r":{"type":"string","$anchor":"here"},"s":{"$ref":"#/definitions/x"}},"$id":"https://example.com/a.json"}"##]]
         .assert_eq(&readable(&schema, Dialect::Compatible).to_string());
         assert_eq!(*readable(&schema, Dialect::Strict), schema, "strict reads the letter");
     }
