@@ -241,8 +241,12 @@ class Lsp:
                     length = int(line.split(b":")[1])
             msg = json.loads(out.read(length))
             if "method" in msg and "id" in msg:
-                result = self.on_request(msg["method"], msg.get("params"))
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                try:
+                    result = self.on_request(msg["method"], msg.get("params"))
+                    answer = {"result": result}
+                except Exception as err:  # the server is told, and the reader goes on
+                    answer = {"error": {"code": -32603, "message": str(err)}}
+                self.send({"jsonrpc": "2.0", "id": msg["id"], **answer})
             elif "method" in msg:
                 if msg["method"] == "textDocument/publishDiagnostics":
                     with self.cond:
@@ -272,11 +276,12 @@ def run_peer(server, store, tests, urls):
 
     def on_request(method, params):
         if method == "vscode/content":
-            uri = params if isinstance(params, str) else params.get("uri", params)
-            path = by_url.get(uri.split("#")[0].rstrip("#"))
+            uri = params[0] if isinstance(params, list) else params
+            uri = uri if isinstance(uri, str) else uri.get("uri")
+            path = by_url.get(uri.split("#")[0])
             if path:
                 return open(path, encoding="utf-8-sig").read()
-            return None
+            raise LookupError(f"{uri} is not vendored (offline)")
         if method == "workspace/configuration":
             return [settings(store, tests) for _ in params.get("items", [])]
         return None

@@ -204,7 +204,11 @@ fn schema_urls_link_to_the_stores_copy() {
         "textDocument/documentLink",
         json!({"textDocument": client.doc("data/team.json")}),
     );
-    assert_eq!(links[0]["target"], format!("{}#L1,1", client.uri("vendor/d7/team.json")), "{links}");
+    assert_eq!(
+        links[0]["target"],
+        format!("{}#L1,1", client.uri("vendor/d7/team.json")),
+        "{links}"
+    );
     let person = read(tmp.path(), "vendor/d6/person.json");
     client.open("vendor/d6/person.json", &person);
     let links = client.request(
@@ -215,9 +219,14 @@ fn schema_urls_link_to_the_stores_copy() {
         links.as_array().unwrap().iter().map(|l| l["target"].as_str().unwrap()).collect();
     let defs = read(tmp.path(), "shared/defs.json");
     let tags = defs.lines().position(|l| l.trim_start().starts_with("\"tags\"")).unwrap() + 1;
-    assert!(targets.contains(&format!("{}#L1,1", client.uri("vendor/d4/address.json")).as_str()), "{targets:?}");
     assert!(
-        targets.iter().any(|t| t.starts_with(&format!("{}#L{tags},", client.uri("shared/defs.json")))),
+        targets.contains(&format!("{}#L1,1", client.uri("vendor/d4/address.json")).as_str()),
+        "{targets:?}"
+    );
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.starts_with(&format!("{}#L{tags},", client.uri("shared/defs.json")))),
         "{targets:?}"
     );
     client.shutdown();

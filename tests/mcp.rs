@@ -586,7 +586,10 @@ fn diagnostics_of_schemas_known_by_url() {
     assert_eq!(d["code"], "schema-unavailable", "{remote}");
     assert_eq!(d["severity"], "warning");
     let message = d["message"].as_str().unwrap();
-    assert!(message.contains("[[schema]] url = \"https://example.org/not-vendored.schema.json\""), "{message}");
+    assert!(
+        message.contains("[[schema]] url = \"https://example.org/not-vendored.schema.json\""),
+        "{message}"
+    );
     let app = mcp.ok("diagnostics", json!({"path": "config/app.json"}));
     assert_eq!(app["total"], 1, "$schema and a glob naming one schema report once: {app}");
 }

@@ -220,7 +220,9 @@ impl Config {
                 (Some(glob), None) => {
                     let matcher = Glob::new(&glob)
                         .map_err(|err| {
-                            invalid(format!("schema[{i}].glob: '{glob}' is not a valid glob: {err}"))
+                            invalid(format!(
+                                "schema[{i}].glob: '{glob}' is not a valid glob: {err}"
+                            ))
                         })?
                         .compile_matcher();
                     schema_globs.push(SchemaGlob { glob, matcher, path: entry.path });
@@ -615,7 +617,10 @@ formats = "assert"
         .unwrap();
         assert_eq!(
             config.schema_urls,
-            vec![SchemaUrl { url: "https://example.com/x.json".into(), path: "vendor/x.json".into() }]
+            vec![SchemaUrl {
+                url: "https://example.com/x.json".into(),
+                path: "vendor/x.json".into()
+            }]
         );
         assert_eq!(config.schema_globs.len(), 1);
         assert_eq!(config.dialect, Dialect::Strict);
@@ -718,7 +723,11 @@ formats = "assert"
         assert_eq!(config.schemas_dir, "schemas");
         assert_eq!(config.max_pending, 10_000);
         assert_eq!(config.mcp_mutation, MutationPosture::Off);
-        assert_eq!(config.formats, Formats::ByDraft, "formats annotate, as in 2020-12, unless a schema of draft 4 to 7 is read compatibly");
+        assert_eq!(
+            config.formats,
+            Formats::ByDraft,
+            "formats annotate, as in 2020-12, unless a schema of draft 4 to 7 is read compatibly"
+        );
         assert_eq!(config.dialect, Dialect::Compatible);
         assert!(config.schema_urls.is_empty());
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
@@ -759,7 +768,9 @@ formats = "assert"
         );
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
-            expect![[r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "schema-unavailable", "code-error""#]],
+            expect![[
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "schema-unavailable", "code-error""#
+            ]],
         );
         check_err(
             "[types.book]\nformat = \"yaml\"\n",

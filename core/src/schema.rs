@@ -40,29 +40,22 @@ pub const REF_KEYWORD: &str = "x-stardust-ref";
 /// The base URI of the store's documents: `file:///__store__/<store-relative path>`.
 pub const BASE: &str = "file:///__store__/";
 
+/// A store document's value by store-relative path.
+pub type DocumentSource = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
+/// The schema at a URI, or why there is none.
+pub type UriSource = Arc<dyn Fn(&str) -> std::result::Result<Value, String> + Send + Sync>;
+
 /// What a schema may reach while it compiles.
 #[derive(Clone)]
 pub struct Source {
     /// A store document's value by store-relative path, as the dialect reads it; `None` when
     /// the store has no such document.
-    pub document: Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>,
+    pub document: DocumentSource,
     /// The schema the store holds at a URI outside the store's base (fragment removed), or why
     /// it has none.
-    pub uri: Arc<dyn Fn(&str) -> std::result::Result<Value, String> + Send + Sync>,
+    pub uri: UriSource,
     pub formats: Formats,
     pub dialect: Dialect,
-}
-
-impl Source {
-    /// A source reading only the store's documents by path (no URI is known).
-    pub fn documents(document: Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>) -> Source {
-        Source {
-            document,
-            uri: Arc::new(|uri| Err(format!("the store holds no schema at '{uri}'"))),
-            formats: Formats::default(),
-            dialect: Dialect::default(),
-        }
-    }
 }
 
 /// Schema documents by store-relative path: the one compiled and those its `$ref`s reached.
@@ -284,7 +277,8 @@ fn identifiers_in(
             let mut moved = None;
             if let Some((key, id)) = dialect::identifier(map, draft) {
                 moved = jsonschema::uri::resolve_against(&base.borrow(), id).ok();
-                let uri = moved.as_ref().map(|u| u.as_str().split('#').next().unwrap_or("").to_owned());
+                let uri =
+                    moved.as_ref().map(|u| u.as_str().split('#').next().unwrap_or("").to_owned());
                 out.push(Identifier { pointer: pointer.clone(), key, written: id.to_owned(), uri });
             }
             let base = moved.as_ref().unwrap_or(base);
@@ -452,7 +446,9 @@ impl jsonschema::Retrieve for StoreRetriever {
                     .ok_or_else(|| format!("'{path}' is not a document of the store"))?;
                 (path, value)
             }
-            None if uri.starts_with("file:") => return Err(format!("refused to read '{uri}'").into()),
+            None if uri.starts_with("file:") => {
+                return Err(format!("refused to read '{uri}'").into());
+            }
             None => (uri, (self.source.uri)(uri)?),
         };
         sync::lock(&self.served).insert(key.to_owned(), value.clone());

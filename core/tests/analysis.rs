@@ -103,10 +103,8 @@ fn documents_become_schemas_and_back() {
 
     // The `$ref` target is missing, then created: the schema compiles and validates `x`.
     assert!(render(&before).contains("vendor/x.json' is not a document of the store"));
-    let created = before.with_changes(vec![(
-        "vendor/x.json".to_owned(),
-        Some(b"{\"type\": \"string\"}".to_vec()),
-    )]);
+    let created = before
+        .with_changes(vec![("vendor/x.json".to_owned(), Some(b"{\"type\": \"string\"}".to_vec()))]);
     assert!(created.is_schema("vendor/x.json"));
     let d = created.diagnostics_of("data/d.json");
     assert!(d.iter().any(|d| d.message.contains("expected a string")), "{d:?}");
@@ -114,10 +112,7 @@ fn documents_become_schemas_and_back() {
 
 /// A fresh analysis of the same documents and configuration as `analysis`.
 fn analyse_like(analysis: &Analysis) -> Analysis {
-    let docs = analysis
-        .documents()
-        .map(|d| (d.path.clone(), d.text.as_bytes().to_vec()))
-        .collect();
+    let docs = analysis.documents().map(|d| (d.path.clone(), d.text.as_bytes().to_vec())).collect();
     Analysis::new(analysis.context().clone(), docs)
 }
 

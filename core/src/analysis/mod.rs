@@ -1198,7 +1198,11 @@ fn validate_document(
                     glob.path, glob.glob
                 )),
             };
-            associated.push((target, glob.path.clone(), Span::new(root.span.start, root.span.start)));
+            associated.push((
+                target,
+                glob.path.clone(),
+                Span::new(root.span.start, root.span.start),
+            ));
         }
     }
     let mut seen: Vec<Target> = Vec::new();

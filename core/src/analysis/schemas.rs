@@ -148,8 +148,11 @@ impl Finder<'_> {
             if paths.len() == 1 {
                 let (path, pointer, _) = claimants.swap_remove(0);
                 // A document claiming one URI twice keeps the outermost.
-                let held =
-                    if pointer.is_empty() { Held::Document(path) } else { Held::Sub(path, pointer) };
+                let held = if pointer.is_empty() {
+                    Held::Document(path)
+                } else {
+                    Held::Sub(path, pointer)
+                };
                 self.out.uris.insert(uri, held);
                 continue;
             }
@@ -199,13 +202,8 @@ fn span_at(doc: &Document, pointer: &[String]) -> Span {
 
 /// The schemas of the documents `docs` under `config`.
 pub(super) fn find(config: &Config, docs: &Docs) -> Schemas {
-    let mut finder = Finder {
-        config,
-        docs,
-        out: Schemas::default(),
-        queue: Vec::new(),
-        claims: HashMap::new(),
-    };
+    let mut finder =
+        Finder { config, docs, out: Schemas::default(), queue: Vec::new(), claims: HashMap::new() };
     for entry in &config.schema_urls {
         finder.out.uris.insert(entry.url.clone(), Held::Document(entry.path.clone()));
         finder.add(&entry.path);
@@ -247,14 +245,14 @@ impl Schemas {
     /// The schema the store holds at `uri` (without fragment), or why it has none.
     fn value_at(&self, uri: &str) -> Result<Value, String> {
         match self.uris.get(uri) {
-            Some(Held::Document(path)) => self.values.get(path).map(|v| (**v).clone()).ok_or_else(
-                || {
+            Some(Held::Document(path)) => {
+                self.values.get(path).map(|v| (**v).clone()).ok_or_else(|| {
                     format!(
                         "[[schema]] url maps '{uri}' to '{path}', which is not a readable \
                          document of the store; save the schema there or fix the path"
                     )
-                },
-            ),
+                })
+            }
             Some(Held::Sub(path, pointer)) => {
                 let root = self.values.get(path).ok_or_else(|| schema::not_held(uri))?;
                 let mut value = subschema(root, pointer).cloned().unwrap_or(Value::Bool(true));

@@ -80,7 +80,13 @@ fn schema_link(analysis: &Analysis, doc: &Document) -> Option<Link> {
 
 /// Every `$ref` (and `$dynamicRef`, `$recursiveRef`) of a schema document that names a schema
 /// of the store, by path or by URI, each resolved against the base in force where it stands.
-fn schema_refs(analysis: &Analysis, doc: &Document, root: &Node, value: &Value, out: &mut Vec<Link>) {
+fn schema_refs(
+    analysis: &Analysis,
+    doc: &Document,
+    root: &Node,
+    value: &Value,
+    out: &mut Vec<Link>,
+) {
     for (pointer, keyword, uri) in crate::schema::references(&doc.path, value) {
         if keyword == "$schema" {
             continue;

@@ -44,7 +44,8 @@ impl Draft {
     /// The draft `$schema` names.
     pub fn of(dollar_schema: &str) -> Draft {
         let s = dollar_schema.trim_end_matches('#');
-        let known = s.starts_with("http://json-schema.org/") || s.starts_with("https://json-schema.org/");
+        let known =
+            s.starts_with("http://json-schema.org/") || s.starts_with("https://json-schema.org/");
         match s.rsplit_once("json-schema.org/").map(|(_, rest)| rest) {
             Some("draft-04/schema") if known => Draft::Draft4,
             Some("draft-06/schema") if known => Draft::Draft6,
@@ -74,7 +75,11 @@ pub fn declared(value: &Value) -> Option<Draft> {
 pub fn identifier(map: &Map<String, Value>, draft: Option<Draft>) -> Option<(&'static str, &str)> {
     let key = match draft {
         Some(Draft::Draft4) => "id",
-        None if !map.contains_key("$id") && map.get("id").and_then(Value::as_str).is_some_and(is_absolute) => "id",
+        None if !map.contains_key("$id")
+            && map.get("id").and_then(Value::as_str).is_some_and(is_absolute) =>
+        {
+            "id"
+        }
         _ => "$id",
     };
     let id = map.get(key)?.as_str()?;
@@ -90,46 +95,6 @@ pub fn is_absolute(s: &str) -> bool {
     let mut chars = scheme.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-}
-
-/// Call `f` with every schema object of `value` (the root first), its JSON Pointer tokens and
-/// the draft in force there (a nested `$schema` changes it).
-pub fn walk_schemas(
-    value: &Value,
-    draft: Option<Draft>,
-    f: &mut dyn FnMut(&Map<String, Value>, &[String], Option<Draft>),
-) {
-    walk(value, draft, &mut Vec::new(), f);
-}
-
-fn walk(
-    value: &Value,
-    draft: Option<Draft>,
-    pointer: &mut Vec<String>,
-    f: &mut dyn FnMut(&Map<String, Value>, &[String], Option<Draft>),
-) {
-    match value {
-        Value::Object(map) => {
-            let draft = declared(value).or(draft);
-            f(map, pointer, draft);
-            for (key, v) in map {
-                if DATA.contains(&key.as_str()) || key.starts_with("x-") {
-                    continue;
-                }
-                pointer.push(key.clone());
-                walk(v, draft, pointer, f);
-                pointer.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                pointer.push(i.to_string());
-                walk(v, draft, pointer, f);
-                pointer.pop();
-            }
-        }
-        _ => {}
-    }
 }
 
 /// The schema `value` as `dialect` reads it. In the compatible dialect a schema that declares
@@ -268,7 +233,8 @@ mod tests {
 
     #[test]
     fn later_drafts_are_read_as_written() {
-        let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x#y"});
+        let schema =
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x#y"});
         assert!(matches!(readable(&schema, Dialect::Compatible), Cow::Borrowed(_)));
         let nested = json!({"$schema": "http://json-schema.org/draft-07/schema#", "$defs": {
             "a": {"$schema": "https://json-schema.org/draft/2019-09/schema", "$id": "x#y"}}});
@@ -293,6 +259,9 @@ mod tests {
         let beside_ref = map(json!({"$id": "https://e.com/b", "$ref": "#"}));
         assert_eq!(identifier(&beside_ref, Some(Draft::Draft7)), None);
         assert_eq!(identifier(&beside_ref, None), Some(("$id", "https://e.com/b")));
-        assert_eq!(identifier(&beside_ref, Some(Draft::Draft2020)), Some(("$id", "https://e.com/b")));
+        assert_eq!(
+            identifier(&beside_ref, Some(Draft::Draft2020)),
+            Some(("$id", "https://e.com/b"))
+        );
     }
 }
