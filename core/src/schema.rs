@@ -41,9 +41,9 @@ pub const REF_KEYWORD: &str = "x-stardust-ref";
 pub const BASE: &str = "file:///__store__/";
 
 /// A store document's value by store-relative path.
-pub type DocumentSource = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
+pub type DocumentSource = Arc<dyn Fn(&str) -> Option<Arc<Value>> + Send + Sync>;
 /// The schema at a URI, or why there is none.
-pub type UriSource = Arc<dyn Fn(&str) -> std::result::Result<Value, String> + Send + Sync>;
+pub type UriSource = Arc<dyn Fn(&str) -> std::result::Result<Arc<Value>, String> + Send + Sync>;
 
 /// What a schema may reach while it compiles.
 #[derive(Clone)]
@@ -59,7 +59,7 @@ pub struct Source {
 }
 
 /// Schema documents by store-relative path: the one compiled and those its `$ref`s reached.
-pub type Documents = HashMap<String, Value>;
+pub type Documents = HashMap<String, Arc<Value>>;
 
 /// How `format` keywords are treated (`[validation] formats`, SPEC §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -108,6 +108,18 @@ impl std::fmt::Debug for Compiled {
 
 /// Compile the schema `value` found at store-relative `path`, as `source.dialect` reads it.
 pub fn compile(path: &str, value: &Value, source: &Source) -> Compiled {
+    let readable = Arc::new(dialect::readable(value, source.dialect).into_owned());
+    compile_readable(path, value, readable, source)
+}
+
+/// Compile the schema `value` found at store-relative `path`, given as the dialect reads it
+/// (`readable`, shared with the documents other schemas reach).
+pub fn compile_readable(
+    path: &str,
+    value: &Value,
+    readable: Arc<Value>,
+    source: &Source,
+) -> Compiled {
     let assert_formats = match source.formats {
         Formats::Assert => true,
         Formats::Annotate => false,
@@ -119,24 +131,24 @@ pub fn compile(path: &str, value: &Value, source: &Source) -> Compiled {
                 )
         }
     };
-    let value = dialect::readable(value, source.dialect);
+    let value = &*readable;
     let served: Arc<Mutex<Documents>> = Arc::default();
     let options = jsonschema::options()
         .with_base_uri(format!("{BASE}{path}"))
         .with_retriever(StoreRetriever { source: source.clone(), served: served.clone() })
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
         .should_validate_formats(assert_formats);
-    let built = options.build(&value);
+    let built = options.build(value);
     let mut docs = std::mem::take(&mut *sync::lock(&served));
-    docs.insert(path.to_owned(), value.clone().into_owned());
+    docs.insert(path.to_owned(), readable.clone());
     // Failures inside the schema are located by the URI its `$id` gives it.
-    if let Some(id) = root_uri(path, &value) {
-        docs.insert(id, value.clone().into_owned());
+    if let Some(id) = root_uri(path, value) {
+        docs.insert(id, readable.clone());
     }
     match built {
         Ok(validator) => Compiled::Ok(Arc::new(Schema { validator, docs, path: path.to_owned() })),
         Err(err) => {
-            let (message, pointer) = invalid_schema(path, &value, &err, &docs, source);
+            let (message, pointer) = invalid_schema(path, value, &err, &docs, source);
             Compiled::Invalid { message, pointer, data: json!({"rule": err.kind().keyword()}) }
         }
     }
@@ -451,8 +463,9 @@ impl jsonschema::Retrieve for StoreRetriever {
             }
             None => (uri, (self.source.uri)(uri)?),
         };
-        sync::lock(&self.served).insert(key.to_owned(), value.clone());
-        Ok(value)
+        let owned = (*value).clone();
+        sync::lock(&self.served).insert(key.to_owned(), value);
+        Ok(owned)
     }
 }
 

@@ -1104,7 +1104,15 @@ fn compile_schemas(
                     data: json!({}),
                 }
             } else {
-                schema::compile(&key, &doc.parse.value, &source)
+                match set.value(&key) {
+                    Some(readable) => schema::compile_readable(
+                        &key,
+                        &doc.parse.value,
+                        readable.clone(),
+                        &source,
+                    ),
+                    None => schema::compile(&key, &doc.parse.value, &source),
+                }
             };
             Some((key, compiled))
         })

@@ -235,18 +235,23 @@ impl Schemas {
     pub(super) fn source(this: &Arc<Schemas>, config: &Config) -> Source {
         let (by_path, by_uri) = (this.clone(), this.clone());
         Source {
-            document: Arc::new(move |path: &str| by_path.values.get(path).map(|v| (**v).clone())),
+            document: Arc::new(move |path: &str| by_path.values.get(path).cloned()),
             uri: Arc::new(move |uri: &str| by_uri.value_at(uri)),
             formats: config.formats,
             dialect: config.dialect,
         }
     }
 
+    /// The readable value of the schema document at `path`, when it is one.
+    pub(super) fn value(&self, path: &str) -> Option<&Arc<Value>> {
+        self.values.get(path)
+    }
+
     /// The schema the store holds at `uri` (without fragment), or why it has none.
-    fn value_at(&self, uri: &str) -> Result<Value, String> {
+    fn value_at(&self, uri: &str) -> Result<Arc<Value>, String> {
         match self.uris.get(uri) {
             Some(Held::Document(path)) => {
-                self.values.get(path).map(|v| (**v).clone()).ok_or_else(|| {
+                self.values.get(path).cloned().ok_or_else(|| {
                     format!(
                         "[[schema]] url maps '{uri}' to '{path}', which is not a readable \
                          document of the store; save the schema there or fix the path"
@@ -260,7 +265,7 @@ impl Schemas {
                 if let (Value::Object(map), Some(draft)) = (&mut value, root.get("$schema")) {
                     map.entry("$schema").or_insert_with(|| draft.clone());
                 }
-                Ok(value)
+                Ok(Arc::new(value))
             }
             Some(Held::Claimed(paths)) => Err(claimed(uri, paths)),
             None => Err(schema::not_held(uri)),

@@ -361,7 +361,7 @@ impl Wording<'_> {
         };
         // The location may go on past the keyword (`dependentRequired`'s points into its
         // value): the parent is the last object on the way that the keyword is taken from.
-        let mut value = self.docs.get(path)?;
+        let mut value: &Value = self.docs.get(path)?;
         let mut parent = None;
         for token in fragment.split('/').skip(1) {
             let token = percent_decode(token).replace("~1", "/").replace("~0", "~");
