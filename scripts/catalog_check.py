@@ -358,6 +358,9 @@ def main():
     ap.add_argument("--peer", action="store_true", help="also run vscode-json-language-server")
     ap.add_argument("--server", default=None, help="vscode-json-language-server executable")
     ap.add_argument("--list", action="store_true", help="list every disagreeing file")
+    ap.add_argument("--codes", default=None,
+                    help="count only errors of these codes (comma-separated), e.g. "
+                         "syntax,duplicate-key,schema to leave out entity diagnostics")
     args = ap.parse_args()
 
     files, missing = read_catalog(args.catalog)
@@ -368,8 +371,11 @@ def main():
     found, elapsed = run_stardust(args.stardust, store, args.dialect)
     unavailable = sum(1 for ds in found.values() for d in ds if d.get("code") == "schema-unavailable")
 
+    codes = set(args.codes.split(",")) if args.codes else None
+
     def stardust_invalid(rel):
-        return any(d.get("severity") == "error" for d in found.get(rel, []))
+        return any(d.get("severity") == "error" and (codes is None or d.get("code") in codes)
+                   for d in found.get(rel, []))
 
     pos_ok, pos, neg_ok, neg, wrong = agreement(tests, stardust_invalid)
     print(f"stardust: positive {pos_ok}/{pos} = {100 * pos_ok / pos:.1f}%, negative {neg_ok}/{neg} "
