@@ -9,9 +9,11 @@ file with at least one). With --peer it runs vscode-json-language-server (npm
 vscode-langservers-extracted) on the same files, offline, for the side-by-side figure.
 
 The store:
-  schemas/<name>.json          every schema of the catalog (under [store] schemas: schemas)
+  schemas/json/<name>.json     every schema of the catalog (under [store] schemas: schemas),
+                               laid out as in the catalog so that a test file's relative
+                               `$schema` ("../../schemas/json/<name>.json") finds it
   test/<name>/<file>.json      positive test files; negative_test/<name>/... negative ones
-  stardust.toml                [[schema]] glob = "test/<name>/*.json" path = "schemas/<name>.json"
+  stardust.toml                [[schema]] glob = "test/<name>/*.json" path = "schemas/json/<name>.json"
                                per test folder, and [[schema]] url = ... for each address the
                                catalog publishes a schema at (catalog.json's url,
                                https://www.schemastore.org/<name>.json, and
@@ -130,7 +132,7 @@ def lay_out(files, work):
         m = re.fullmatch(r"src/schemas/json/([^/]+)\.json", path)
         if m:
             schemas[m.group(1)] = data
-            dest = os.path.join(store, "schemas", m.group(1) + ".json")
+            dest = os.path.join(store, "schemas", "json", m.group(1) + ".json")
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             open(dest, "wb").write(data)
     ids = {}
@@ -171,12 +173,12 @@ def lay_out(files, work):
     folders = sorted({(kind, name, os.path.dirname(dest)) for kind, name, dest in tests})
     for kind, name, folder in folders:
         lines += ["[[schema]]", f"glob = {toml_str(folder + '/*.json')}",
-                  f"path = {toml_str('schemas/' + name + '.json')}", ""]
+                  f"path = {toml_str('schemas/json/' + name + '.json')}", ""]
     for url, name in sorted(urls.items()):
         if ids.get(name) == url:
             continue
         lines += ["[[schema]]", f"url = {toml_str(url)}",
-                  f"path = {toml_str('schemas/' + name + '.json')}", ""]
+                  f"path = {toml_str('schemas/json/' + name + '.json')}", ""]
     open(os.path.join(store, "stardust.toml"), "w").write("\n".join(lines))
     return store, tests, skip, urls
 
@@ -263,7 +265,7 @@ class Lsp:
 def run_peer(server, store, tests, urls):
     """Diagnostics of vscode-json-language-server for each test file, offline: every schema
     address the store vendors is answered from its file; anything else is refused."""
-    schemas_dir = os.path.join(store, "schemas")
+    schemas_dir = os.path.join(store, "schemas", "json")
     by_url = {url: os.path.join(schemas_dir, name + ".json") for url, name in urls.items()}
     for f in os.listdir(schemas_dir):
         try:
@@ -321,7 +323,7 @@ def run_peer(server, store, tests, urls):
 def settings(store, tests):
     folders = sorted({(name, os.path.dirname(rel)) for _, name, rel in tests})
     schemas = [{"fileMatch": [f"/{folder}/*.json"],
-                "url": "file://" + os.path.join(store, "schemas", name + ".json")}
+                "url": "file://" + os.path.join(store, "schemas", "json", name + ".json")}
                for name, folder in folders]
     return {"json": {"validate": {"enable": True}, "schemas": schemas,
                      "schemaDownload": {"enable": False}}}
