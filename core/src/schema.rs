@@ -18,7 +18,7 @@
 use crate::sync;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
@@ -138,6 +138,10 @@ pub fn compile_readable(
         .with_retriever(StoreRetriever { source: source.clone(), served: served.clone() })
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
         .should_validate_formats(assert_formats);
+    let options = match &*META_SCHEMAS {
+        Some(registry) => options.with_registry(registry),
+        None => options,
+    };
     let built = options.build(value);
     let mut docs = std::mem::take(&mut *sync::lock(&served));
     docs.insert(path.to_owned(), readable.clone());
@@ -468,6 +472,24 @@ impl jsonschema::Retrieve for StoreRetriever {
         Ok(owned)
     }
 }
+
+/// The draft 4, 6 and 7 meta-schemas (jsonschema's copies), which a schema of another draft
+/// may `$ref`: jsonschema preloads only the meta-schemas of the root schema's draft, and a
+/// schema read in the compatible dialect is a 2019-09 one.
+static META_SCHEMAS: LazyLock<Option<jsonschema::Registry<'static>>> = LazyLock::new(|| {
+    let drafts: [(&str, &'static Arc<Value>); 3] = [
+        ("draft-04", &referencing::meta::DRAFT4),
+        ("draft-06", &referencing::meta::DRAFT6),
+        ("draft-07", &referencing::meta::DRAFT7),
+    ];
+    let mut pairs: Vec<(String, &'static Value)> = Vec::new();
+    for (draft, value) in drafts {
+        for scheme in ["http", "https"] {
+            pairs.push((format!("{scheme}://json-schema.org/{draft}/schema"), &**value));
+        }
+    }
+    jsonschema::Registry::new().extend(pairs).and_then(|b| b.prepare()).ok()
+});
 
 thread_local! {
     static ENTITY_TYPES: RefCell<Option<Arc<dyn EntityTypes>>> = const { RefCell::new(None) };

@@ -1105,12 +1105,9 @@ fn compile_schemas(
                 }
             } else {
                 match set.value(&key) {
-                    Some(readable) => schema::compile_readable(
-                        &key,
-                        &doc.parse.value,
-                        readable.clone(),
-                        &source,
-                    ),
+                    Some(readable) => {
+                        schema::compile_readable(&key, &doc.parse.value, readable.clone(), &source)
+                    }
                     None => schema::compile(&key, &doc.parse.value, &source),
                 }
             };

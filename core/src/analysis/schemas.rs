@@ -250,14 +250,12 @@ impl Schemas {
     /// The schema the store holds at `uri` (without fragment), or why it has none.
     fn value_at(&self, uri: &str) -> Result<Arc<Value>, String> {
         match self.uris.get(uri) {
-            Some(Held::Document(path)) => {
-                self.values.get(path).cloned().ok_or_else(|| {
-                    format!(
-                        "[[schema]] url maps '{uri}' to '{path}', which is not a readable \
+            Some(Held::Document(path)) => self.values.get(path).cloned().ok_or_else(|| {
+                format!(
+                    "[[schema]] url maps '{uri}' to '{path}', which is not a readable \
                          document of the store; save the schema there or fix the path"
-                    )
-                })
-            }
+                )
+            }),
             Some(Held::Sub(path, pointer)) => {
                 let root = self.values.get(path).ok_or_else(|| schema::not_held(uri))?;
                 let mut value = subschema(root, pointer).cloned().unwrap_or(Value::Bool(true));
