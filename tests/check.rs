@@ -32,6 +32,7 @@ fn the_broken_store_shows_every_code_and_fails() {
         "invalid-query",
         "view-path",
         "duplicate-view-path",
+        "schema-unavailable",
     ] {
         assert!(stdout.contains(&format!("[{code}]")), "no {code} in:\n{stdout}");
     }
@@ -253,3 +254,22 @@ fn a_projects_json_with_comments_checks_clean() {
 }
 
 const TSCONFIG: &str = "// TypeScript's configuration\n{\n  \"compilerOptions\": {\n    \"strict\": true, /* checks */\n    \"lib\": [\"dom\", \"es2022\",],\n  },\n}\n";
+/// Schemas in drafts 4, 6, 7, 2019-09 and 2020-12 that reference each other by `$id` URLs, and
+/// documents naming them by `$schema` URL, all valid: the check is clean (SPEC §23).
+#[test]
+fn schemas_known_by_url_check_clean() {
+    let out = stardust(&["check", "examples/schema-uris"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(stdout.ends_with(": 0 errors, 0 warnings\n"), "{stdout}");
+}
+
+/// The same schemas with documents that break them: each failure once, at its value, and
+/// `schema-unavailable` where a schema cannot be used (SPEC §23).
+#[test]
+fn schemas_known_by_url_report_what_breaks_them() {
+    let out = stardust(&["check", "examples/schema-uris-broken"]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    expect_test::expect_file!["../examples/schema-uris-broken/expected-check.txt"]
+        .assert_eq(&text(&out.stdout));
+}

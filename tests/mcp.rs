@@ -544,7 +544,7 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     util::copy_store(&util::repo().join("examples/broken"), tmp.path());
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let all = mcp.ok("diagnostics", json!({"limit": 500}));
-    assert_eq!(all["total"], 20, "{all}");
+    assert_eq!(all["total"], 22, "{all}");
     let errors = mcp.ok("diagnostics", json!({"severity": "error", "limit": 5}));
     assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(19), json!(5)));
     let one = mcp.ok("diagnostics", json!({"path": "dangling-ref.dust"}));
@@ -569,6 +569,30 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     assert_eq!(fix["edits"][0]["range"], d["range"]);
     let last = actions["actions"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["kind"].clone(), last["to"].clone()), (json!("convert"), json!("json")));
+}
+
+/// Schemas known by URL (SPEC §23) through MCP: a document validated against the schema its
+/// `$schema` URL names, and one whose schema the store does not hold gets `schema-unavailable`.
+#[test]
+fn diagnostics_of_schemas_known_by_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    util::copy_store(&util::repo().join("examples/schema-uris-broken"), tmp.path());
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let team = mcp.ok("diagnostics", json!({"path": "data/team.json"}));
+    let d = &team["diagnostics"][0];
+    assert_eq!((d["code"].clone(), d["severity"].clone()), (json!("schema"), json!("error")));
+    assert_eq!(d["data"]["property"], "home", "a keyword beside $ref in draft 7 applies: {d}");
+    let remote = mcp.ok("diagnostics", json!({"path": "data/remote.json"}));
+    let d = &remote["diagnostics"][0];
+    assert_eq!(d["code"], "schema-unavailable", "{remote}");
+    assert_eq!(d["severity"], "warning");
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("[[schema]] url = \"https://example.org/not-vendored.schema.json\""),
+        "{message}"
+    );
+    let app = mcp.ok("diagnostics", json!({"path": "config/app.json"}));
+    assert_eq!(app["total"], 1, "$schema and a glob naming one schema report once: {app}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::diagnostics::DiagnosticCode;
 use crate::error::{Error, Result};
 use crate::ignores::ProjectIgnores;
-use crate::schema::Formats;
+use crate::schema::{Dialect, Formats};
 use crate::syntax::Lang;
 
 mod keys;
@@ -60,6 +60,8 @@ pub struct Config {
     pub schemas_dir: String,
     /// Extra schema associations for documents, in file order.
     pub schema_globs: Vec<SchemaGlob>,
+    /// `[[schema]] url = ... path = ...`: URIs the store holds a copy of (SPEC §23).
+    pub schema_urls: Vec<SchemaUrl>,
     /// Where new entities of a type are created.
     pub types: BTreeMap<String, TypeConfig>,
     /// Diagnostic codes that refuse a commit (the save authority).
@@ -76,6 +78,8 @@ pub struct Config {
     pub max_pending: usize,
     /// Whether `format` keywords are checked (`[validation] formats`).
     pub formats: Formats,
+    /// How schemas of older drafts are read (`[validation] dialect`, SPEC §23).
+    pub dialect: Dialect,
     /// `[servers.<name>]`: language servers for code files (SPEC §17), by name.
     pub servers: BTreeMap<String, ServerConfig>,
     /// `[store] backend`: where the store's history and documents are durable (SPEC §22).
@@ -136,6 +140,15 @@ impl Backend {
 pub struct SchemaGlob {
     pub glob: String,
     pub matcher: globset::GlobMatcher,
+    /// Store-relative path of the schema.
+    pub path: String,
+}
+
+/// A URI whose schema is a file of the store (`[[schema]] url`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaUrl {
+    /// The URI as written, without a trailing empty fragment.
+    pub url: String,
     /// Store-relative path of the schema.
     pub path: String,
 }
@@ -303,18 +316,55 @@ impl Config {
         check_relative(&schemas_dir).map_err(|why| invalid(format!("store.schemas: {why}")))?;
 
         let mut schema_globs = Vec::new();
+        let mut schema_urls: Vec<SchemaUrl> = Vec::new();
         for (i, entry) in raw.schema.into_iter().enumerate() {
-            let matcher = Glob::new(&entry.glob)
-                .map_err(|err| {
-                    invalid(format!(
-                        "schema[{i}].glob: '{}' is not a valid glob: {err}",
-                        entry.glob
-                    ))
-                })?
-                .compile_matcher();
             check_relative(&entry.path)
                 .map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
-            schema_globs.push(SchemaGlob { glob: entry.glob, matcher, path: entry.path });
+            match (entry.glob, entry.url) {
+                (Some(glob), None) => {
+                    let matcher = Glob::new(&glob)
+                        .map_err(|err| {
+                            invalid(format!(
+                                "schema[{i}].glob: '{glob}' is not a valid glob: {err}"
+                            ))
+                        })?
+                        .compile_matcher();
+                    schema_globs.push(SchemaGlob { glob, matcher, path: entry.path });
+                }
+                (None, Some(url)) => {
+                    let written = url.trim_end_matches('#');
+                    let resolved = crate::schema::resolve("", written)
+                        .filter(|_| crate::schema::dialect::is_absolute(written))
+                        .filter(|u| !u.contains('#'));
+                    let Some(url) = resolved else {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is not an absolute URI without a fragment; \
+                             write the schema's URI as documents and schemas name it, such as \
+                             \"https://example.com/app.schema.json\""
+                        )));
+                    };
+                    if let Some(other) = schema_urls.iter().find(|u| u.url == url) {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is already mapped to '{}'; keep one entry \
+                             per URI",
+                            other.path
+                        )));
+                    }
+                    schema_urls.push(SchemaUrl { url, path: entry.path });
+                }
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] has both glob and url; an entry either associates documents \
+                         (glob) or maps a URI to a file (url): split it in two"
+                    )));
+                }
+                (None, None) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] needs glob (the documents the schema checks) or url (the \
+                         URI the schema at path is known by)"
+                    )));
+                }
+            }
         }
 
         let mut types = BTreeMap::new();
@@ -405,11 +455,22 @@ impl Config {
         }
 
         let formats = match raw.validation.formats.as_deref() {
-            None | Some("annotate") => Formats::Annotate,
+            None => Formats::ByDraft,
+            Some("annotate") => Formats::Annotate,
             Some("assert") => Formats::Assert,
             Some(other) => {
                 return Err(invalid(format!(
                     "validation.formats: expected \"annotate\" or \"assert\", found \"{other}\""
+                )));
+            }
+        };
+
+        let dialect = match raw.validation.dialect.as_deref() {
+            None | Some("compatible") => Dialect::Compatible,
+            Some("strict") => Dialect::Strict,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "validation.dialect: expected \"compatible\" or \"strict\", found \"{other}\""
                 )));
             }
         };
@@ -424,6 +485,7 @@ impl Config {
             jsonc_set,
             schemas_dir,
             schema_globs,
+            schema_urls,
             types,
             refuse,
             refuse_code_errors,
@@ -432,6 +494,7 @@ impl Config {
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
             formats,
+            dialect,
             servers: BTreeMap::new(),
             backend,
         })
@@ -549,7 +612,8 @@ fn check_database_url(url: &str) -> std::result::Result<(), String> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSchema {
-    glob: String,
+    glob: Option<String>,
+    url: Option<String>,
     path: String,
 }
 
@@ -589,6 +653,7 @@ struct RawPreviews {
 #[serde(deny_unknown_fields)]
 struct RawValidation {
     formats: Option<String>,
+    dialect: Option<String>,
 }
 
 #[cfg(test)]
@@ -723,6 +788,68 @@ formats = "assert"
     }
 
     #[test]
+    fn schema_urls_and_dialect() {
+        let config = Config::parse(
+            "[[schema]]\nurl = \"https://example.com/x.json#\"\npath = \"vendor/x.json\"\n\n\
+             [[schema]]\nglob = \"config/*.json\"\npath = \"vendor/x.json\"\n\n\
+             [validation]\ndialect = \"strict\"\n",
+            Path::new("stardust.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            config.schema_urls,
+            vec![SchemaUrl {
+                url: "https://example.com/x.json".into(),
+                path: "vendor/x.json".into()
+            }]
+        );
+        assert_eq!(config.schema_globs.len(), 1);
+        assert_eq!(config.dialect, Dialect::Strict);
+        check_err(
+            "[[schema]]\nglob = \"a/*.json\"\nurl = \"https://e.com/a\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] has both glob and url; an entry either associates documents (glob) or maps a URI to a file (url): split it in two"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] needs glob (the documents the schema checks) or url (the URI the schema at path is known by)"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"vendor/a.json\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'vendor/a.json' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a#/definitions/x\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'https://e.com/a#/definitions/x' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"a.json\"\n[[schema]]\nurl = \"https://e.com/a\"\npath = \"b.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[1].url: 'https://e.com/a' is already mapped to 'a.json'; keep one entry per URI"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"../a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].path: '../a.json' must not leave the store ('..' is not allowed)"#
+            ]],
+        );
+        check_err(
+            "[validation]\ndialect = \"loose\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: validation.dialect: expected "compatible" or "strict", found "loose""#
+            ]],
+        );
+    }
+
+    #[test]
     fn team_store_backends() {
         let parse = |text: &str| Config::parse(text, Path::new("stardust.toml"));
         assert_eq!(parse("").unwrap().backend, Backend::Folder);
@@ -777,7 +904,13 @@ formats = "assert"
         assert_eq!(config.schemas_dir, "schemas");
         assert_eq!(config.max_pending, 10_000);
         assert_eq!(config.mcp_mutation, MutationPosture::Off);
-        assert_eq!(config.formats, Formats::Annotate, "formats annotate, as in 2020-12");
+        assert_eq!(
+            config.formats,
+            Formats::ByDraft,
+            "formats annotate, as in 2020-12, unless a schema of draft 4 to 7 is read compatibly"
+        );
+        assert_eq!(config.dialect, Dialect::Compatible);
+        assert!(config.schema_urls.is_empty());
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
         assert!(config.gitignore, "the project's ignore rules apply unless turned off");
@@ -851,7 +984,7 @@ ignore = [\"schemas/old/**\"]\n",
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
             expect![[
-                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "code-error""#
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "schema-unavailable", "code-error""#
             ]],
         );
         check_err(

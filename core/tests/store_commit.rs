@@ -561,6 +561,17 @@ fn only_the_stores_data_is_guarded() {
     }
     // A new broken document anywhere else is not data.
     committed("notes/new.json", "{oops").unwrap();
+
+    // A document naming by URL a schema the store holds (its `$id`) is data; one naming a URL
+    // the store does not hold is not.
+    let schema = "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"$id\": \"https://example.com/app.schema.json\", \"type\": \"object\"}";
+    committed("vendor/app.schema.json", schema).unwrap();
+    let named = |url: &str| format!("{{\"$schema\": \"{url}\", \"port\": 80}}");
+    committed("app.json", &named("https://example.com/app.schema.json")).unwrap();
+    committed("other.json", &named("https://example.com/other.schema.json")).unwrap();
+    let err = committed("app.json", "{\"$schema\": ").expect_err("app.json is data");
+    assert_eq!(err.code(), "refused", "{err}");
+    committed("other.json", "{\"$schema\": ").unwrap();
 }
 
 /// What a git operation writes through the mount (while git holds `.git/index.lock`) is
