@@ -136,6 +136,9 @@ impl CommandError {
             CommandError::Store(StoreError::Conflict { path, .. })
             | CommandError::PreviewStale { path }
             | CommandError::ActionStale { path } => json!({"path": path}),
+            CommandError::Store(StoreError::RevertConflict { path, later, .. }) => {
+                json!({"path": path, "seq": later})
+            }
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),

@@ -270,16 +270,9 @@ pub(super) fn build(
     }
 }
 
-/// The unified diff (3 lines of context) of a file from `before` to `after` (`None`: absent).
+/// The unified diff of a file from `before` to `after` ([`answers::unified_diff`]).
 pub(super) fn unified_diff(path: &str, before: Option<&str>, after: Option<&str>) -> String {
-    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &if before.is_some() { format!("a/{path}") } else { "/dev/null".into() },
-            &if after.is_some() { format!("b/{path}") } else { "/dev/null".into() },
-        )
-        .to_string()
+    answers::unified_diff(path, before, after)
 }
 
 /// 128 random bits from the operating system, in hex: an id nobody can guess.
