@@ -449,6 +449,15 @@ impl Store {
         for change in &txn.documents {
             let path = change.path.as_str();
             let before = self.content_at(path, seq - 1)?;
+            if before.as_ref().map(|(v, _)| *v) != change.before {
+                // Only code files can have a content the log never saw: their edits outside
+                // Stardust are not history.
+                return Err(not_found(format!(
+                    "the content of {path} before seq {seq} is not in the log (Stardust records \
+                     a code file's content only when it writes it), so seq {seq} cannot be \
+                     reverted; edit {path} by hand"
+                )));
+            }
             let after = self.content_at(path, seq)?;
             let later: Vec<PathEntry> = {
                 let history = self.history_index();
