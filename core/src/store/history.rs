@@ -561,3 +561,25 @@ fn invalid(message: &str) -> StoreError {
 fn conflict(path: &str, seq: u64, later: u64) -> StoreError {
     StoreError::RevertConflict { path: path.to_owned(), seq, later }
 }
+
+impl Store {
+    /// Every file that existed as of `seq` (the log's view: documents, and code files
+    /// Stardust wrote), in path order; `not-found` when the seq is not held.
+    pub fn files_at(&self, seq: u64) -> StoreResult<Vec<String>> {
+        let history = self.history_index();
+        self.check_held(seq, history.head())?;
+        let mut out: Vec<String> = history
+            .paths
+            .keys()
+            .filter(|path| history.path_at(path, seq).is_some_and(|e| e.version.is_some()))
+            .map(|path| path.to_string())
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// The last seq of the log.
+    pub fn head_seq(&self) -> u64 {
+        self.history_index().head()
+    }
+}
