@@ -41,11 +41,25 @@ pub(super) struct History {
     entities: HashMap<String, Vec<EntityEntry>>,
 }
 
+/// Whether publications index paths and entities (always, but for the benchmark that
+/// measures what the indexing costs a commit: `set_indexing`).
+static INDEXING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turn the indexing of paths and entities off or on, for every store of the process: a
+/// benchmark's knob (as-of reads of what was committed meanwhile answer wrongly).
+#[doc(hidden)]
+pub fn set_indexing(on: bool) {
+    INDEXING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 impl History {
     /// Index the transaction logged at `offset`; transactions come in seq order.
     pub fn push(&mut self, offset: u64, txn: &Transaction) {
         debug_assert_eq!(txn.seq, self.offsets.len() as u64 + 1);
         self.offsets.push(offset);
+        if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let mut entities: BTreeMap<&str, Option<Arc<str>>> = BTreeMap::new();
         for doc in &txn.documents {
             let path: Arc<str> = match self.paths.get_key_value(doc.path.as_str()) {
