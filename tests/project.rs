@@ -115,7 +115,12 @@ fn an_editor_on_the_project_sees_no_noise() {
     let tmp = copy(PROJECT);
     let root = tmp.path();
     let (mut editor, _) = Lsp::initialized(root, json!({}));
-    for rel in ["tsconfig.json", "packages/api/tsconfig.json", ".vscode/settings.json"] {
+    for rel in [
+        "tsconfig.json",
+        "tests/tsconfig.json",
+        "packages/api/tsconfig.json",
+        ".vscode/settings.json",
+    ] {
         let uri = editor.open_as(rel, "jsonc", &read(root, rel));
         assert_eq!(editor.published(&uri, 1), Vec::<Value>::new(), "{rel}");
     }

@@ -1134,8 +1134,13 @@ fn compile_schemas(
             }
             let doc = docs.get(key.as_str())?;
             let compiled = if doc.parse.root.is_none() || !doc.parse.errors.is_empty() {
+                let message = if doc.parse.errors.is_empty() {
+                    "the schema holds no value, only comments; write the schema's object"
+                } else {
+                    "the schema has syntax errors; fix them first"
+                };
                 Compiled::Invalid {
-                    message: "the schema has syntax errors; fix them first".to_owned(),
+                    message: message.to_owned(),
                     pointer: Vec::new(),
                     data: json!({}),
                 }
