@@ -84,6 +84,51 @@ pub struct Config {
     pub servers: BTreeMap<String, ServerConfig>,
     /// `[store] backend`: where the store's history and documents are durable (SPEC §22).
     pub backend: Backend,
+    /// `[history] keep` (SPEC §26): how much of the log's contents compaction keeps.
+    pub keep: Keep,
+}
+
+/// `[history] keep` (SPEC §26): which transactions' contents the log holds. Every
+/// transaction's record (seq, origin, time, paths, versions) is kept whatever this says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Every content (the default): nothing is compacted.
+    #[default]
+    All,
+    /// The contents of the transactions of the last this many days (`"<N>d"`).
+    Days(u64),
+    /// The contents of the last this many transactions (`<N>`).
+    Transactions(u64),
+}
+
+impl Keep {
+    /// Read `[history] keep`: `"all"`, `"<N>d"` or a positive number of transactions.
+    fn parse(raw: &toml::Value) -> std::result::Result<Keep, String> {
+        let expected = "expected \"all\", a number of days as \"<N>d\" (\"30d\") or a number \
+                        of transactions (100)";
+        match raw {
+            toml::Value::Integer(n) if *n >= 1 => Ok(Keep::Transactions(*n as u64)),
+            toml::Value::Integer(n) => Err(format!(
+                "history.keep: {n} transactions would keep no history; {expected}, at least 1"
+            )),
+            toml::Value::String(text) if text == "all" => Ok(Keep::All),
+            toml::Value::String(text) => {
+                let days = text.strip_suffix('d').and_then(|n| {
+                    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                        .then(|| n.parse::<u64>().ok())
+                        .flatten()
+                });
+                match days {
+                    Some(0) => Err(format!(
+                        "history.keep: \"{text}\" would keep no history; {expected}, at least 1"
+                    )),
+                    Some(days) => Ok(Keep::Days(days)),
+                    None => Err(format!("history.keep: {expected}, found \"{text}\"")),
+                }
+            }
+            other => Err(format!("history.keep: {expected}, found {other}")),
+        }
+    }
 }
 
 /// Where a store is durable (SPEC §22).
@@ -475,6 +520,11 @@ impl Config {
             }
         };
 
+        let keep = match &raw.history.keep {
+            None => Keep::All,
+            Some(keep) => Keep::parse(keep).map_err(invalid)?,
+        };
+
         Ok(Config {
             ignore: raw.store.ignore,
             ignore_set,
@@ -497,6 +547,7 @@ impl Config {
             dialect,
             servers: BTreeMap::new(),
             backend,
+            keep,
         })
     }
 
@@ -551,6 +602,15 @@ struct RawConfig {
     previews: RawPreviews,
     #[serde(default)]
     servers: BTreeMap<String, servers::ServerTable>,
+    #[serde(default)]
+    history: RawHistory,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawHistory {
+    /// `"all"`, `"30d"` or `100`; any other value is named in the error.
+    keep: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -682,6 +742,7 @@ mod tests {
             "servers.<name>.settings",
             "validation.formats",
             "previews.share",
+            "history.keep",
         ] {
             assert!(keys.iter().any(|k| k == key), "{key} missing from {keys:?}");
         }
@@ -914,6 +975,45 @@ formats = "assert"
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
         assert!(config.gitignore, "the project's ignore rules apply unless turned off");
+        assert_eq!(config.keep, Keep::All, "history keeps every content unless told");
+    }
+
+    #[test]
+    fn history_keep() {
+        let keep = |text: &str| Config::parse(text, Path::new("stardust.toml")).unwrap().keep;
+        assert_eq!(keep("[history]\nkeep = \"all\"\n"), Keep::All);
+        assert_eq!(keep("[history]\nkeep = \"30d\"\n"), Keep::Days(30));
+        assert_eq!(keep("[history]\nkeep = 3\n"), Keep::Transactions(3));
+        check_err(
+            "[history]\nkeep = 0\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: history.keep: 0 transactions would keep no history; expected "all", a number of days as "<N>d" ("30d") or a number of transactions (100), at least 1"#
+            ]],
+        );
+        check_err(
+            "[history]\nkeep = -5\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: history.keep: -5 transactions would keep no history; expected "all", a number of days as "<N>d" ("30d") or a number of transactions (100), at least 1"#
+            ]],
+        );
+        check_err(
+            "[history]\nkeep = \"0d\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: history.keep: "0d" would keep no history; expected "all", a number of days as "<N>d" ("30d") or a number of transactions (100), at least 1"#
+            ]],
+        );
+        for bad in ["\"30 days\"", "\"d\"", "\"1w\"", "\"ALL\"", "\"-3d\""] {
+            let text = format!("[history]\nkeep = {bad}\n");
+            let err = Config::parse(&text, Path::new("stardust.toml")).unwrap_err();
+            assert_eq!(err.code(), "config-invalid");
+            assert!(err.to_string().contains(&format!("found {bad}")), "{err}");
+        }
+        check_err(
+            "[history]\nkeep = 1.5\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: history.keep: expected "all", a number of days as "<N>d" ("30d") or a number of transactions (100), found 1.5"#
+            ]],
+        );
     }
 
     /// `stardust.toml` is never ignored, nor the schemas folder by the project's rules; `[store]
