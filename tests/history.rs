@@ -175,3 +175,32 @@ fn an_editor_runs_the_history_commands_and_its_unsaved_text_refuses_a_revert() {
     assert_eq!(bad["error"]["data"]["code"], Value::from("not-found"), "{bad}");
     lsp.shutdown();
 }
+
+/// `[history] keep` (SPEC §26): old contents are compacted away when the store opens; asking
+/// for them answers `not-found` naming the oldest seq held, while `stardust log` lists every
+/// transaction and `--verify` passes.
+#[test]
+fn the_command_line_answers_not_found_for_compacted_contents_and_lists_every_record() {
+    let dir = store();
+    let root = dir.path();
+    std::fs::write(root.join("stardust.toml"), "[history]\nkeep = 1\n").unwrap();
+    let patch = |name: &str| root.join(name).to_str().unwrap().to_owned();
+    assert_eq!(cli(root, &["apply", &patch("agent.patch.dust"), "--yes"]).0, Some(0));
+    assert_eq!(cli(root, &["apply", &patch("person.patch.dust"), "--yes"]).0, Some(0));
+
+    let (code, _, err) = cli(root, &["show", "books/dune.dust", "--at", "2"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("not-found") && err.contains("the oldest seq held is 3"),
+        "the error names the oldest seq held: {err}"
+    );
+    let (code, shown, err) = cli(root, &["show", "books/dune.dust", "--at", "3"]);
+    assert_eq!((code, shown), (Some(0), read(root, "books/dune.dust")), "{err}");
+    let (code, log, _) = cli(root, &["log"]);
+    assert_eq!(code, Some(0));
+    let seqs: Vec<&str> = log.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(seqs, ["1", "2", "3"], "every record stays: {log}");
+    let (code, verified, err) = cli(root, &["log", "--verify"]);
+    assert_eq!(code, Some(0), "{verified}{err}");
+    assert!(verified.contains("3 transactions (seq 1 to 3) verified"), "{verified}");
+}

@@ -183,6 +183,8 @@ impl Inner {
         match marked {
             Ok(_) => {
                 writer.applied = through;
+                // `[history] keep` (SPEC §26), under the same writer lock.
+                self.compact_if_due(&mut writer, through);
                 Ok(through)
             }
             Err(e) => {

@@ -35,6 +35,9 @@ pub enum FailPoint {
     Sync,
     /// Appending an `applied` marker to the log (the log's own name).
     Mark,
+    /// Compacting the log (SPEC §26): `"write"` before the compacted copy is written,
+    /// `"rename"` once it is synced and before it is renamed over the log.
+    Compact,
 }
 
 /// Called before each step with the step and the store-relative path (the log's own name for

@@ -6,6 +6,10 @@
 //! and per path and per entity id the seqs that touched it. An as-of read is then a binary
 //! search in one path's chain and one read of one content from one record
 //! (`log::read_content`), checked against the version the record names: never a replay.
+//!
+//! Retention (`[history] keep`): [`Store::compact`] rewrites the log with the contents that
+//! no state from the oldest kept seq on needs dropped (each transaction's record stays), and
+//! [`Store::oldest_held`] is the first seq from which every state is whole again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -23,6 +27,8 @@ use crate::sync;
 struct PathEntry {
     seq: u64,
     version: Option<Version>,
+    /// Compaction dropped this content from the log.
+    dropped: bool,
 }
 
 /// Where an entity was after a transaction that touched it: its document, `None` when gone.
@@ -39,6 +45,9 @@ pub(super) struct History {
     offsets: Vec<u64>,
     paths: HashMap<Arc<str>, Vec<PathEntry>>,
     entities: HashMap<String, Vec<EntityEntry>>,
+    /// The first seq from which every state's contents are held (0 read as 1): one past
+    /// the last state a dropped content was in force for.
+    oldest: u64,
 }
 
 /// Whether publications index paths and entities (always, but for the benchmark that
@@ -55,6 +64,11 @@ pub fn set_indexing(on: bool) {
 impl History {
     /// Index the transaction logged at `offset`; transactions come in seq order.
     pub fn push(&mut self, offset: u64, txn: &Transaction) {
+        self.push_record(offset, txn, &[]);
+    }
+
+    /// [`History::push`] for a record whose `dropped` documents' contents were compacted away.
+    pub fn push_record(&mut self, offset: u64, txn: &Transaction, dropped: &[String]) {
         debug_assert_eq!(txn.seq, self.offsets.len() as u64 + 1);
         self.offsets.push(offset);
         if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) {
@@ -66,10 +80,13 @@ impl History {
                 Some((key, _)) => key.clone(),
                 None => Arc::from(doc.path.as_str()),
             };
-            self.paths
-                .entry(path.clone())
-                .or_default()
-                .push(PathEntry { seq: txn.seq, version: doc.after });
+            let chain = self.paths.entry(path.clone()).or_default();
+            // The state before this transaction lost its content: history is whole from here.
+            if chain.last().is_some_and(|e| e.dropped) {
+                self.oldest = self.oldest.max(txn.seq);
+            }
+            let dropped = dropped.contains(&doc.path);
+            chain.push(PathEntry { seq: txn.seq, version: doc.after, dropped });
             // An entity that left one document and arrived in another is where it arrived.
             for id in &doc.deleted {
                 entities.entry(id).or_insert(None);
@@ -100,8 +117,30 @@ impl History {
     }
 
     /// The last seq indexed.
-    fn head(&self) -> u64 {
+    pub fn head(&self) -> u64 {
         self.offsets.len() as u64
+    }
+
+    /// The first seq from which every state's contents are held.
+    pub fn oldest(&self) -> u64 {
+        self.oldest.max(1)
+    }
+
+    /// The contents compaction may drop so that every state from seq `oldest` on stays
+    /// whole: of each path, every content superseded at or before `oldest`. By seq.
+    pub fn droppable(&self, oldest: u64) -> BTreeMap<u64, Vec<String>> {
+        let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for (path, chain) in &self.paths {
+            for pair in chain.windows(2) {
+                if pair[1].seq > oldest {
+                    break;
+                }
+                if pair[0].version.is_some() && !pair[0].dropped {
+                    out.entry(pair[0].seq).or_default().push(path.to_string());
+                }
+            }
+        }
+        out
     }
 
     /// The entry of `path` in force at `seq`: the last that touched it at or before `seq`.
@@ -164,14 +203,31 @@ impl Store {
         sync::read(&self.inner.history)
     }
 
-    /// The oldest seq whose contents the log still holds.
+    /// The log file, opened while the caller holds the index (so that its offsets are this
+    /// file's even if compaction renames a new log over the name right after).
+    fn log_file(&self, _index: &History) -> StoreResult<std::fs::File> {
+        let log_path = &self.inner.log_path;
+        std::fs::File::open(log_path)
+            .map_err(|e| StoreError::io(format!("cannot read {}", log_path.display()), e))
+    }
+
+    /// The log file and the record offset of `seq` in it.
+    fn record_of(&self, seq: u64) -> StoreResult<(std::fs::File, u64)> {
+        let history = self.history_index();
+        let offset = history.offset(seq).expect("an indexed seq has an offset");
+        Ok((self.log_file(&history)?, offset))
+    }
+
+    /// The oldest seq whose contents the log still holds: every file as of it and of each
+    /// later seq can be read (SPEC §26, `[history] keep`).
     pub fn oldest_held(&self) -> u64 {
-        1
+        self.history_index().oldest()
     }
 
     /// Check that the contents as of `seq` are held: `not-found` naming the head or the
     /// oldest seq held.
-    fn check_held(&self, seq: u64, head: u64) -> StoreResult<()> {
+    fn check_held(&self, seq: u64, history: &History) -> StoreResult<()> {
+        let head = history.head();
         if seq > head {
             return Err(not_found(format!(
                 "there is no seq {seq}: the store's history ends at seq {head}; ask for a seq \
@@ -183,7 +239,7 @@ impl Store {
                 "there is no seq 0: history starts at seq 1; ask for a seq from 1 to {head}"
             )));
         }
-        let oldest = self.oldest_held();
+        let oldest = history.oldest();
         if seq < oldest {
             return Err(not_found(format!(
                 "the contents as of seq {seq} are not held: the oldest seq held is {oldest}; \
@@ -198,8 +254,7 @@ impl Store {
     pub fn document_at(&self, path: &str, seq: u64) -> StoreResult<AtContent> {
         let (entry, offset) = {
             let history = self.history_index();
-            let head = history.head();
-            self.check_held(seq, head)?;
+            self.check_held(seq, &history)?;
             let Some(chain) = history.paths.get(path) else {
                 return Err(not_found(format!(
                     "{path} was never recorded in this store's history; check the path \
@@ -218,26 +273,35 @@ impl Store {
                 }));
             };
             let offset = history.offset(entry.seq).expect("an indexed seq has an offset");
-            (entry, offset)
+            (entry, (self.log_file(&history)?, offset))
         };
         let version = entry.version.expect("filtered");
-        let bytes = self.read_content(path, entry.seq, offset, version)?;
+        let bytes = self.read_content(&offset, path, entry.seq, version)?;
         Ok(AtContent { path: path.to_owned(), seq, changed_at: entry.seq, version, bytes })
     }
 
     /// One content from the log, checked against its version.
     fn read_content(
         &self,
+        (file, offset): &(std::fs::File, u64),
         path: &str,
         seq: u64,
-        offset: u64,
         version: Version,
     ) -> StoreResult<Vec<u8>> {
+        let offset = *offset;
         let log_path = &self.inner.log_path;
         let io = |e| StoreError::io(format!("cannot read {path} as of seq {seq} from the log"), e);
-        let bytes = log::read_content(log_path, offset, path).map_err(io)?;
+        let bytes = log::read_content(file, offset, path).map_err(io)?;
         match bytes {
-            Some(bytes) if Version::of(&bytes) == version => Ok(bytes),
+            log::Content::Held(bytes) if Version::of(&bytes) == version => Ok(bytes),
+            // Compacted meanwhile: as if asked after.
+            log::Content::Dropped => {
+                let oldest = self.oldest_held();
+                Err(not_found(format!(
+                    "the content of {path} of seq {seq} is not held: the oldest seq held is \
+                     {oldest}; ask for a seq from {oldest} on"
+                )))
+            }
             _ => Err(super::corrupt(
                 log_path,
                 log::Damage {
@@ -254,13 +318,12 @@ impl Store {
     fn content_at(&self, path: &str, seq: u64) -> StoreResult<Option<(Version, Vec<u8>)>> {
         let found = {
             let history = self.history_index();
-            history
-                .path_at(path, seq)
-                .and_then(|e| Some((e.seq, e.version?, history.offset(e.seq).expect("indexed"))))
+            history.path_at(path, seq).and_then(|e| Some((e.seq, e.version?)))
         };
         match found {
-            Some((at, version, offset)) => {
-                Ok(Some((version, self.read_content(path, at, offset, version)?)))
+            Some((at, version)) => {
+                let record = self.record_of(at)?;
+                Ok(Some((version, self.read_content(&record, path, at, version)?)))
             }
             None => Ok(None),
         }
@@ -270,7 +333,7 @@ impl Store {
     pub fn entity_at(&self, id: &str, seq: u64) -> StoreResult<EntityAt> {
         let path = {
             let history = self.history_index();
-            self.check_held(seq, history.head())?;
+            self.check_held(seq, &history)?;
             let Some(chain) = history.entities.get(id) else {
                 return Err(not_found(format!(
                     "no entity '{id}' was ever recorded in this store's history; check the id"
@@ -312,7 +375,7 @@ impl Store {
         limit: usize,
         offset: usize,
     ) -> StoreResult<(Vec<Transaction>, usize)> {
-        let (seqs, total): (Vec<(u64, u64)>, usize) = {
+        let (seqs, total, file): (Vec<(u64, u64)>, usize, std::fs::File) = {
             let history = self.history_index();
             let all: Vec<u64> = match (&filter.path, &filter.entity) {
                 (Some(path), _) => {
@@ -346,12 +409,12 @@ impl Store {
                 .take(limit)
                 .map(|&s| (s, history.offset(s).expect("indexed")))
                 .collect();
-            (page, total)
+            (page, total, self.log_file(&history)?)
         };
         let log_path = &self.inner.log_path;
         let mut out = Vec::with_capacity(seqs.len());
         for (seq, offset) in seqs {
-            let txn = log::read_transaction(log_path, offset).map_err(|e| {
+            let txn = log::read_transaction(&file, offset).map_err(|e| {
                 StoreError::io(format!("cannot read seq {seq} from {}", log_path.display()), e)
             })?;
             out.push(txn);
@@ -377,11 +440,10 @@ impl Store {
         }
         let changed: Vec<(String, Option<PathEntry>, Option<PathEntry>)> = {
             let history = self.history_index();
-            let head = history.head();
-            self.check_held(to, head)?;
-            self.check_held(seq, head)?;
+            self.check_held(to, &history)?;
+            self.check_held(seq, &history)?;
             if seq > 1 {
-                self.check_held(seq - 1, head)?;
+                self.check_held(seq - 1, &history)?;
             }
             let mut names: Vec<&str> = match paths {
                 Some(paths) => {
@@ -414,8 +476,8 @@ impl Store {
             let read = |e: Option<PathEntry>| -> StoreResult<Option<(Version, Vec<u8>)>> {
                 match e.and_then(|e| Some((e.seq, e.version?))) {
                     Some((at, version)) => {
-                        let offset = self.history_index().offset(at).expect("indexed");
-                        Ok(Some((version, self.read_content(&path, at, offset, version)?)))
+                        let record = self.record_of(at)?;
+                        Ok(Some((version, self.read_content(&record, &path, at, version)?)))
                     }
                     None => Ok(None),
                 }
@@ -434,17 +496,17 @@ impl Store {
         if seq == 0 {
             return Err(invalid("seqs start at 1; give the transaction to revert"));
         }
-        let (offset, head) = {
+        let (offset, head, file) = {
             let history = self.history_index();
             let head = history.head();
-            self.check_held(seq, head)?;
+            self.check_held(seq, &history)?;
             if seq > 1 {
-                self.check_held(seq - 1, head)?;
+                self.check_held(seq - 1, &history)?;
             }
-            (history.offset(seq).expect("indexed"), head)
+            (history.offset(seq).expect("indexed"), head, self.log_file(&history)?)
         };
         let log_path = &self.inner.log_path;
-        let txn = log::read_transaction(log_path, offset).map_err(|e| {
+        let txn = log::read_transaction(&file, offset).map_err(|e| {
             StoreError::io(format!("cannot read seq {seq} from {}", log_path.display()), e)
         })?;
         let first_import = txn.origin == Origin::External
@@ -547,8 +609,8 @@ impl Store {
     ) -> StoreResult<Option<u64>> {
         for entry in later {
             let Some(version) = entry.version else { return Ok(Some(entry.seq)) };
-            let offset = self.history_index().offset(entry.seq).expect("indexed");
-            let ours = self.read_content(path, entry.seq, offset, version)?;
+            let record = self.record_of(entry.seq)?;
+            let ours = self.read_content(&record, path, entry.seq, version)?;
             if merge_bytes(base, &ours, back).is_none() {
                 return Ok(Some(entry.seq));
             }
@@ -581,7 +643,7 @@ impl Store {
     /// Stardust wrote), in path order; `not-found` when the seq is not held.
     pub fn files_at(&self, seq: u64) -> StoreResult<Vec<String>> {
         let history = self.history_index();
-        self.check_held(seq, history.head())?;
+        self.check_held(seq, &history)?;
         let mut out: Vec<String> = history
             .paths
             .keys()

@@ -9,7 +9,9 @@
 //!
 //! A header is either a transaction (its [`Transaction`] plus the byte length of each
 //! document's new content, for the documents that have one, in order; `contents` is those
-//! contents concatenated), or an `applied` marker: every document Stardust wrote in the
+//! contents concatenated; a compacted record (SPEC §26 `[history] keep`) also lists in
+//! `dropped` the documents whose content compaction removed, which have no length and no
+//! content: a record without contents is history's record still, not damage), or an `applied` marker: every document Stardust wrote in the
 //! transactions through its seq is durable on disk (a checkpoint synced them). Markers come
 //! in non-decreasing seq order and never name a seq not yet logged; each carries the id of
 //! the boot that wrote it, so recovery can tell whether the page cache survived the crash.
@@ -25,7 +27,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, IoSlice, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -46,8 +48,12 @@ pub const LOG_FILE: &str = "transactions.log";
 pub enum Header {
     Transaction {
         transaction: Transaction,
-        /// Byte length of each new content, for the documents whose `after` is `Some`, in order.
+        /// Byte length of each new content, for the documents whose `after` is `Some` and that
+        /// are not `dropped`, in order.
         content_lengths: Vec<u64>,
+        /// The documents (with an `after`) whose content compaction dropped.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        dropped: Vec<String>,
     },
     Applied {
         seq: u64,
@@ -71,13 +77,13 @@ pub struct Record {
 impl Record {
     /// The new content of each document of a transaction record that has one, in order.
     pub fn contents(&self) -> Vec<(&str, &[u8])> {
-        let Header::Transaction { transaction, content_lengths } = &self.header else {
+        let Header::Transaction { transaction, content_lengths, dropped } = &self.header else {
             return Vec::new();
         };
         let mut out = Vec::new();
         let mut at = self.contents_start;
         let mut lengths = content_lengths.iter();
-        for doc in transaction.documents.iter().filter(|d| d.after.is_some()) {
+        for doc in held(transaction, dropped) {
             let Some(&len) = lengths.next() else { break };
             let end = at + len as usize;
             out.push((doc.path.as_str(), &self.body[at..end]));
@@ -85,6 +91,14 @@ impl Record {
         }
         out
     }
+}
+
+/// The documents of `transaction` whose content a record holds, in order.
+fn held<'a>(
+    transaction: &'a Transaction,
+    dropped: &'a [String],
+) -> impl Iterator<Item = &'a super::txn::DocumentChange> {
+    transaction.documents.iter().filter(|d| d.after.is_some() && !dropped.contains(&d.path))
 }
 
 /// Where and why a log stops being readable.
@@ -101,9 +115,20 @@ pub struct Damage {
 /// Encode a transaction record. `contents` holds the new content of each document whose
 /// `after` is `Some`, in the transaction's order.
 pub fn encode_transaction<'a>(transaction: &Transaction, contents: &[&'a [u8]]) -> Encoded<'a> {
+    encode_compacted(transaction, &[], contents)
+}
+
+/// Encode a transaction record whose `dropped` documents' contents were compacted away;
+/// `contents` holds the others' (SPEC §26).
+pub fn encode_compacted<'a>(
+    transaction: &Transaction,
+    dropped: &[String],
+    contents: &[&'a [u8]],
+) -> Encoded<'a> {
     let header = HeaderRef::Transaction {
         transaction,
         content_lengths: contents.iter().map(|c| c.len() as u64).collect(),
+        dropped,
     };
     encode(&header, contents)
 }
@@ -120,6 +145,8 @@ enum HeaderRef<'a> {
     Transaction {
         transaction: &'a Transaction,
         content_lengths: Vec<u64>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        dropped: &'a [String],
     },
     Applied {
         seq: u64,
@@ -150,6 +177,14 @@ impl Encoded<'_> {
             .chain(std::iter::once(&self.sum[..]))
             .map(IoSlice::new)
             .collect()
+    }
+
+    /// Write the record to `out`.
+    pub fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+        for slice in self.slices() {
+            out.write_all(&slice)?;
+        }
+        Ok(())
     }
 
     /// The record's bytes in one buffer.
@@ -235,9 +270,17 @@ fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Rec
     let header: Header = serde_json::from_slice(header_bytes)
         .map_err(|e| Bad::Malformed(format!("the record header does not decode: {e}")))?;
     let contents_start = 4 + header_len;
-    if let Header::Transaction { transaction, content_lengths } = &header {
-        let with_content = transaction.documents.iter().filter(|d| d.after.is_some()).count();
+    if let Header::Transaction { transaction, content_lengths, dropped } = &header {
+        let with_content = held(transaction, dropped).count();
         let total = content_lengths.iter().try_fold(0u64, |sum, &len| sum.checked_add(len));
+        let with_after = |path: &String| {
+            transaction.documents.iter().any(|d| &d.path == path && d.after.is_some())
+        };
+        if !dropped.iter().all(with_after) {
+            return Err(Bad::Malformed(
+                "the record drops the content of a document it gives none".to_owned(),
+            ));
+        }
         if content_lengths.len() != with_content
             || total != Some((body.len() - contents_start) as u64)
         {
@@ -250,7 +293,6 @@ fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Rec
 /// Reads a log from the start, checking checksums and the order of seqs.
 pub struct LogReader {
     reader: BufReader<File>,
-    path: PathBuf,
     offset: u64,
     file_len: u64,
     /// The seq of the last transaction read, and the highest seq an `applied` marker named.
@@ -262,21 +304,25 @@ pub struct LogReader {
 impl LogReader {
     /// Open the log at `path`; a missing file is an empty log.
     pub fn open(path: &Path) -> io::Result<Option<LogReader>> {
-        let file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        match File::open(path) {
+            Ok(file) => LogReader::of(file).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Read the log already open as `file`: the file stays the one read even if compaction
+    /// renames another over its name meanwhile.
+    pub fn of(file: File) -> io::Result<LogReader> {
         let file_len = file.metadata()?.len();
-        Ok(Some(LogReader {
+        Ok(LogReader {
             reader: BufReader::with_capacity(1 << 16, file),
-            path: path.to_owned(),
             offset: 0,
             file_len,
             last_seq: 0,
             applied_through: 0,
             done: false,
-        }))
+        })
     }
 
     /// Start reading at `offset`, where the transaction `seq` begins (from an index).
@@ -314,7 +360,7 @@ impl LogReader {
             Err(Bad::Incomplete(reason) | Bad::Invalid(reason)) => {
                 self.done = true;
                 // The writer's reserve: zeros written ahead of the records (see `LogWriter`).
-                if zeros_from(&self.path, self.offset, self.file_len).unwrap_or(false) {
+                if zeros_from(self.reader.get_ref(), self.offset, self.file_len).unwrap_or(false) {
                     return Ok(None);
                 }
                 return Err(self.damage(reason));
@@ -371,14 +417,13 @@ impl LogReader {
     /// Whether any valid record starts at or after `from`. An I/O error answers "maybe", so
     /// the caller errs on the side of keeping history.
     fn valid_record_after(&mut self, from: u64) -> io::Result<bool> {
-        let mut file = File::open(&self.path)?;
+        use std::os::unix::fs::FileExt;
         let file_len = self.file_len;
         if from >= file_len {
             return Ok(false);
         }
-        file.seek(SeekFrom::Start(from))?;
-        let mut rest = Vec::new();
-        file.take(file_len - from).read_to_end(&mut rest)?;
+        let mut rest = vec![0u8; (file_len - from) as usize];
+        self.reader.get_ref().read_exact_at(&mut rest, from)?;
         let mut at = 0;
         while let Some(pos) = find(&rest[at..], &MAGIC) {
             let start = at + pos;
@@ -393,40 +438,55 @@ impl LogReader {
     }
 }
 
-/// Read one document's content from the transaction record at `offset` of the log at `path`
-/// without reading the rest of the record (SPEC §26: an as-of read costs one record's header
-/// and one content, never a replay). `None` when the record has no content for `doc`. The
-/// caller checks the bytes against the version the header names.
-pub fn read_content(path: &Path, offset: u64, doc: &str) -> io::Result<Option<Vec<u8>>> {
+/// One document's content in a transaction record.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Content {
+    Held(Vec<u8>),
+    /// Compaction dropped it (SPEC §26 `[history] keep`).
+    Dropped,
+    /// The record has none for the document.
+    Absent,
+}
+
+/// Read one document's content from the transaction record at `offset` of the log open as
+/// `file` without reading the rest of the record (SPEC §26: an as-of read costs one record's
+/// header and one content, never a replay). The caller checks the bytes against the version
+/// the header names.
+pub fn read_content(file: &File, offset: u64, doc: &str) -> io::Result<Content> {
     use std::os::unix::fs::FileExt;
-    let file = File::open(path)?;
-    let (transaction, content_lengths, mut at) = read_header_at(&file, offset)?;
+    let (transaction, content_lengths, dropped, mut at) = read_header_at(file, offset)?;
+    if dropped.iter().any(|d| d == doc) {
+        return Ok(Content::Dropped);
+    }
     let mut lengths = content_lengths.iter();
-    for change in transaction.documents.iter().filter(|d| d.after.is_some()) {
+    for change in held(&transaction, &dropped) {
         let Some(&len) = lengths.next() else { break };
         if change.path == doc {
             let len = usize::try_from(len).map_err(|_| invalid("a content too large to read"))?;
             let mut bytes = vec![0u8; len];
             file.read_exact_at(&mut bytes, at)?;
-            return Ok(Some(bytes));
+            return Ok(Content::Held(bytes));
         }
         at += len;
     }
-    Ok(None)
+    Ok(Content::Absent)
 }
 
-/// The transaction recorded at `offset` of the log at `path`, its contents not read.
-pub fn read_transaction(path: &Path, offset: u64) -> io::Result<Transaction> {
-    Ok(read_header_at(&File::open(path)?, offset)?.0)
+/// The transaction recorded at `offset` of the log open as `file`, its contents not read.
+pub fn read_transaction(file: &File, offset: u64) -> io::Result<Transaction> {
+    Ok(read_header_at(file, offset)?.0)
 }
 
 fn invalid(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.to_owned())
 }
 
-/// The transaction whose record starts at `offset`, its content lengths, and the file offset
-/// where its contents start.
-fn read_header_at(file: &File, offset: u64) -> io::Result<(Transaction, Vec<u64>, u64)> {
+/// The transaction whose record starts at `offset`, its content lengths, the documents whose
+/// content was dropped, and the file offset where its contents start.
+fn read_header_at(
+    file: &File,
+    offset: u64,
+) -> io::Result<(Transaction, Vec<u64>, Vec<String>, u64)> {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; HEAD_LEN as usize + 4];
     file.read_exact_at(&mut head, offset)?;
@@ -438,17 +498,30 @@ fn read_header_at(file: &File, offset: u64) -> io::Result<(Transaction, Vec<u64>
     file.read_exact_at(&mut header, offset + HEAD_LEN + 4)?;
     let header: Header = serde_json::from_slice(&header)
         .map_err(|_| invalid("the record header does not decode"))?;
-    let Header::Transaction { transaction, content_lengths } = header else {
+    let Header::Transaction { transaction, content_lengths, dropped } = header else {
         return Err(invalid("the indexed record is not a transaction"));
     };
-    Ok((transaction, content_lengths, offset + HEAD_LEN + 4 + header_len as u64))
+    Ok((transaction, content_lengths, dropped, offset + HEAD_LEN + 4 + header_len as u64))
 }
 
-/// Whether the file at `path` holds only zeros from `from` to `to`.
-fn zeros_from(path: &Path, from: u64, to: u64) -> io::Result<bool> {
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(from))?;
-    zeros(&mut file.take(to.saturating_sub(from)))
+/// Whether `file` holds only zeros from `from` to `to` (read at offsets: the file's
+/// position is a reader's).
+fn zeros_from(file: &File, from: u64, to: u64) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(buf.len() as u64) as usize;
+        let read = file.read_at(&mut buf[..n], at)?;
+        if read == 0 {
+            return Ok(true);
+        }
+        if buf[..read].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += read as u64;
+    }
+    Ok(true)
 }
 
 fn zeros(reader: &mut impl Read) -> io::Result<bool> {
@@ -574,6 +647,11 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Bytes of records.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
     /// Whether a failed append may have left bytes after the last record; nothing more may
     /// be appended then.
     pub fn is_broken(&self) -> bool {
@@ -681,6 +759,7 @@ pub fn verify(path: &Path) -> io::Result<Verification> {
 mod tests {
     use super::*;
     use crate::store::txn::{DocumentChange, Origin, Version};
+    use std::path::PathBuf;
 
     fn txn(seq: u64, paths: &[(&str, Option<&[u8]>)]) -> (Transaction, Vec<Vec<u8>>) {
         let documents = paths
@@ -814,6 +893,31 @@ mod tests {
     }
 
     #[test]
+    fn a_compacted_record_verifies_and_holds_only_the_kept_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let (t, _) = txn(1, &[("a.json", Some(b"{}")), ("b.json", Some(b"[]")), ("c.json", None)]);
+        let dropped = vec!["a.json".to_owned()];
+        let offset = writer.append(&encode_compacted(&t, &dropped, &[b"[]"]), true).unwrap();
+        let v = verify(&path).unwrap();
+        assert_eq!((v.transactions, v.damage), (1, None), "a dropped content is not damage");
+        let record = LogReader::open(&path).unwrap().unwrap().next_record().unwrap().unwrap();
+        assert_eq!(record.contents(), vec![("b.json", &b"[]"[..])]);
+        let file = File::open(&path).unwrap();
+        assert_eq!(read_content(&file, offset, "a.json").unwrap(), Content::Dropped);
+        assert_eq!(read_content(&file, offset, "b.json").unwrap(), Content::Held(b"[]".to_vec()));
+        assert_eq!(read_content(&file, offset, "c.json").unwrap(), Content::Absent);
+
+        // Dropping the content of a document the transaction deleted is written wrong.
+        let path = dir.path().join("bad.log");
+        let bad = vec!["c.json".to_owned()];
+        std::fs::write(&path, encode_compacted(&t, &bad, &[b"{}", b"[]"]).to_vec()).unwrap();
+        let damage = verify(&path).unwrap().damage.unwrap();
+        assert!(damage.in_middle && damage.reason.contains("drops"), "{damage:?}");
+    }
+
+    #[test]
     fn a_torn_tail_is_not_in_the_middle() {
         let dir = tempfile::tempdir().unwrap();
         let path = write_log(dir.path(), 3);
@@ -883,7 +987,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOG_FILE);
         let (transaction, _) = txn(1, &[("a.json", Some(b"x")), ("b.json", Some(b"y"))]);
-        let header = Header::Transaction { transaction, content_lengths: vec![u64::MAX, 3] };
+        let header = Header::Transaction {
+            transaction,
+            content_lengths: vec![u64::MAX, 3],
+            dropped: vec![],
+        };
         std::fs::write(&path, encode(&header, &[b"xy"]).to_vec()).unwrap();
         let damage = verify(&path).unwrap().damage.unwrap();
         assert!(damage.in_middle, "a checksummed record is never a torn write");

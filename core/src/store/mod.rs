@@ -31,6 +31,7 @@
 //!   `external` transactions.
 
 mod checkpoint;
+mod compact;
 mod error;
 mod feed;
 mod fsio;
@@ -59,6 +60,7 @@ use serde_json::Value;
 use crate::analysis::{self, Analysis, Document, StoreContext};
 use crate::scan;
 
+pub use compact::Compaction;
 pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
 pub use fsio::{FailHook, FailPoint, replace_file};
@@ -282,6 +284,9 @@ struct Inner {
     /// The latest refused saves made as file operations, for `stardust.status` (SPEC §24: a
     /// refused save of data is never silent).
     refusals: Mutex<std::collections::VecDeque<saves::KeptRefusal>>,
+    /// The head when the log was last compacted (or the store opened): checkpoints compact
+    /// again once enough was committed since (`compact.rs`).
+    compacted_at: std::sync::atomic::AtomicU64,
 }
 
 struct Writer {
@@ -314,6 +319,8 @@ impl Store {
         let private = make_private(&root)?;
         let lock = StoreLock::acquire(&root, &private)?;
         let log_path = private.join("log").join(log::LOG_FILE);
+        // A compaction a crash interrupted before its rename: the log is whole without it.
+        compact::remove_stale(&log_path)?;
         let disk = Disk::new(root.clone(), options.fail.clone());
         // Under the lock, before recovery writes anything.
         disk.clear_replaced();
@@ -360,7 +367,13 @@ impl Store {
             remote,
             code_saves: RwLock::new(None),
             refusals: Mutex::default(),
+            compacted_at: std::sync::atomic::AtomicU64::new(snapshot_seq),
         });
+        if inner.remote.is_none() {
+            // `[history] keep` (SPEC §26): before anything reads the history.
+            let mut writer = inner.writer()?;
+            inner.compact_locked(&mut writer)?;
+        }
         if inner.remote.is_some() {
             let mut writer = inner.writer()?;
             if snapshot_seq == 0 && database > 0 {
@@ -465,6 +478,14 @@ impl Store {
         self.inner.checkpoint()
     }
 
+    /// Drop the log's contents that `[history] keep` no longer keeps (SPEC §26), now rather
+    /// than at the next open or checkpoint that finds enough to drop. Every transaction's
+    /// record stays. `None` when there was nothing to drop.
+    pub fn compact(&self) -> StoreResult<Option<Compaction>> {
+        let mut writer = self.inner.writer()?;
+        self.inner.compact_locked(&mut writer)
+    }
+
     /// Let the store go as a crash would: no final checkpoint, so the next open redoes what
     /// was written since the last one. For crash tests.
     #[doc(hidden)]
@@ -489,8 +510,9 @@ impl Store {
         if since >= head {
             return Ok(Vec::new());
         }
-        let start = self.inner.offset_of(since + 1);
-        read_transactions(&self.inner.log_path, start, since, head, limit)
+        let (start, file) = self.inner.record_at(since + 1)?;
+        let Some(file) = file else { return Ok(Vec::new()) };
+        read_transactions(&self.inner.log_path, Some(file), start, since, head, limit)
     }
 }
 
@@ -515,7 +537,7 @@ impl Drop for Store {
 /// owns it. A record being appended at the end is not listed.
 pub fn read_log(root: &Path, since: u64, limit: usize) -> StoreResult<Vec<Transaction>> {
     let path = root.join(PRIVATE_DIR).join("log").join(log::LOG_FILE);
-    read_transactions(&path, None, since, u64::MAX, limit)
+    read_transactions(&path, None, None, since, u64::MAX, limit)
 }
 
 /// Check every record of the log of the store at `root`, changing nothing.
@@ -526,13 +548,18 @@ pub fn verify_log(root: &Path) -> StoreResult<Verification> {
 
 fn read_transactions(
     path: &Path,
+    file: Option<std::fs::File>,
     start: Option<u64>,
     since: u64,
     head: u64,
     limit: usize,
 ) -> StoreResult<Vec<Transaction>> {
     let context = || format!("cannot read the transaction log {}", path.display());
-    let Some(mut reader) = LogReader::open(path).map_err(|e| StoreError::io(context(), e))? else {
+    let opened = match file {
+        Some(file) => LogReader::of(file).map(Some),
+        None => LogReader::open(path),
+    };
+    let Some(mut reader) = opened.map_err(|e| StoreError::io(context(), e))? else {
         return Ok(Vec::new());
     };
     if let Some(offset) = start {
@@ -700,8 +727,8 @@ fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
     loop {
         match reader.next_record() {
             Ok(Some(record)) => match record.header {
-                Header::Transaction { transaction, .. } => {
-                    state.offsets.push(record.offset, &transaction);
+                Header::Transaction { transaction, dropped, .. } => {
+                    state.offsets.push_record(record.offset, &transaction, &dropped);
                     for doc in &transaction.documents {
                         match doc.after {
                             Some(version) => {
@@ -985,6 +1012,19 @@ fn logged_contents(
                 out.insert(path.to_owned(), content.to_vec());
             }
         }
+        // Compaction never drops a last logged content; if a record lacks one, the log is
+        // damaged, and taking the document for deleted would lose it.
+        if let Some(path) = wanted.iter().find(|p| !out.contains_key(**p)) {
+            return Err(corrupt(
+                log_path,
+                Damage {
+                    offset,
+                    seq,
+                    reason: format!("the record has no content for {path}, its last logged state"),
+                    in_middle: true,
+                },
+            ));
+        }
     }
     Ok(out)
 }
@@ -1147,8 +1187,15 @@ impl Inner {
         Ok(writer)
     }
 
-    fn offset_of(&self, seq: u64) -> Option<u64> {
-        sync::read(&self.history).offset(seq)
+    /// The record offset of `seq` and the log file it is an offset of (`None` when there is
+    /// no log yet), opened under the index so a compaction cannot come in between.
+    fn record_at(&self, seq: u64) -> StoreResult<(Option<u64>, Option<std::fs::File>)> {
+        let history = sync::read(&self.history);
+        match std::fs::File::open(&self.log_path) {
+            Ok(file) => Ok((history.offset(seq), Some(file))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((None, None)),
+            Err(e) => Err(StoreError::io(format!("cannot read {}", self.log_path.display()), e)),
+        }
     }
 
     /// Make `snapshot` current and tell subscribers about `txn`.
@@ -1840,13 +1887,11 @@ impl Inner {
         let mut coalesced = Coalesced::starting_at(since);
         let mut more = false;
         if since < head {
-            let Some(offset) = self.offset_of(since + 1) else {
+            let context = || format!("cannot read {}", self.log_path.display());
+            let (Some(offset), Some(file)) = self.record_at(since + 1)? else {
                 return Ok(ChangesSince::Overflow { seq: head });
             };
-            let context = || format!("cannot read {}", self.log_path.display());
-            let mut reader = LogReader::open(&self.log_path)
-                .map_err(|e| StoreError::io(context(), e))?
-                .ok_or_else(|| StoreError::io(context(), std::io::ErrorKind::NotFound.into()))?;
+            let mut reader = LogReader::of(file).map_err(|e| StoreError::io(context(), e))?;
             reader.seek(offset, since + 1).map_err(|e| StoreError::io(context(), e))?;
             while let Some(record) = reader.next_record().map_err(|d| corrupt(&self.log_path, d))? {
                 let Header::Transaction { transaction, .. } = &record.header else { continue };
