@@ -1392,11 +1392,9 @@ fn validate_entity(
     }
 }
 
-/// Whether the whole document is validated against a schema it names or a glob associates;
-/// such a validation can report anywhere in the document, so an edit re-validates it whole.
+// How many shared documents an edit on this thread copied before splicing them.
 #[cfg(test)]
 thread_local! {
-    /// How many shared documents an edit on this thread copied before splicing them.
     static COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
@@ -1413,6 +1411,8 @@ pub(crate) fn copies_on_this_thread() -> usize {
     COPIES.with(std::cell::Cell::get)
 }
 
+/// Whether the whole document is validated against a schema it names or a glob associates;
+/// such a validation can report anywhere in the document, so an edit re-validates it whole.
 fn has_associated_schema(config: &Config, doc: &Document) -> bool {
     doc.dollar_schema.is_some() || config.schema_globs.iter().any(|g| g.matcher.is_match(&doc.path))
 }
