@@ -7,6 +7,7 @@
 
 mod fs;
 mod nodes;
+mod passthrough;
 mod private;
 
 use stardust_core::sync;
@@ -222,17 +223,21 @@ fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
                 if let Some(ino) = nodes.get(&doc.path) {
                     let _ = tx.send(Inval::Inode(ino));
                 }
-                if doc.change != ChangeKind::Changed
-                    && let Some(parent) = nodes.get(nodes::parent(&doc.path))
-                {
+                // A changed document's name too: the commit replaced its file on disk, and the
+                // next lookup gives it a new inode if passthrough readers keep the old file.
+                if let Some(parent) = nodes.get(nodes::parent(&doc.path)) {
                     let name = doc.path.rsplit('/').next().unwrap_or(&doc.path).to_owned();
                     let _ = tx.send(Inval::Entry(parent, name));
                 }
             }
         }
         Notice::Overflow { .. } => {
-            for (ino, _) in nodes.all() {
+            for (ino, path) in nodes.all() {
                 let _ = tx.send(Inval::Inode(ino));
+                if let Some(parent) = nodes.get(nodes::parent(&path)).filter(|_| !path.is_empty()) {
+                    let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+                    let _ = tx.send(Inval::Entry(parent, name));
+                }
             }
         }
     }
