@@ -181,6 +181,11 @@ impl<B> Passthrough<B> {
         }
     }
 
+    /// Whether inode `ino` has a backing file open.
+    pub fn backed(&self, ino: u64) -> bool {
+        lock(&self.state).inodes.get(&ino).is_some_and(|io| io.backing.is_some())
+    }
+
     /// Whether inode `ino` has a backing file that is not the file `meta` describes (the file
     /// at its path was replaced while passthrough handles kept the old one open).
     pub fn outdated(&self, ino: u64, meta: &Metadata) -> bool {

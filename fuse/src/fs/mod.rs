@@ -125,7 +125,7 @@ pub struct StardustFs {
     owner: (u32, u32),
     started: SystemTime,
     /// The backing files of read-only opens the kernel reads directly (passthrough.rs).
-    passthrough: Passthrough,
+    passthrough: Arc<Passthrough>,
 }
 
 #[derive(Debug)]
@@ -168,6 +168,7 @@ impl StardustFs {
         max_size: u64,
         inval: mpsc::Sender<Inval>,
         nodes: Arc<Mutex<Nodes>>,
+        passthrough: Arc<Passthrough>,
     ) -> StardustFs {
         let root = store.root().to_owned();
         let owner = fs::metadata(&root).map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
@@ -187,7 +188,7 @@ impl StardustFs {
             seen: Mutex::new(HashMap::new()),
             owner,
             started: SystemTime::now(),
-            passthrough: Passthrough::default(),
+            passthrough,
         }
     }
 
