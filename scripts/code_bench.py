@@ -6,6 +6,22 @@ usage: code_bench.py [--stardust BIN] [--mcpls BIN] [--deixis BIN] [--pyright BI
                      [-n 200] [--warmup 20] [--rounds 2] [--cold 3]
                      [--fixtures small,large] [--systems direct,stardust,mcpls,deixis]
                      [--no-memory] [--json OUT.json] [--keep]
+       code_bench.py --complete [--cold 3] [--systems stardust,mcpls,deixis] [--json OUT.json]
+
+--complete (issue 35, SPEC §25) measures instead, on a generated project of 500 modules
+importing each other (the same as tests/code_ready.rs), from a cold start of each system
+(no process of it alive, spawned at t = 0, asked at once and again every 50 ms):
+  - the time to the first COMPLETE answer of `references` (f0100 at its definition: the
+    definition, 4 imports and 4 calls = 9 locations) and of a rename (f0200: its module and the
+    4 that import it, 9 edits), counting an incomplete answer as wrong: an answer that lists
+    fewer places, or (Stardust) one marked `complete: false` or not committable; an error
+    (Stardust's `busy`, a peer's "not ready") is no answer and is asked again;
+  - each system's completeness rate: complete answers / all answers it gave;
+  - the first hover after a 2 s pause (an agent thinking) from the spawn, on a module no
+    request opened before (cold-run median; Stardust warms pyright up when a session attaches);
+  - memory: one Stardust core with the warm-up done (one agent, no request) against one
+    process tree of each peer with pyright running, and the core again once `idle_stop`
+    (5 s here) has stopped its idle pyright.
 
 What it measures (stdlib only, no dependencies):
   - warm latency: after a warm-up, N requests each of hover, definition and references at
@@ -268,6 +284,55 @@ def fixture(kind, tmp):
             "references": place(py, "shop/pricing.py", "def with_tax", "with_tax"),
         }
         expect = {"hover": "VAT_PERCENT", "definition": "pricing.py", "references": 5}
+    return store, py, places, expect
+
+
+# --- the generated project of --complete (the same as tests/code_ready.rs) ----------------
+
+MODULES = 500
+
+
+def deps(i):
+    return sorted({j for j in (i - 1, i // 2, i - 7) if 0 <= j < i})
+
+
+def importers(i):
+    return [k for k in range(MODULES) if i in deps(k)]
+
+
+def make_project(tmp):
+    """tmp/complete/store with py/: pkg/core.py and 500 modules pkg/mNNNN.py, each defining
+    fNNNN that calls those of `deps`, and five classes; the store's pyright table. The store,
+    py/, and the 0-based places asked (f0100 and f0200 at their definitions, f0300's call)."""
+    store = tmp / "complete" / "store"
+    pkg = store / "py" / "pkg"
+    pkg.mkdir(parents=True)
+    (store / "py" / "pyproject.toml").write_text("[tool.pyright]\n")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("def shared_helper(x: int) -> int:\n    return x + 1\n")
+    for i in range(MODULES):
+        lines = ["from pkg.core import shared_helper"]
+        lines += ["from pkg.m%04d import f%04d" % (j, j) for j in deps(i)]
+        calls = "".join("f%04d(x) + " % j for j in deps(i))
+        lines += ["", "", "def f%04d(x: int) -> int:" % i, "    return %sshared_helper(x)" % calls]
+        for k in range(5):
+            lines += ["", "", "class C%dx%d:" % (i, k), "    def m(self, y: int) -> int:",
+                      "        return y * %d" % k]
+        (pkg / ("m%04d.py" % i)).write_text("\n".join(lines) + "\n")
+    (store / "stardust.toml").write_text(
+        "[store]\n[servers.pyright]\ncommand = \"pyright-langserver\"\nargs = [\"--stdio\"]\n"
+        "languages = { py = \"python\" }\nroot_markers = [\"pyproject.toml\"]\n"
+        "settings = { python = { analysis = { typeCheckingMode = \"standard\" } } }\nidle_stop = 5\n")
+    py = store / "py"
+    defline = lambda i: len(deps(i)) + 3
+    places = {
+        "references": {"rel": "pkg/m0100.py", "line": defline(100), "char": 4},
+        "rename": {"rel": "pkg/m0200.py", "line": defline(200), "char": 4},
+        # f0299 as m0300 calls it: its return line
+        "hover": {"rel": "pkg/m0300.py", "line": defline(300) + 1, "char": 11},
+    }
+    expect = {"hover": "f%04d" % deps(300)[0], "references": 1 + 2 * len(importers(100)),
+              "rename": sorted(["m%04d.py" % k for k in [200] + importers(200)])}
     return store, py, places, expect
 
 
@@ -820,6 +885,188 @@ def memory(cfg, fx):
     return out
 
 
+# --- --complete: time to the first complete answer (SPEC §25) ---------------------------
+
+def ask_complete(system, kind, fx):
+    """Ask `kind` (references or rename) once: (answered, complete). An error is no answer."""
+    store, py, places, expect = fx
+    p = places[kind]
+    new_name = "renamed0200"
+    if system.name == "stardust":
+        args = {"path": "py/" + p["rel"], "position": {"line": p["line"] + 1, "column": p["char"] + 1}}
+        if kind == "references":
+            args["limit"] = 500
+            msg, _ = system.rpc.request("tools/call", {"name": "references", "arguments": args})
+        else:
+            args["newName"] = new_name
+            msg, _ = system.rpc.request("tools/call", {"name": "rename_preview", "arguments": args})
+        res = msg.get("result") or {}
+        if "error" in msg or res.get("isError"):
+            return False, False
+        out = res.get("structuredContent") or {}
+        if kind == "references":
+            return True, out.get("complete") is True and out.get("total") == expect["references"]
+        files = sorted(pathlib.Path(d["path"]).name for d in out.get("documents", []))
+        return True, out.get("committable") is True and files == expect["rename"]
+    if system.name == "mcpls":
+        args = {"file_path": str(py / p["rel"]), "line": p["line"] + 1, "character": p["char"] + 1}
+        if kind == "references":
+            args["include_declaration"] = True
+            msg, _ = system.rpc.request("tools/call", {"name": "get_references", "arguments": args})
+        else:
+            args["new_name"] = new_name
+            msg, _ = system.rpc.request("tools/call", {"name": "rename_symbol", "arguments": args})
+    else:
+        args = {"path": p["rel"], "position": {"line": p["line"], "character": p["char"]}}
+        if kind == "references":
+            args.update(includeDeclaration=True, limit=500)
+            msg, _ = system.rpc.request("tools/call", {"name": "references", "arguments": args})
+        else:
+            args["newName"] = new_name
+            msg, _ = system.rpc.request("tools/call", {"name": "preview_rename", "arguments": args})
+    text = tool_text(msg)
+    if text is None:
+        return False, False
+    if kind == "references":
+        return True, ref_count(text) >= expect["references"]
+    return True, all(name in text for name in expect["rename"])
+
+
+def first_complete(system, kind, fx, timeout=180):
+    """Spawn `system` and ask `kind` until a complete answer: seconds from the spawn to it,
+    and the answers given (complete or not) on the way."""
+    system.start()
+    t0 = system.rpc.t_spawn
+    answers = []
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        answered, complete = ask_complete(system, kind, fx)
+        if answered:
+            answers.append(complete)
+        if complete:
+            return time.perf_counter() - t0, answers
+        time.sleep(0.05)
+    return None, answers
+
+
+def hover_after_pause(system, fx, pause=2.0):
+    """Spawn `system`, open the session, think for `pause` seconds, then hover once: the
+    hover's milliseconds and whether it answered what was expected."""
+    system.start()
+    time.sleep(pause)
+    text, dt = system.call("hover")
+    return dt * 1000, check("hover", text, fx[3])
+
+
+def complete_bench(cfg):
+    fx = make_project(cfg.tmp)
+    store, py, places, expect = fx
+    systems = [s for s in cfg.systems if s in ("stardust", "mcpls", "deixis")]
+    if "stardust" in systems:
+        Stardust(cfg, fx).trust()
+    report = {"load_before": loadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+              "modules": MODULES, "cold_runs": cfg.cold, "first_complete": {}, "hover_after_pause": {},
+              "memory": {}}
+    for kind in ("references", "rename"):
+        res = {s: {"seconds": [], "answers": 0, "complete": 0, "never": 0} for s in systems}
+        for i in range(cfg.cold):
+            order = systems if i % 2 == 0 else list(reversed(systems))
+            for name in order:
+                s = SYSTEMS[name](cfg, fx)
+                dt, answers = first_complete(s, kind, fx)
+                stop_and_reap(s)
+                r = res[name]
+                r["answers"] += len(answers)
+                r["complete"] += sum(answers)
+                if dt is None:
+                    r["never"] += 1
+                else:
+                    r["seconds"].append(dt)
+                print("[complete] %s %s run %d: %s, %d answers (%d complete) (load %s)"
+                      % (kind, name, i + 1, "%.2f s" % dt if dt else "never", len(answers),
+                         sum(answers), " ".join(loadavg())), file=sys.stderr, flush=True)
+        report["first_complete"][kind] = res
+    # Every system's hover a 2 s pause after its session opened.
+    res = {s: [] for s in systems}
+    for i in range(cfg.cold):
+        for name in (systems if i % 2 == 0 else list(reversed(systems))):
+            s = SYSTEMS[name](cfg, _hover_fx(fx))
+            ms, ok = hover_after_pause(s, _hover_fx(fx))
+            stop_and_reap(s)
+            res[name].append({"ms": ms, "expected": ok})
+            print("[complete] hover after 2 s: %s %.1f ms (%s)" % (name, ms, "ok" if ok else "not the answer"),
+                  file=sys.stderr, flush=True)
+    report["hover_after_pause"] = res
+    # Memory: Stardust's core with the warm-up done, then after idle_stop; each peer's tree.
+    if "stardust" in systems:
+        sd = Stardust(cfg, _hover_fx(fx))
+        sd.start()
+        end = time.perf_counter() + 120
+        while time.perf_counter() < end:
+            msg, _ = sd.rpc.request("tools/call", {"name": "server_status", "arguments": {}})
+            status = (msg.get("result") or {}).get("structuredContent") or {}
+            if any(x.get("state") == "ready" for x in status.get("servers", [])):
+                break
+            time.sleep(0.1)
+        core = sd.daemon_pid()
+        warm_rep = tree_report([core])
+        warm_rep["with_front_rss_mib"] = tree_report([core, sd.rpc.p.pid])["rss_mib"]
+        time.sleep(7)  # idle_stop = 5 s, looked at every second
+        idle_rep = tree_report([core])
+        report["memory"]["stardust core, warmed up (1 agent, no request)"] = warm_rep
+        report["memory"]["stardust core, after idle_stop"] = idle_rep
+        stop_and_reap(sd)
+    for name in systems:
+        if name == "stardust":
+            continue
+        s = SYSTEMS[name](cfg, _hover_fx(fx))
+        s.start()
+        end = time.perf_counter() + 120
+        while not check("hover", s.call("hover")[0], fx[3]):
+            if time.perf_counter() > end:
+                break
+            time.sleep(RETRY)
+        time.sleep(1)
+        report["memory"]["%s (1 agent, after a hover)" % name] = tree_report(s.roots())
+        stop_and_reap(s)
+    report["load_after"] = loadavg()
+    return report
+
+
+def _hover_fx(fx):
+    """The project as the systems' `call("hover")` takes it (places keyed by kind)."""
+    store, py, places, expect = fx
+    return store, py, {"hover": places["hover"]}, expect
+
+
+def complete_markdown(report):
+    out = ["Generated project: %d modules; %d cold runs; load before %s, after %s." % (
+        report["modules"], report["cold_runs"], " ".join(report["load_before"]),
+        " ".join(report["load_after"])), ""]
+    out.append("| system | first complete references (median s) | completeness | first complete rename (median s) | completeness | hover 2 s after the session opened (median ms) |")
+    out.append("|---|---|---|---|---|---|")
+    systems = list(report["hover_after_pause"].keys())
+    for name in systems:
+        cells = [name]
+        for kind in ("references", "rename"):
+            r = report["first_complete"][kind][name]
+            med = "%.2f" % statistics.median(r["seconds"]) if r["seconds"] else "never"
+            if r["never"]:
+                med += " (never in %d runs)" % r["never"]
+            rate = "%d / %d (%.0f %%)" % (r["complete"], r["answers"], 100 * r["complete"] / r["answers"]) \
+                if r["answers"] else "no answer"
+            cells += [med, rate]
+        hovers = report["hover_after_pause"][name]
+        ms = statistics.median(h["ms"] for h in hovers)
+        wrong = sum(1 for h in hovers if not h["expected"])
+        cells.append("%.1f%s" % (ms, " (%d not the answer)" % wrong if wrong else ""))
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", "| memory | pyright instances | processes | RSS MiB |", "|---|---|---|---|"]
+    for label, rep in report["memory"].items():
+        out.append("| %s | %d | %d | %.0f |" % (label, rep["pyright_instances"], rep["processes"], rep["rss_mib"]))
+    return "\n".join(out)
+
+
 def loadavg():
     return pathlib.Path("/proc/loadavg").read_text().split()[:3]
 
@@ -843,6 +1090,8 @@ def main():
                     help="RUST_LOG for the Stardust core (logs kept in the temp dir)")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--complete", action="store_true",
+                    help="time to the first complete answer on a generated project (SPEC §25)")
     cfg = ap.parse_args()
     cfg.systems = cfg.systems.split(",")
     cfg.tmp = pathlib.Path(tempfile.mkdtemp(prefix="code_bench."))
@@ -855,6 +1104,19 @@ def main():
             logs[name] = open(cfg.tmp / ("%s.log" % name), "a")
         return logs[name]
     cfg.peer_log = peer_log
+
+    if cfg.complete:
+        if cfg.systems == ["direct", "stardust", "mcpls", "deixis"]:
+            cfg.systems = ["stardust", "mcpls", "deixis"]
+        try:
+            report = complete_bench(cfg)
+        finally:
+            if not cfg.keep:
+                shutil.rmtree(cfg.tmp, ignore_errors=True)
+        if cfg.json:
+            pathlib.Path(cfg.json).write_text(json.dumps(report, indent=1))
+        print(complete_markdown(report))
+        return
 
     report = {"load_before": loadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
               "n": cfg.n, "warmup": cfg.warmup, "rounds": cfg.rounds, "cold_runs": cfg.cold,

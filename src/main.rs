@@ -16,6 +16,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Make an existing folder a store, and say how to reach it from editors and agents.
+    ///
+    /// Writes a commented stardust.toml (a [servers.*] table for each language present whose
+    /// server is on PATH) and .stardust/.gitignore, and prints the trust step and the lines to
+    /// paste into editors and MCP hosts. Never overwrites a stardust.toml.
+    Init {
+        /// The folder (made when missing); by default the working directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print every diagnostic of a store; exit 1 if any is an error.
     Check {
         /// The store directory.
@@ -173,7 +183,7 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
-    /// A team store's database (SPEC §22).
+    /// A team store's database on PostgreSQL: create or upgrade its tables.
     Db {
         #[command(subcommand)]
         command: cmd::db::DbCommand,
@@ -216,6 +226,8 @@ pub(crate) enum OutputFormat {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum LangArg {
     Json,
+    /// JSON with comments and trailing commas (SPEC §23).
+    Jsonc,
     Dust,
 }
 
@@ -223,6 +235,7 @@ impl From<LangArg> for stardust_core::syntax::Lang {
     fn from(lang: LangArg) -> Self {
         match lang {
             LangArg::Json => stardust_core::syntax::Lang::Json,
+            LangArg::Jsonc => stardust_core::syntax::Lang::Jsonc,
             LangArg::Dust => stardust_core::syntax::Lang::Dust,
         }
     }
@@ -255,6 +268,7 @@ fn main() -> ExitCode {
         tracing::warn!("cannot turn transparent huge pages off: {err}");
     }
     let result = match cli.command {
+        Command::Init { dir } => cmd::init::run(&dir),
         Command::Check { store, format } => cmd::check::run(&store, format),
         Command::Fmt { paths, check, lang } => cmd::fmt::run(&paths, check, lang),
         Command::Convert { file, to } => cmd::fmt::convert(&file, to),

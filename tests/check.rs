@@ -32,6 +32,7 @@ fn the_broken_store_shows_every_code_and_fails() {
         "invalid-query",
         "view-path",
         "duplicate-view-path",
+        "schema-unavailable",
     ] {
         assert!(stdout.contains(&format!("[{code}]")), "no {code} in:\n{stdout}");
     }
@@ -210,4 +211,65 @@ fn the_project_ignore_rules_are_respected() {
     {
         assert!(stdout.contains(&format!("{broken}:1:")), "{broken} is checked again:\n{stdout}");
     }
+}
+/// The JSON with comments of a project folder (SPEC §23): `tsconfig.json`, `.vscode/*.json`
+/// and `.jsonc` files with comments and trailing commas check clean; the same text in a plain
+/// `.json` file is a `syntax` error whose message says where comments are allowed.
+#[test]
+fn a_projects_json_with_comments_checks_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let files = [
+        ("tsconfig.json", TSCONFIG),
+        ("packages/web/tsconfig.build.json", "{\"extends\": \"../../tsconfig.json\", // base\n}"),
+        (".vscode/settings.json", "{\n  // format on save\n  \"editor.formatOnSave\": true,\n}"),
+        (".vscode/extensions.json", "{\"recommendations\": [\"x.y\",],}"),
+        (".devcontainer/devcontainer.json", "{/* image */ \"image\": \"base\",}"),
+        ("notes.jsonc", "[\"http://x // not a comment\", /* one */]"),
+        ("package.json", "{\"name\": \"web\", \"private\": true}"),
+    ];
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let out = stardust(&["check", root.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.ends_with(": 0 errors, 0 warnings\n"), "{stdout}");
+
+    std::fs::write(root.join("plain.json"), TSCONFIG).unwrap();
+    let out = stardust(&["check", root.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "plain.json:1:1: error[syntax] comments are not allowed in JSON; remove it (comments \
+             are allowed in .jsonc files and in .json files matched by [store] jsonc)"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("DUST"), "{stdout}");
+    assert!(!stdout.contains("tsconfig.json:"), "{stdout}");
+}
+
+const TSCONFIG: &str = "// TypeScript's configuration\n{\n  \"compilerOptions\": {\n    \"strict\": true, /* checks */\n    \"lib\": [\"dom\", \"es2022\",],\n  },\n}\n";
+/// Schemas in drafts 4, 6, 7, 2019-09 and 2020-12 that reference each other by `$id` URLs, and
+/// documents naming them by `$schema` URL, all valid: the check is clean (SPEC §23).
+#[test]
+fn schemas_known_by_url_check_clean() {
+    let out = stardust(&["check", "examples/schema-uris"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{}", text(&out.stderr));
+    assert!(stdout.ends_with(": 0 errors, 0 warnings\n"), "{stdout}");
+}
+
+/// The same schemas with documents that break them: each failure once, at its value, and
+/// `schema-unavailable` where a schema cannot be used (SPEC §23).
+#[test]
+fn schemas_known_by_url_report_what_breaks_them() {
+    let out = stardust(&["check", "examples/schema-uris-broken"]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    expect_test::expect_file!["../examples/schema-uris-broken/expected-check.txt"]
+        .assert_eq(&text(&out.stdout));
 }

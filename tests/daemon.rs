@@ -622,3 +622,52 @@ fn an_agent_whose_output_is_a_file_is_relayed_and_still_answered() {
     drop(stdin);
     assert!(agent.wait().unwrap().success());
 }
+
+/// `git clean -fdx` while a core serves the store deletes `.stardust/` (SPEC §24): the core
+/// stays the store's only one, puts its private folder back with the whole history, and every
+/// later attacher and command reaches it; two cores started at once: one wins, the other
+/// names the serving pid.
+#[test]
+fn git_clean_while_serving_leaves_one_core_and_one_history() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git").args(args).current_dir(&store).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    git(&["init", "-q", "."]);
+    let serve = Serve::start(&store);
+    let pid = record(&store).unwrap()["pid"].as_u64().unwrap();
+    // The private folder keeps itself out of git.
+    assert_eq!(git(&["status", "--porcelain", "--untracked-files=all"]), "?? people/ann.dust\n");
+    git(&["add", "-A"]);
+    git(&["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "data"]);
+
+    git(&["clean", "-fdxq"]);
+    let first = apply(&store, "ops [{create {id ?bo type person name Bo}}]\n");
+    // A second core is refused while the first serves: the lock is on the store's folder.
+    let second = exe().arg("serve").arg(&store).output().unwrap();
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second.stderr));
+    assert!(text(&second.stderr).contains("error[busy]"), "{}", text(&second.stderr));
+
+    // An agent attaching now reaches the same core, and its commit continues the history.
+    let mut agent = util::mcp::Mcp::open(&store, &["--allow-mutation"], "e2e-agent");
+    let preview = agent
+        .ok("entity_create", json!({"entities": [{"id": "?cy", "type": "person", "name": "Cy"}]}));
+    let confirmed = agent.ok("preview_confirm", json!({"previewId": preview["previewId"]}));
+    assert_eq!(confirmed["seq"], first["seq"].as_u64().unwrap() + 1, "{confirmed}");
+    wait_until("the record is back", || {
+        record(&store).is_some_and(|r| r["pid"].as_u64() == Some(pid))
+    });
+    let log = stardust(&["log", store.to_str().unwrap(), "--format", "json"]);
+    let origins: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["origin"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(origins.len(), 3, "one history: {origins:?}");
+    assert_eq!(origins[0], "external");
+    assert!(origins[2].starts_with("mcp:"), "{origins:?}");
+    drop(agent);
+    assert!(serve.stop().success());
+}

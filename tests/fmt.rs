@@ -263,3 +263,69 @@ fn convert_refuses_what_dust_cannot_hold() {
     let not_document = stardust(&["convert", "notes.txt", "--to", "json"], root, None);
     assert_eq!(not_document.status.code(), Some(2));
 }
+
+const TSCONFIG: &str = "// options\n{\"compilerOptions\": {\"strict\": true, /* why */},}\n";
+const TSCONFIG_FORMATTED: &str =
+    "// options\n{\n  \"compilerOptions\": {\n    \"strict\": true /* why */\n  }\n}\n";
+
+/// JSON with comments (SPEC §23): `.jsonc` files and `.json` files matched by the store's
+/// `[store] jsonc` (the default list outside a store) are formatted keeping their comments;
+/// a plain `.json` file with comments is a syntax error saying where comments are allowed.
+#[test]
+fn fmt_keeps_the_comments_of_jsonc_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "tsconfig.json", TSCONFIG);
+    write(root, ".vscode/settings.json", "{\"a\": 1, // one\n}");
+    write(root, "notes.jsonc", "[1, /* two */ 2,]");
+    write(root, "plain.json", TSCONFIG);
+    let output = stardust(&["fmt", "."], root, None);
+    assert_eq!(output.status.code(), Some(1), "plain.json cannot be formatted");
+    assert_eq!(stdout(&output), "./.vscode/settings.json\n./notes.jsonc\n./tsconfig.json\n");
+    assert_eq!(read(root, "tsconfig.json"), TSCONFIG_FORMATTED);
+    assert_eq!(read(root, ".vscode/settings.json"), "{\n  \"a\": 1 // one\n}\n");
+    assert_eq!(read(root, "notes.jsonc"), "[\n  1, /* two */\n  2\n]\n");
+    assert_eq!(read(root, "plain.json"), TSCONFIG);
+    let errors = stderr(&output);
+    assert!(
+        errors.contains(
+            "./plain.json:1:1: error[syntax] comments are not allowed in JSON; remove it \
+             (comments are allowed in .jsonc files and in .json files matched by [store] jsonc)"
+        ),
+        "{errors}"
+    );
+    assert!(!errors.contains("DUST"), "{errors}");
+
+    // Inside a store, its [store] jsonc decides: here tsconfig.json is plain JSON.
+    write(root, "stardust.toml", "[store]\njsonc = [\"plain.json\"]\n");
+    write(root, "tsconfig.json", TSCONFIG);
+    let output = stardust(&["fmt", "--check", "tsconfig.json", "plain.json"], root, None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "plain.json\n");
+    assert!(stderr(&output).starts_with("tsconfig.json:1:1: error[syntax] comments are not"));
+
+    // Standard input in JSONC.
+    let stdin = stardust(&["fmt", "-", "--lang", "jsonc"], root, Some(TSCONFIG));
+    assert!(stdin.status.success(), "{}", stderr(&stdin));
+    assert_eq!(stdout(&stdin), TSCONFIG_FORMATTED);
+}
+
+/// Converting JSONC to DUST keeps its comments; to JSON drops them with a warning.
+#[test]
+fn convert_keeps_jsonc_comments_in_dust() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "tsconfig.json", TSCONFIG);
+    let to_dust = stardust(&["convert", "tsconfig.json", "--to", "dust"], root, None);
+    assert!(to_dust.status.success(), "{}", stderr(&to_dust));
+    assert_eq!(stdout(&to_dust), "; options\ncompilerOptions  {\n  strict  true ; why\n}\n");
+    assert_eq!(stderr(&to_dust), "");
+    let to_json = stardust(&["convert", "tsconfig.json", "--to", "json"], root, None);
+    assert!(to_json.status.success());
+    assert_eq!(stdout(&to_json), "{\n  \"compilerOptions\": {\n    \"strict\": true\n  }\n}\n");
+    assert!(stderr(&to_json).contains("2 comments dropped"), "{}", stderr(&to_json));
+    write(root, "a.dust", "; one\nx 1 ; two\n");
+    let to_jsonc = stardust(&["convert", "a.dust", "--to", "jsonc"], root, None);
+    assert!(to_jsonc.status.success());
+    assert_eq!(stdout(&to_jsonc), "{\n  // one\n  \"x\": 1 // two\n}\n");
+}

@@ -936,6 +936,15 @@ fn code_actions_repair_diagnostics_and_convert_on_resolve() {
         enum_fixes.as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"Change to published"), "{titles:?}");
     assert!(enum_fixes.as_array().unwrap().iter().all(|a| a["kind"] == "quickfix"));
+    // The closest value is the one an editor applies by default; only it is preferred.
+    let preferred: Vec<&str> = enum_fixes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["isPreferred"] == true)
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(preferred, ["Change to published"], "{enum_fixes}");
 
     let resolved = client.request("codeAction/resolve", convert.clone());
     let changes = resolved["edit"]["documentChanges"].as_array().expect("document changes");
@@ -1317,4 +1326,37 @@ fn an_agents_preview_shows_as_code_lenses_that_confirm_it_when_shared() {
     assert_eq!(lenses[0]["command"]["title"], "preview by you (stardust.entity.rename): confirm");
     assert_eq!(lenses[1]["command"]["arguments"], json!([{"previewId": mine["previewId"]}]));
     editor.shutdown();
+}
+
+/// JSON with comments (SPEC §23): an editor opening `tsconfig.json` as `jsonc` sees no syntax
+/// error and formats it keeping its comments; a comment in a plain `.json` is a `syntax`
+/// error saying where comments are allowed.
+#[test]
+fn an_editor_opening_tsconfig_sees_no_syntax_error() {
+    let tmp = util::library();
+    let (mut client, _) = initialized(tmp.path(), &["utf-16"]);
+    let text = "// options\n{\"compilerOptions\": {\"strict\": true, /* why */},}\n";
+    let tsconfig = client.open_as("tsconfig.json", "jsonc", text);
+    assert_eq!(client.published(&tsconfig, 1), Vec::<Value>::new());
+    let settings = client.open_as(".vscode/settings.json", "jsonc", "{\"a\": 1, // one\n}\n");
+    assert_eq!(client.published(&settings, 1), Vec::<Value>::new());
+    let notes = client.open("notes.jsonc", "[\"http://x // not a comment\",]");
+    assert_eq!(client.published(&notes, 1), Vec::<Value>::new());
+    let plain = client.open("plain.json", text);
+    let diagnostics = client.published(&plain, 1);
+    assert_eq!(codes(&diagnostics), ["syntax", "syntax", "syntax", "syntax"]);
+    assert_eq!(
+        diagnostics[0]["message"],
+        "comments are not allowed in JSON; remove it (comments are allowed in .jsonc files and \
+         in .json files matched by [store] jsonc)"
+    );
+
+    let params =
+        json!({"textDocument": {"uri": tsconfig}, "options": {"tabSize": 2, "insertSpaces": true}});
+    let edits = client.request("textDocument/formatting", params);
+    assert_eq!(
+        edits[0]["newText"],
+        "// options\n{\n  \"compilerOptions\": {\n    \"strict\": true /* why */\n  }\n}\n"
+    );
+    client.shutdown();
 }

@@ -191,6 +191,47 @@ fn references_and_schemas_link_to_their_targets_and_dangling_ones_do_not() {
     client.shutdown();
 }
 
+/// A `$schema` URL and a `$ref` URL open the store's copy of the schema they name by its `$id`
+/// (SPEC §23), at the subschema a fragment names.
+#[test]
+fn schema_urls_link_to_the_stores_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    util::copy_store(&util::repo().join("examples/schema-uris"), tmp.path());
+    let mut client = with(tmp.path(), "utf-16", false);
+    let team = read(tmp.path(), "data/team.json");
+    client.open("data/team.json", &team);
+    let links = client.request(
+        "textDocument/documentLink",
+        json!({"textDocument": client.doc("data/team.json")}),
+    );
+    assert_eq!(
+        links[0]["target"],
+        format!("{}#L1,1", client.uri("vendor/d7/team.json")),
+        "{links}"
+    );
+    let person = read(tmp.path(), "vendor/d6/person.json");
+    client.open("vendor/d6/person.json", &person);
+    let links = client.request(
+        "textDocument/documentLink",
+        json!({"textDocument": client.doc("vendor/d6/person.json")}),
+    );
+    let targets: Vec<&str> =
+        links.as_array().unwrap().iter().map(|l| l["target"].as_str().unwrap()).collect();
+    let defs = read(tmp.path(), "shared/defs.json");
+    let tags = defs.lines().position(|l| l.trim_start().starts_with("\"tags\"")).unwrap() + 1;
+    assert!(
+        targets.contains(&format!("{}#L1,1", client.uri("vendor/d4/address.json")).as_str()),
+        "{targets:?}"
+    );
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.starts_with(&format!("{}#L{tags},", client.uri("shared/defs.json")))),
+        "{targets:?}"
+    );
+    client.shutdown();
+}
+
 #[test]
 fn every_occurrence_of_an_id_is_highlighted() {
     let tmp = util::library();
@@ -329,7 +370,8 @@ fn a_client_in_a_mount_is_linked_to_mount_paths() {
 }
 
 /// examples/editors/neovim/check.lua against the real server, when Neovim is installed
-/// (scripts/test installs it): it checks attaching, diagnostics, commands, folding and links.
+/// (scripts/test installs it): it checks attaching, diagnostics, commands, folding, links and
+/// a JSONC buffer.
 #[test]
 fn neovims_headless_self_test_passes() {
     let Ok(found) = Command::new("nvim").arg("--version").output() else {
@@ -352,7 +394,7 @@ fn neovims_headless_self_test_passes() {
         .unwrap();
     let printed = format!("{}{}", util::text(&out.stdout), util::text(&out.stderr));
     assert!(out.status.success(), "the Neovim self-test failed:\n{printed}");
-    for step in ["ok   folding ranges", "ok   document links"] {
+    for step in ["ok   folding ranges", "ok   document links", "ok   a .jsonc file is served"] {
         assert!(printed.contains(step), "{step:?} missing from:\n{printed}");
     }
 }

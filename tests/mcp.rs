@@ -35,7 +35,8 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
     let described = mcp.ok("commands_describe", json!({}));
     let commands = described["commands"].as_array().unwrap();
     // Every command but preview_confirm, with the contract's schemas, then the navigation tools
-    // of SPEC §13, those §17 adds for code files, and §18's rename_preview and code_action_preview.
+    // of SPEC §13, those §17 adds for code files, §18's rename_preview and code_action_preview,
+    // and preview_get (the pages of a preview too large for one answer).
     let mut expected: Vec<String> = commands
         .iter()
         .map(|c| c["name"].as_str().unwrap().trim_start_matches("stardust.").replace('.', "_"))
@@ -48,7 +49,7 @@ fn the_tool_list_is_the_registry_and_hides_confirm_by_default() {
             .chain(&["declaration", "type_definition", "implementation", "signature_help"])
             .chain(&["incoming_calls", "outgoing_calls", "prepare_rename", "rename_preview"])
             .chain(&["code_action_preview"])
-            .chain(&["server_status", "server_restart"])
+            .chain(&["server_status", "server_restart", "preview_get"])
             .map(|s| s.to_string()),
     );
     let names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
@@ -494,7 +495,7 @@ fn streamable_http_on_loopback_checks_host_and_origin() {
     let confirm =
         tool(5, "preview_confirm", json!({"previewId": preview["structuredContent"]["previewId"]}));
     let elsewhere = result(&other, &confirm);
-    assert_eq!(elsewhere["structuredContent"]["error"]["code"], "preview-not-found", "{elsewhere}");
+    assert_eq!(util::mcp::tool_error(&elsewhere)["code"], "preview-not-found", "{elsewhere}");
     let own = result(&session, &confirm);
     assert_eq!(own["isError"], false, "{own}");
     assert!(tmp.path().join("books/dune.dust").exists());
@@ -543,7 +544,7 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     util::copy_store(&util::repo().join("examples/broken"), tmp.path());
     let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
     let all = mcp.ok("diagnostics", json!({"limit": 500}));
-    assert_eq!(all["total"], 20, "{all}");
+    assert_eq!(all["total"], 22, "{all}");
     let errors = mcp.ok("diagnostics", json!({"severity": "error", "limit": 5}));
     assert_eq!((errors["total"].clone(), errors["nextOffset"].clone()), (json!(19), json!(5)));
     let one = mcp.ok("diagnostics", json!({"path": "dangling-ref.dust"}));
@@ -568,6 +569,30 @@ fn diagnostics_name_their_entity_and_page_like_every_list() {
     assert_eq!(fix["edits"][0]["range"], d["range"]);
     let last = actions["actions"].as_array().unwrap().last().unwrap().clone();
     assert_eq!((last["kind"].clone(), last["to"].clone()), (json!("convert"), json!("json")));
+}
+
+/// Schemas known by URL (SPEC §23) through MCP: a document validated against the schema its
+/// `$schema` URL names, and one whose schema the store does not hold gets `schema-unavailable`.
+#[test]
+fn diagnostics_of_schemas_known_by_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    util::copy_store(&util::repo().join("examples/schema-uris-broken"), tmp.path());
+    let mut mcp = Mcp::open(tmp.path(), &[], "test-agent");
+    let team = mcp.ok("diagnostics", json!({"path": "data/team.json"}));
+    let d = &team["diagnostics"][0];
+    assert_eq!((d["code"].clone(), d["severity"].clone()), (json!("schema"), json!("error")));
+    assert_eq!(d["data"]["property"], "home", "a keyword beside $ref in draft 7 applies: {d}");
+    let remote = mcp.ok("diagnostics", json!({"path": "data/remote.json"}));
+    let d = &remote["diagnostics"][0];
+    assert_eq!(d["code"], "schema-unavailable", "{remote}");
+    assert_eq!(d["severity"], "warning");
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("[[schema]] url = \"https://example.org/not-vendored.schema.json\""),
+        "{message}"
+    );
+    let app = mcp.ok("diagnostics", json!({"path": "config/app.json"}));
+    assert_eq!(app["total"], 1, "$schema and a glob naming one schema report once: {app}");
 }
 
 #[test]
@@ -901,4 +926,37 @@ fn tool_schemas_are_portable_and_nested_arguments_are_checked() {
         error["message"].as_str().unwrap().contains("must be an object or a string"),
         "{error}"
     );
+}
+
+/// JSON with comments (SPEC §23): `tsconfig.json` and `.vscode/settings.json` with comments
+/// and trailing commas have no diagnostic through MCP either; a comment in plain JSON is a
+/// `syntax` error saying where comments are allowed. Their text is not offered as JSON.
+#[test]
+fn json_with_comments_has_no_diagnostics() {
+    let tmp = util::library();
+    let root = tmp.path();
+    let tsconfig = "// options\n{\"compilerOptions\": {\"strict\": true, /* why */},}\n";
+    std::fs::write(root.join("tsconfig.json"), tsconfig).unwrap();
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    std::fs::write(root.join(".vscode/settings.json"), "{\"a\": 1, // one\n}\n").unwrap();
+    std::fs::write(root.join("plain.json"), "{\"a\": 1 // one\n}\n").unwrap();
+    let mut mcp = Mcp::open(root, &[], "test-agent");
+    for path in ["tsconfig.json", ".vscode/settings.json"] {
+        let clean = mcp.ok("diagnostics", json!({"path": path}));
+        assert_eq!(clean["total"], 0, "{path}: {clean}");
+    }
+    let plain = mcp.ok("diagnostics", json!({"path": "plain.json"}));
+    assert_eq!(plain["total"], 1, "{plain}");
+    assert_eq!(plain["diagnostics"][0]["code"], "syntax");
+    assert_eq!(
+        plain["diagnostics"][0]["message"],
+        "comments are not allowed in JSON; remove it (comments are allowed in .jsonc files and \
+         in .json files matched by [store] jsonc)"
+    );
+    let all = mcp.ok("diagnostics", json!({}));
+    assert_eq!(all["total"], 1, "only plain.json: {all}");
+    let read = mcp.request("resources/read", json!({"uri": "stardust://documents/tsconfig.json"}));
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(contents["text"], tsconfig);
+    assert_eq!(contents["mimeType"], "text/plain");
 }

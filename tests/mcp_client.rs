@@ -59,7 +59,9 @@ async fn rmcp_client_lists_and_calls_tools() {
         .await
         .unwrap();
     assert_eq!(failed.is_error, Some(true));
-    assert_eq!(failed.structured_content.unwrap()["error"]["code"], "not-found");
+    assert_eq!(failed.structured_content, None, "an error has no structured content");
+    let failed = serde_json::to_value(&failed).unwrap();
+    assert_eq!(util::mcp::tool_error(&failed)["code"], "not-found");
 
     let unknown = client
         .call_tool(CallToolRequestParams::new("run_shell").with_arguments(args(json!({}))))

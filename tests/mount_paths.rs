@@ -69,12 +69,16 @@ impl Agent {
         }
     }
 
-    /// Call a tool: `(isError, structuredContent)`.
+    /// Call a tool: `(isError, structuredContent)`, or for an error `{"error": ...}` as the
+    /// content carries it.
     fn call(&mut self, tool: &str, args: Value) -> (bool, Value) {
         let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = &response["result"];
         assert!(result.is_object(), "{tool}: {response}");
-        (result["isError"] == true, result["structuredContent"].clone())
+        if result["isError"] == true {
+            return (true, json!({"error": util::mcp::tool_error(result)}));
+        }
+        (false, result["structuredContent"].clone())
     }
 
     fn ok(&mut self, tool: &str, args: Value) -> Value {

@@ -363,3 +363,79 @@ fn the_readmes_team_store_configuration_is_valid() {
     let out = stardust(&["check", dir.path().to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// An agent's confirm while the database is away is `unavailable`, and an MCP host built on
+/// the TypeScript SDK receives that error intact (SPEC §13, §16); nothing is written.
+#[test]
+fn an_agents_confirm_while_the_database_is_away_is_unavailable() {
+    let db = Db::new("agent");
+    let dir = tempfile::tempdir().unwrap();
+    let a = machine(dir.path(), "a", &db, true);
+    assert!(stardust(&["db", "migrate", a.to_str().unwrap()]).status.success());
+    let mut host = util::hosts::Host::start(
+        util::hosts::Sdk::TypeScript,
+        "team-agent",
+        &a,
+        &["--allow-mutation"],
+        &[],
+    );
+    let zed =
+        json!({"id": "person/zed", "type": "person", "name": "Zed Team", "roles": ["author"]});
+    let preview = host.ok("entity_create", json!({"entities": [zed]}));
+    db.reachable(false);
+    let error = host.fail_with(
+        "unavailable",
+        "preview_confirm",
+        json!({"previewId": preview["previewId"]}),
+    );
+    db.reachable(true);
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{error}");
+    assert!(!a.join("people/zed.dust").exists(), "nothing was written");
+}
+
+/// With no user in the URL and neither `USER` nor `PGUSER` set (a systemd unit, cron, a
+/// container), a team store connects as libpq would: as the effective uid's login name from
+/// the password database, not as `postgres`.
+#[test]
+fn with_no_user_anywhere_the_store_connects_as_the_login_name() {
+    let admin = std::env::var("STARDUST_TEST_DATABASE_URL").expect(
+        "STARDUST_TEST_DATABASE_URL names the test cluster; run the tests with scripts/test",
+    );
+    let login = Command::new("id").arg("-un").output().unwrap();
+    let login = text(&login.stdout).trim().to_owned();
+    let name = format!("stardust_e2e_login_{}", std::process::id());
+    let url = stardust_pg::scratch::create_owned(&admin, &name, &login).unwrap();
+    assert!(!url.contains('@'), "{url}");
+    let db = Db { name, url, admin };
+    let dir = tempfile::tempdir().unwrap();
+    let store = machine(dir.path(), "team", &db, true);
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_stardust"))
+            .args(args)
+            .env_remove("USER")
+            .env_remove("PGUSER")
+            .env_remove("LOGNAME")
+            .env_remove("STARDUST_DATABASE_URL")
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    };
+    let s = store.to_str().unwrap();
+    let out = run(&["db", "migrate", s]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Opening the store records its documents as a transaction in the database.
+    let out = run(&["log", s, "--format", "json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).lines().count(), 1, "{}", text(&out.stdout));
+    let as_admin = stardust_pg::scratch::with_database(&db.admin, &db.name);
+    let owner = stardust_pg::scratch::query_text(
+        &as_admin,
+        "SELECT tableowner FROM pg_tables WHERE tablename = 'stardust_head'",
+    )
+    .unwrap();
+    assert_eq!(owner, login);
+    let committed =
+        stardust_pg::scratch::query_text(&as_admin, "SELECT count(*) FROM stardust_transactions")
+            .unwrap();
+    assert_eq!(committed, "1");
+}

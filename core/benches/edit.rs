@@ -49,7 +49,7 @@ fn main() {
             black_box(syntax::parse(&edited, Lang::Json));
             time("syntax::parse", t.elapsed());
             let t = Instant::now();
-            let d = Document::new(doc.clone(), edited.clone().into_bytes());
+            let d = Document::new(doc.clone(), Lang::Json, edited.clone().into_bytes());
             time("Document::new", t.elapsed());
             let t = Instant::now();
             black_box(d.parse.clone());

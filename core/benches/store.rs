@@ -319,9 +319,10 @@ fn commit_phase(args: &Args) {
     let (mut parse, mut analyse, mut check, mut frees) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let snapshot = store.snapshot();
+    let lang = stardust_core::scan::lang_of(snapshot.analysis.config(), &path).unwrap();
     for i in 0..args.commits.min(200) {
         let started = Instant::now();
-        drop(analysis::Document::new(path.clone(), revision(&original, i)));
+        drop(analysis::Document::new(path.clone(), lang, revision(&original, i)));
         parse.push(started.elapsed());
         let started = Instant::now();
         let after =

@@ -76,7 +76,7 @@ static VIEW_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
             "description": {"type": "string"},
             "query": {
                 "anyOf": [{"type": "object"}, {"type": "string"}],
-                "description": "The query (SPEC §8): find, where, filter, order, limit, offset, pull; or its DUST or JSON text."
+                "description": "The query: find, where, filter, order, limit, offset, pull; or its DUST or JSON text."
             },
             "format": {
                 "enum": VIEW_FORMATS,

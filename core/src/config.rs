@@ -13,14 +13,26 @@ use serde::Deserialize;
 use crate::diagnostics::DiagnosticCode;
 use crate::error::{Error, Result};
 use crate::ignores::ProjectIgnores;
-use crate::schema::Formats;
+use crate::schema::{Dialect, Formats};
 use crate::syntax::Lang;
 
+mod keys;
 pub mod servers;
 
-pub use servers::{ServerConfig, Timeouts};
+pub use servers::{ServerConfig, Start, Timeouts};
 
 pub const CONFIG_FILE: &str = "stardust.toml";
+
+/// The `.json` documents written as JSON with comments when `[store] jsonc` is not set
+/// (SPEC §23): the configuration files of TypeScript, JavaScript, VS Code and dev containers.
+pub const DEFAULT_JSONC: [&str; 6] = [
+    "**/tsconfig.json",
+    "**/tsconfig.*.json",
+    "**/jsconfig.json",
+    "**/.vscode/*.json",
+    "**/.devcontainer/devcontainer.json",
+    "**/.devcontainer.json",
+];
 
 /// The `[save] refuse` entry that refuses code edits adding errors from a language server.
 pub const CODE_ERROR: &str = "code-error";
@@ -40,10 +52,16 @@ pub struct Config {
     /// What the user should know about this configuration that does not stop the store
     /// (an ignore rule file that could not be read, the schemas folder ignored by git).
     pub warnings: Vec<String>,
+    /// `[store] jsonc` (SPEC §23): globs of the `.json` documents written as JSON with
+    /// comments; [`DEFAULT_JSONC`] when the key is absent (a given list replaces it).
+    pub jsonc: Vec<String>,
+    pub jsonc_set: GlobSet,
     /// Store-relative folder of `<type>.schema.json` files.
     pub schemas_dir: String,
     /// Extra schema associations for documents, in file order.
     pub schema_globs: Vec<SchemaGlob>,
+    /// `[[schema]] url = ... path = ...`: URIs the store holds a copy of (SPEC §23).
+    pub schema_urls: Vec<SchemaUrl>,
     /// Where new entities of a type are created.
     pub types: BTreeMap<String, TypeConfig>,
     /// Diagnostic codes that refuse a commit (the save authority).
@@ -60,6 +78,8 @@ pub struct Config {
     pub max_pending: usize,
     /// Whether `format` keywords are checked (`[validation] formats`).
     pub formats: Formats,
+    /// How schemas of older drafts are read (`[validation] dialect`, SPEC §23).
+    pub dialect: Dialect,
     /// `[servers.<name>]`: language servers for code files (SPEC §17), by name.
     pub servers: BTreeMap<String, ServerConfig>,
     /// `[store] backend`: where the store's history and documents are durable (SPEC §22).
@@ -124,6 +144,15 @@ pub struct SchemaGlob {
     pub path: String,
 }
 
+/// A URI whose schema is a file of the store (`[[schema]] url`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaUrl {
+    /// The URI as written, without a trailing empty fragment.
+    pub url: String,
+    /// Store-relative path of the schema.
+    pub path: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeConfig {
     pub dir: String,
@@ -143,6 +172,16 @@ impl Default for Config {
             .expect("the default configuration is valid")
     }
 }
+
+/// Every key `stardust.toml` accepts, as a dotted path (`store.ignore`, `schema.glob`,
+/// `types.<name>.dir`, `servers.<name>.timeouts.startup`), sorted; tables' own names too
+/// (`store`, `servers`). Read from the parser's types, so it is always complete.
+pub fn keys() -> Vec<String> {
+    keys::keys_of::<RawConfig>()
+}
+
+/// What stands for a key the user chooses in [`keys`]: `types.<name>.dir`.
+pub const KEY_NAME: &str = keys::NAME;
 
 impl Config {
     /// Read `stardust.toml` from a store root (a missing file is the default configuration),
@@ -235,6 +274,21 @@ impl Config {
             .build()
             .map_err(|err| invalid(format!("store.ignore: the globs cannot be combined: {err}")))?;
 
+        let jsonc = raw
+            .store
+            .jsonc
+            .unwrap_or_else(|| DEFAULT_JSONC.iter().map(|glob| (*glob).to_owned()).collect());
+        let mut jsonc_set = GlobSetBuilder::new();
+        for pattern in &jsonc {
+            let glob = Glob::new(pattern).map_err(|err| {
+                invalid(format!("store.jsonc: '{pattern}' is not a valid glob: {err}"))
+            })?;
+            jsonc_set.add(glob);
+        }
+        let jsonc_set = jsonc_set
+            .build()
+            .map_err(|err| invalid(format!("store.jsonc: the globs cannot be combined: {err}")))?;
+
         let backend = match raw.store.backend.as_deref() {
             None | Some("folder") => {
                 if raw.store.url.is_some() {
@@ -262,18 +316,55 @@ impl Config {
         check_relative(&schemas_dir).map_err(|why| invalid(format!("store.schemas: {why}")))?;
 
         let mut schema_globs = Vec::new();
+        let mut schema_urls: Vec<SchemaUrl> = Vec::new();
         for (i, entry) in raw.schema.into_iter().enumerate() {
-            let matcher = Glob::new(&entry.glob)
-                .map_err(|err| {
-                    invalid(format!(
-                        "schema[{i}].glob: '{}' is not a valid glob: {err}",
-                        entry.glob
-                    ))
-                })?
-                .compile_matcher();
             check_relative(&entry.path)
                 .map_err(|why| invalid(format!("schema[{i}].path: {why}")))?;
-            schema_globs.push(SchemaGlob { glob: entry.glob, matcher, path: entry.path });
+            match (entry.glob, entry.url) {
+                (Some(glob), None) => {
+                    let matcher = Glob::new(&glob)
+                        .map_err(|err| {
+                            invalid(format!(
+                                "schema[{i}].glob: '{glob}' is not a valid glob: {err}"
+                            ))
+                        })?
+                        .compile_matcher();
+                    schema_globs.push(SchemaGlob { glob, matcher, path: entry.path });
+                }
+                (None, Some(url)) => {
+                    let written = url.trim_end_matches('#');
+                    let resolved = crate::schema::resolve("", written)
+                        .filter(|_| crate::schema::dialect::is_absolute(written))
+                        .filter(|u| !u.contains('#'));
+                    let Some(url) = resolved else {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is not an absolute URI without a fragment; \
+                             write the schema's URI as documents and schemas name it, such as \
+                             \"https://example.com/app.schema.json\""
+                        )));
+                    };
+                    if let Some(other) = schema_urls.iter().find(|u| u.url == url) {
+                        return Err(invalid(format!(
+                            "schema[{i}].url: '{url}' is already mapped to '{}'; keep one entry \
+                             per URI",
+                            other.path
+                        )));
+                    }
+                    schema_urls.push(SchemaUrl { url, path: entry.path });
+                }
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] has both glob and url; an entry either associates documents \
+                         (glob) or maps a URI to a file (url): split it in two"
+                    )));
+                }
+                (None, None) => {
+                    return Err(invalid(format!(
+                        "schema[{i}] needs glob (the documents the schema checks) or url (the \
+                         URI the schema at path is known by)"
+                    )));
+                }
+            }
         }
 
         let mut types = BTreeMap::new();
@@ -364,11 +455,22 @@ impl Config {
         }
 
         let formats = match raw.validation.formats.as_deref() {
-            None | Some("annotate") => Formats::Annotate,
+            None => Formats::ByDraft,
+            Some("annotate") => Formats::Annotate,
             Some("assert") => Formats::Assert,
             Some(other) => {
                 return Err(invalid(format!(
                     "validation.formats: expected \"annotate\" or \"assert\", found \"{other}\""
+                )));
+            }
+        };
+
+        let dialect = match raw.validation.dialect.as_deref() {
+            None | Some("compatible") => Dialect::Compatible,
+            Some("strict") => Dialect::Strict,
+            Some(other) => {
+                return Err(invalid(format!(
+                    "validation.dialect: expected \"compatible\" or \"strict\", found \"{other}\""
                 )));
             }
         };
@@ -379,8 +481,11 @@ impl Config {
             gitignore: raw.store.gitignore.unwrap_or(true),
             project_ignores: Arc::default(),
             warnings: Vec::new(),
+            jsonc,
+            jsonc_set,
             schemas_dir,
             schema_globs,
+            schema_urls,
             types,
             refuse,
             refuse_code_errors,
@@ -389,6 +494,7 @@ impl Config {
             mcp_mutation_allowlist: allowlist.unwrap_or_default(),
             max_pending,
             formats,
+            dialect,
             servers: BTreeMap::new(),
             backend,
         })
@@ -456,6 +562,7 @@ struct RawStore {
     schemas: Option<String>,
     backend: Option<String>,
     url: Option<String>,
+    jsonc: Option<Vec<String>>,
 }
 
 /// `stardust.toml` text made a folder store's: the `[store]` table's `backend` and `url`
@@ -505,7 +612,8 @@ fn check_database_url(url: &str) -> std::result::Result<(), String> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSchema {
-    glob: String,
+    glob: Option<String>,
+    url: Option<String>,
     path: String,
 }
 
@@ -545,6 +653,7 @@ struct RawPreviews {
 #[serde(deny_unknown_fields)]
 struct RawValidation {
     formats: Option<String>,
+    dialect: Option<String>,
 }
 
 #[cfg(test)]
@@ -557,6 +666,34 @@ mod tests {
         let err = Config::parse(text, Path::new("stardust.toml")).unwrap_err();
         assert_eq!(err.code(), "config-invalid");
         expect.assert_eq(&err.to_string());
+    }
+
+    /// The key list comes from the parser's types: every table, every field, nested ones.
+    #[test]
+    fn every_key_is_listed() {
+        let keys = keys();
+        for key in [
+            "store",
+            "store.ignore",
+            "schema.glob",
+            "types.<name>.format",
+            "servers.<name>.command",
+            "servers.<name>.timeouts.startup",
+            "servers.<name>.settings",
+            "validation.formats",
+            "previews.share",
+        ] {
+            assert!(keys.iter().any(|k| k == key), "{key} missing from {keys:?}");
+        }
+        assert!(!keys.iter().any(|k| k.starts_with("servers.<name>.settings.")), "{keys:?}");
+        // Every key listed is one the parser takes: an unknown one would be refused.
+        for key in keys.iter().filter(|k| k.matches('.').count() == 1 && !k.starts_with("schema."))
+        {
+            let (table, field) = key.split_once('.').unwrap();
+            let text = format!("[{table}]\n{field} = 0\n");
+            let err = Config::parse(&text, Path::new("stardust.toml")).err();
+            assert!(!err.is_some_and(|e| e.to_string().contains("unknown field")), "{key}");
+        }
     }
 
     #[test]
@@ -606,6 +743,110 @@ formats = "assert"
         assert_eq!(config.max_pending, 50);
         assert_eq!(config.formats, Formats::Assert);
         assert_eq!(config.type_schema_path("book"), "schemas/book.schema.json");
+    }
+
+    /// `[store] jsonc` (SPEC §23): absent, the default list; given, it replaces the default.
+    #[test]
+    fn jsonc_globs() {
+        let parse = |text: &str| Config::parse(text, Path::new("stardust.toml")).unwrap();
+        let default = parse("");
+        assert_eq!(default.jsonc, DEFAULT_JSONC);
+        for path in [
+            "tsconfig.json",
+            "web/tsconfig.build.json",
+            "jsconfig.json",
+            ".vscode/settings.json",
+            "app/.vscode/launch.json",
+            ".devcontainer/devcontainer.json",
+            ".devcontainer.json",
+        ] {
+            assert!(default.jsonc_set.is_match(path), "{path}");
+        }
+        for path in ["package.json", "tsconfig.jsonc", "vscode/settings.json", "my-tsconfig.json"] {
+            assert!(!default.jsonc_set.is_match(path), "{path}");
+        }
+        let given = parse("[store]\njsonc = [\"conf/*.json\"]\n");
+        assert_eq!(given.jsonc, ["conf/*.json"]);
+        assert!(given.jsonc_set.is_match("conf/app.json"));
+        assert!(!given.jsonc_set.is_match("tsconfig.json"), "a given list replaces the default");
+        assert!(parse("[store]\njsonc = []\n").jsonc_set.is_empty());
+        check_err(
+            "[store]\njsonc = [\"a[\"]\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: store.jsonc: 'a[' is not a valid glob: error parsing glob 'a[': unclosed character class; missing ']'"#
+            ]],
+        );
+        check_err(
+            "[store]\njsonc = \"tsconfig.json\"\n",
+            expect![[r#"
+                invalid configuration in stardust.toml: TOML parse error at line 2, column 9
+                  |
+                2 | jsonc = "tsconfig.json"
+                  |         ^^^^^^^^^^^^^^^
+                invalid type: string "tsconfig.json", expected a sequence"#]],
+        );
+    }
+
+    #[test]
+    fn schema_urls_and_dialect() {
+        let config = Config::parse(
+            "[[schema]]\nurl = \"https://example.com/x.json#\"\npath = \"vendor/x.json\"\n\n\
+             [[schema]]\nglob = \"config/*.json\"\npath = \"vendor/x.json\"\n\n\
+             [validation]\ndialect = \"strict\"\n",
+            Path::new("stardust.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            config.schema_urls,
+            vec![SchemaUrl {
+                url: "https://example.com/x.json".into(),
+                path: "vendor/x.json".into()
+            }]
+        );
+        assert_eq!(config.schema_globs.len(), 1);
+        assert_eq!(config.dialect, Dialect::Strict);
+        check_err(
+            "[[schema]]\nglob = \"a/*.json\"\nurl = \"https://e.com/a\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] has both glob and url; an entry either associates documents (glob) or maps a URI to a file (url): split it in two"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0] needs glob (the documents the schema checks) or url (the URI the schema at path is known by)"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"vendor/a.json\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'vendor/a.json' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a#/definitions/x\"\npath = \"a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].url: 'https://e.com/a#/definitions/x' is not an absolute URI without a fragment; write the schema's URI as documents and schemas name it, such as "https://example.com/app.schema.json""#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"a.json\"\n[[schema]]\nurl = \"https://e.com/a\"\npath = \"b.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[1].url: 'https://e.com/a' is already mapped to 'a.json'; keep one entry per URI"#
+            ]],
+        );
+        check_err(
+            "[[schema]]\nurl = \"https://e.com/a\"\npath = \"../a.json\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: schema[0].path: '../a.json' must not leave the store ('..' is not allowed)"#
+            ]],
+        );
+        check_err(
+            "[validation]\ndialect = \"loose\"\n",
+            expect![[
+                r#"invalid configuration in stardust.toml: validation.dialect: expected "compatible" or "strict", found "loose""#
+            ]],
+        );
     }
 
     #[test]
@@ -663,7 +904,13 @@ formats = "assert"
         assert_eq!(config.schemas_dir, "schemas");
         assert_eq!(config.max_pending, 10_000);
         assert_eq!(config.mcp_mutation, MutationPosture::Off);
-        assert_eq!(config.formats, Formats::Annotate, "formats annotate, as in 2020-12");
+        assert_eq!(
+            config.formats,
+            Formats::ByDraft,
+            "formats annotate, as in 2020-12, unless a schema of draft 4 to 7 is read compatibly"
+        );
+        assert_eq!(config.dialect, Dialect::Compatible);
+        assert!(config.schema_urls.is_empty());
         assert!(config.refuse.contains(&DiagnosticCode::Syntax));
         assert!(!config.refuse.contains(&DiagnosticCode::DanglingRef));
         assert!(config.gitignore, "the project's ignore rules apply unless turned off");
@@ -711,7 +958,7 @@ ignore = [\"schemas/old/**\"]\n",
                   |
                 2 | ignroe = []
                   | ^^^^^^
-                unknown field `ignroe`, expected one of `ignore`, `gitignore`, `schemas`, `backend`, `url`"#]],
+                unknown field `ignroe`, expected one of `ignore`, `gitignore`, `schemas`, `backend`, `url`, `jsonc`"#]],
         );
         check_err(
             "[notifications]\nmax_pending = \"many\"\n",
@@ -737,7 +984,7 @@ ignore = [\"schemas/old/**\"]\n",
         check_err(
             "[save]\nrefuse = [\"schema\", \"typo\"]\n",
             expect![[
-                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "code-error""#
+                r#"invalid configuration in stardust.toml: save.refuse: unknown diagnostic code "typo"; known codes are "syntax", "duplicate-key", "schema", "unknown-type", "invalid-id", "duplicate-id", "dangling-ref", "ref-type", "invalid-query", "view-path", "duplicate-view-path", "schema-unavailable", "code-error""#
             ]],
         );
         check_err(

@@ -29,10 +29,12 @@ pub enum DiagnosticCode {
     ViewPath,
     /// Two views claim one path.
     DuplicateViewPath,
+    /// A document's schema cannot be used, so the document was not validated (SPEC §23).
+    SchemaUnavailable,
 }
 
 impl DiagnosticCode {
-    pub const ALL: [DiagnosticCode; 11] = [
+    pub const ALL: [DiagnosticCode; 12] = [
         DiagnosticCode::Syntax,
         DiagnosticCode::DuplicateKey,
         DiagnosticCode::Schema,
@@ -44,6 +46,7 @@ impl DiagnosticCode {
         DiagnosticCode::InvalidQuery,
         DiagnosticCode::ViewPath,
         DiagnosticCode::DuplicateViewPath,
+        DiagnosticCode::SchemaUnavailable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +62,7 @@ impl DiagnosticCode {
             DiagnosticCode::InvalidQuery => "invalid-query",
             DiagnosticCode::ViewPath => "view-path",
             DiagnosticCode::DuplicateViewPath => "duplicate-view-path",
+            DiagnosticCode::SchemaUnavailable => "schema-unavailable",
         }
     }
 
@@ -69,7 +73,7 @@ impl DiagnosticCode {
     /// The severity every diagnostic of this code has.
     pub fn severity(self) -> Severity {
         match self {
-            DiagnosticCode::UnknownType => Severity::Warning,
+            DiagnosticCode::UnknownType | DiagnosticCode::SchemaUnavailable => Severity::Warning,
             _ => Severity::Error,
         }
     }

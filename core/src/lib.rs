@@ -17,6 +17,7 @@ pub mod fixture;
 pub mod format;
 pub mod ide;
 pub mod ignores;
+pub mod init;
 pub mod model;
 pub mod patch;
 pub mod qlang;

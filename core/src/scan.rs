@@ -1,8 +1,9 @@
 //! Finding a store's documents on disk (SPEC §2).
 //!
-//! A document is a `.json` or `.dust` file outside `.stardust/` and `.git/` that neither the
-//! `[store] ignore` globs nor the project's ignore rules (`ignores`) exclude. Symbolic links are never followed, so a link cannot pull files from outside the
-//! store into it (or count a document twice).
+//! A document is a `.json`, `.jsonc` or `.dust` file outside `.stardust/` and `.git/` that
+//! neither the `[store] ignore` globs nor the project's ignore rules (`ignores`) exclude;
+//! [`lang_of`] is its notation (SPEC §23). Symbolic links are never followed, so a link cannot
+//! pull files from outside the store into it (or count a document twice).
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,18 @@ use crate::error::{Error, Result};
 use crate::syntax::Lang;
 
 pub use crate::ignores::{PRIVATE_DIR, PRIVATE_DIRS};
+
+/// The notation of the document at store-relative `rel` (`/`-separated), or `None` when its
+/// extension is not a document's: `.dust` is DUST, `.jsonc` JSON with comments, and `.json`
+/// JSON with comments when `[store] jsonc` matches it (SPEC §23), else JSON. Every reader of
+/// a store's documents (the analysis, formatting, conversion, edits) takes the notation from
+/// here.
+pub fn lang_of(config: &Config, rel: &str) -> Option<Lang> {
+    match Lang::from_path(rel)? {
+        Lang::Json if config.jsonc_set.is_match(rel) => Some(Lang::Jsonc),
+        lang => Some(lang),
+    }
+}
 
 /// Whether a store-relative path (`/`-separated) names a document.
 pub fn is_document_path(config: &Config, rel: &str) -> bool {
@@ -141,6 +154,30 @@ mod tests {
             documents(root, &config).unwrap().into_iter().map(|(rel, _)| rel).collect();
         assert_eq!(found, ["books/dune.dust", "deep/a/b/c.json", "people/frank.json"]);
     }
+
+    /// The notation of a document (SPEC §23): by extension, and `[store] jsonc` for `.json`.
+    #[test]
+    fn the_notation_of_a_document() {
+        let default = Config::default();
+        for (path, lang) in [
+            ("a.dust", Some(Lang::Dust)),
+            ("a.json", Some(Lang::Json)),
+            ("notes/a.jsonc", Some(Lang::Jsonc)),
+            ("tsconfig.json", Some(Lang::Jsonc)),
+            ("web/tsconfig.app.json", Some(Lang::Jsonc)),
+            (".vscode/settings.json", Some(Lang::Jsonc)),
+            ("package.json", Some(Lang::Json)),
+            ("README.md", None),
+            ("tsconfig.json5", None),
+        ] {
+            assert_eq!(lang_of(&default, path), lang, "{path}");
+            assert_eq!(is_document_path(&default, path), lang.is_some(), "{path}");
+        }
+        let config = Config::parse("[store]\njsonc = [\"conf/*.json\"]", Path::new("x")).unwrap();
+        assert_eq!(lang_of(&config, "conf/app.json"), Some(Lang::Jsonc));
+        assert_eq!(lang_of(&config, "tsconfig.json"), Some(Lang::Json));
+        assert_eq!(lang_of(&config, "conf/app.dust"), Some(Lang::Dust), "only .json files");
+    }
 }
 
 /// The store a command started in `cwd` works on (SPEC §15): `--store` = `flag`, else the
@@ -150,12 +187,55 @@ mod tests {
 pub fn find_store(flag: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
     let found = match flag {
         Some(flag) => flag.to_owned(),
-        None => cwd
-            .ancestors()
-            .find(|dir| dir.join("stardust.toml").is_file() || dir.join(PRIVATE_DIR).is_dir())?
-            .to_owned(),
+        None => cwd.ancestors().find(|dir| marks_store(dir))?.to_owned(),
     };
     Some(mount_store(&found).unwrap_or(found))
+}
+
+/// Whether `dir` is a store's root folder (or a mount of one): it holds `stardust.toml` or
+/// `.stardust/`.
+fn marks_store(dir: &Path) -> bool {
+    dir.join(crate::config::CONFIG_FILE).is_file() || dir.join(PRIVATE_DIR).is_dir()
+}
+
+/// The notation of files named on a command line (`stardust fmt`, `stardust convert`): each
+/// is its store's [`lang_of`] its path in that store, the store being the nearest folder at or
+/// above the file that marks one (as [`find_store`] finds it); a file in no store is read with
+/// the default configuration. Each store's configuration is read once.
+#[derive(Default)]
+pub struct FileLangs {
+    /// The configuration of each store root met, `None` for "no store" (the default).
+    configs: std::collections::HashMap<Option<PathBuf>, Config>,
+}
+
+impl FileLangs {
+    /// The notation of the file at `path`, `None` when its extension is not a document's. An
+    /// invalid `stardust.toml` of its store is an error: a typo must not change how the file
+    /// is read.
+    pub fn lang_of(&mut self, path: &Path) -> Result<Option<Lang>> {
+        let Some(lang) = path.to_str().and_then(Lang::from_path) else { return Ok(None) };
+        if lang != Lang::Json {
+            return Ok(Some(lang));
+        }
+        let absolute = std::path::absolute(path)
+            .map_err(|err| Error::io(format!("cannot resolve {}", path.display()), err))?;
+        let store = absolute.ancestors().skip(1).find(|dir| marks_store(dir)).map(Path::to_owned);
+        let rel = match &store {
+            Some(root) => relative(root, &absolute),
+            None => absolute.to_str().map(|p| p.trim_start_matches('/').to_owned()),
+        };
+        let config = match self.configs.entry(store) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let config = match entry.key() {
+                    Some(root) => Config::load(root)?,
+                    None => Config::default(),
+                };
+                entry.insert(config)
+            }
+        };
+        Ok(rel.and_then(|rel| lang_of(config, &rel)))
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +256,31 @@ mod find_tests {
         std::fs::create_dir_all(tmp.join("a/b/.stardust")).unwrap();
         assert_eq!(find_store(None, &deep), Some(tmp.join("a/b")));
         assert_eq!(find_store(Some(Path::new("/x")), &deep), Some(PathBuf::from("/x")));
+    }
+
+    /// A file named on a command line is read as its store says, or by default outside one.
+    #[test]
+    fn the_notation_of_a_file_is_its_stores() {
+        use super::FileLangs;
+        use crate::syntax::Lang;
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, loose) = (tmp.path().join("store"), tmp.path().join("loose"));
+        std::fs::create_dir_all(store.join("conf")).unwrap();
+        std::fs::create_dir_all(&loose).unwrap();
+        std::fs::write(store.join("stardust.toml"), "[store]\njsonc = [\"conf/*.json\"]\n")
+            .unwrap();
+        let mut langs = FileLangs::default();
+        let mut lang = |path: PathBuf| langs.lang_of(&path).unwrap();
+        assert_eq!(lang(store.join("conf/app.json")), Some(Lang::Jsonc));
+        assert_eq!(lang(store.join("tsconfig.json")), Some(Lang::Json), "the store's list");
+        assert_eq!(lang(loose.join("tsconfig.json")), Some(Lang::Jsonc), "the default list");
+        assert_eq!(lang(loose.join(".vscode/settings.json")), Some(Lang::Jsonc));
+        assert_eq!(lang(loose.join("data.json")), Some(Lang::Json));
+        assert_eq!(lang(loose.join("a.jsonc")), Some(Lang::Jsonc));
+        assert_eq!(lang(loose.join("a.txt")), None);
+        std::fs::write(loose.join("stardust.toml"), "[store]\njsonc = 1\n").unwrap();
+        let err = FileLangs::default().lang_of(&loose.join("x.json")).unwrap_err();
+        assert_eq!(err.code(), "config-invalid");
     }
 }
 

@@ -2,9 +2,13 @@
 //! diagnostics with exact ranges and messages a person can act on.
 //!
 //! Schemas resolve only inside the store: every schema gets the virtual base URI
-//! `file:///__store__/<store-relative path>`, and the retriever answers only URIs under that
-//! base, from the store's in-memory documents. Anything else (`https://...`, `/etc/...`) is
-//! refused, so validation never touches the network or files outside the store.
+//! `file:///__store__/<store-relative path>`, which its `$id` may move. The retriever answers
+//! URIs under that base from the store's in-memory documents, and any other URI from what the
+//! store knows by URI ([`Source::uri`]: the `$id`s of its schemas and `[[schema]] url`
+//! entries, SPEC §23). Nothing else is ever fetched, so validation never touches the network
+//! or files outside the store.
+//!
+//! Schemas are compiled as the configured [`Dialect`] reads them (dialect.rs).
 //!
 //! The keyword `x-stardust-ref` constrains a reference's target type. Whether a reference is
 //! allowed depends on the target entity's type, which lives in the store's id index, so the
@@ -14,7 +18,7 @@
 use crate::sync;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::paths::LocationSegment;
@@ -26,24 +30,47 @@ use crate::model::reference_target;
 use crate::syntax::{Member, Node};
 use crate::text::Span;
 
+pub mod dialect;
 mod messages;
 
+pub use dialect::{Dialect, Draft};
 use messages::Wording;
 
 pub const REF_KEYWORD: &str = "x-stardust-ref";
-const BASE: &str = "file:///__store__/";
+/// The base URI of the store's documents: `file:///__store__/<store-relative path>`.
+pub const BASE: &str = "file:///__store__/";
 
-/// Looks up a store document's value by store-relative path (for `$ref` resolution).
-pub type SchemaSource = Arc<dyn Fn(&str) -> Option<Value> + Send + Sync>;
+/// A store document's value by store-relative path.
+pub type DocumentSource = Arc<dyn Fn(&str) -> Option<Arc<Value>> + Send + Sync>;
+/// The schema at a URI, or why there is none.
+pub type UriSource = Arc<dyn Fn(&str) -> std::result::Result<Arc<Value>, String> + Send + Sync>;
+
+/// What a schema may reach while it compiles.
+#[derive(Clone)]
+pub struct Source {
+    /// A store document's value by store-relative path, as the dialect reads it; `None` when
+    /// the store has no such document.
+    pub document: DocumentSource,
+    /// The schema the store holds at a URI outside the store's base (fragment removed), or why
+    /// it has none.
+    pub uri: UriSource,
+    pub formats: Formats,
+    pub dialect: Dialect,
+}
 
 /// Schema documents by store-relative path: the one compiled and those its `$ref`s reached.
-pub type Documents = HashMap<String, Value>;
+pub type Documents = HashMap<String, Arc<Value>>;
 
 /// How `format` keywords are treated (`[validation] formats`, SPEC §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Formats {
-    /// `format` is an annotation only, as JSON Schema 2020-12's default vocabulary says.
+    /// `[validation] formats` unset: `format` is an annotation, as JSON Schema 2020-12's
+    /// default vocabulary says, except in a schema declaring draft 4, 6 or 7 read in the
+    /// compatible dialect, where it is checked as ajv (with ajv-formats) and VS Code check it
+    /// (docs/DECISIONS.md).
     #[default]
+    ByDraft,
+    /// `format` is an annotation only, as JSON Schema 2020-12's default vocabulary says.
     Annotate,
     /// `format` is checked: a value that is not a valid date, email, URI, ... fails.
     Assert,
@@ -79,25 +106,81 @@ impl std::fmt::Debug for Compiled {
     }
 }
 
-/// Compile the schema `value` found at store-relative `path`, checking `format` keywords
-/// when `formats` says so.
-pub fn compile(path: &str, value: &Value, source: SchemaSource, formats: Formats) -> Compiled {
+/// Compile the schema `value` found at store-relative `path`, as `source.dialect` reads it.
+pub fn compile(path: &str, value: &Value, source: &Source) -> Compiled {
+    let readable = Arc::new(dialect::readable(value, source.dialect).into_owned());
+    compile_readable(path, value, readable, source)
+}
+
+/// Compile the schema `value` found at store-relative `path`, given as the dialect reads it
+/// (`readable`, shared with the documents other schemas reach).
+pub fn compile_readable(
+    path: &str,
+    value: &Value,
+    readable: Arc<Value>,
+    source: &Source,
+) -> Compiled {
+    let assert_formats = match source.formats {
+        Formats::Assert => true,
+        Formats::Annotate => false,
+        Formats::ByDraft => {
+            source.dialect == Dialect::Compatible
+                && matches!(
+                    dialect::declared(value),
+                    Some(Draft::Draft4 | Draft::Draft6 | Draft::Draft7)
+                )
+        }
+    };
+    let value = &*readable;
     let served: Arc<Mutex<Documents>> = Arc::default();
     let options = jsonschema::options()
         .with_base_uri(format!("{BASE}{path}"))
         .with_retriever(StoreRetriever { source: source.clone(), served: served.clone() })
         .with_keyword(REF_KEYWORD, ref_keyword_factory)
-        .should_validate_formats(formats == Formats::Assert);
+        .should_validate_formats(assert_formats);
+    let options = match &*META_SCHEMAS {
+        Some(registry) => options.with_registry(registry),
+        None => options,
+    };
     let built = options.build(value);
     let mut docs = std::mem::take(&mut *sync::lock(&served));
-    docs.insert(path.to_owned(), value.clone());
+    docs.insert(path.to_owned(), readable.clone());
+    // Failures inside the schema are located by the URI its `$id` gives it.
+    if let Some(id) = root_uri(path, value) {
+        docs.insert(id, readable.clone());
+    }
     match built {
         Ok(validator) => Compiled::Ok(Arc::new(Schema { validator, docs, path: path.to_owned() })),
         Err(err) => {
-            let (message, pointer) = invalid_schema(path, value, &err, &docs, &source);
+            let (message, pointer) = invalid_schema(path, value, &err, &docs, source);
             Compiled::Invalid { message, pointer, data: json!({"rule": err.kind().keyword()}) }
         }
     }
+}
+
+/// Why a URI the store holds no schema at cannot be used, and how to vendor the schema.
+pub fn not_held(uri: &str) -> String {
+    let name = uri.split('#').next().unwrap_or(uri).trim_end_matches('/');
+    let name = name.rsplit('/').next().filter(|n| !n.is_empty() && !n.contains(':'));
+    let file = match name {
+        Some(n) if n.ends_with(".json") => n.to_owned(),
+        Some(n) => format!("{n}.json"),
+        None => "schema.json".to_owned(),
+    };
+    format!(
+        "the store holds no schema with the URI '{uri}', and schemas are never fetched; save a \
+         copy in the store and map the URI to it in stardust.toml: [[schema]] url = \"{uri}\" \
+         path = \"vendor/{file}\""
+    )
+}
+
+/// The URI (without fragment) the root `$id` of the schema at `path` gives it, when it has one.
+fn root_uri(path: &str, value: &Value) -> Option<String> {
+    let map = value.as_object()?;
+    let (_, id) = dialect::identifier(map, dialect::declared(value))?;
+    let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
+    let resolved = jsonschema::uri::resolve_against(&base.borrow(), id).ok()?;
+    Some(resolved.as_str().split('#').next()?.to_owned())
 }
 
 /// Why the schema `value` at `path` does not compile, and where in it (a JSON Pointer's
@@ -107,7 +190,7 @@ fn invalid_schema(
     value: &Value,
     err: &ValidationError<'_>,
     docs: &Documents,
-    source: &SchemaSource,
+    source: &Source,
 ) -> (String, Vec<String>) {
     if let ValidationErrorKind::Referencing(inner) = err.kind() {
         // The error names the resolved URI only: find the `$ref` (or `$schema`) that led to it,
@@ -118,13 +201,28 @@ fn invalid_schema(
                     // A `$schema` naming a document of the store: say which of the two ways
                     // it cannot be used applies.
                     (ReferencingError::UnknownSpecification { .. }, Some(target)) => {
-                        messages::store_meta_schema(&written, &target, source(&target).is_some())
+                        let exists = (source.document)(&target).is_some();
+                        messages::store_meta_schema(&written, &target, exists)
                     }
                     _ => messages::referencing(inner, Some((&keyword, &written))),
                 };
                 (message, pointer)
             }
-            None => (messages::referencing(inner, None), Vec::new()),
+            None => match identifiers(path, value).into_iter().find(|id| id.uri.is_none()) {
+                // An identifier that is not a URI reference.
+                Some(id) if matches!(inner, ReferencingError::InvalidUri(_)) => {
+                    let mut pointer = id.pointer;
+                    pointer.push(id.key.to_owned());
+                    let message = format!(
+                        "this schema is invalid: the {} '{}' is not a URI; write an absolute URI \
+                         such as \"https://example.com/schemas/name.json\", or a reference \
+                         relative to the schema's base",
+                        id.key, id.written
+                    );
+                    (message, pointer)
+                }
+                _ => (messages::referencing(inner, None), Vec::new()),
+            },
         };
     }
     let pointer = segments(err.instance_path());
@@ -147,6 +245,79 @@ fn invalid_schema(
         format!("this schema is invalid: {}", wording.message(err))
     };
     (message, pointer)
+}
+
+/// `reference` resolved against the store document at `path` (`file:///__store__/<path>`);
+/// `None` when it is not a URI reference.
+pub fn resolve(path: &str, reference: &str) -> Option<String> {
+    let base = jsonschema::uri::from_str(&format!("{BASE}{path}")).ok()?;
+    let resolved = jsonschema::uri::resolve_against(&base.borrow(), reference).ok()?;
+    Some(resolved.as_str().to_owned())
+}
+
+/// The store-relative path of a resolved URI under the store's base, its fragment dropped.
+pub fn path_of(uri: &str) -> Option<&str> {
+    uri.split('#').next()?.strip_prefix(BASE)
+}
+
+/// Every identifier of the schema `value` at store-relative `path` as its draft reads them
+/// (the root's and its subschemas'), each with the pointer to the object it identifies, the key
+/// it is written under (`$id`, or draft 4's `id`) and the URI it resolves to against the base
+/// in force there (without its fragment), or `None` when it is not a URI reference.
+pub fn identifiers(path: &str, value: &Value) -> Vec<Identifier> {
+    let mut out = Vec::new();
+    let Ok(base) = jsonschema::uri::from_str(&format!("{BASE}{path}")) else { return out };
+    identifiers_in(value, &base, dialect::declared(value), &mut Vec::new(), &mut out);
+    out
+}
+
+/// One identifier of a schema (see [`identifiers`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identifier {
+    pub pointer: Vec<String>,
+    pub key: &'static str,
+    pub written: String,
+    pub uri: Option<String>,
+}
+
+fn identifiers_in(
+    value: &Value,
+    base: &Uri<String>,
+    draft: Option<Draft>,
+    pointer: &mut Vec<String>,
+    out: &mut Vec<Identifier>,
+) {
+    match value {
+        Value::Object(map) => {
+            let draft = dialect::declared(value).or(draft);
+            let mut moved = None;
+            if let Some((key, id)) = dialect::identifier(map, draft) {
+                moved = jsonschema::uri::resolve_against(&base.borrow(), id).ok();
+                let uri =
+                    moved.as_ref().map(|u| u.as_str().split('#').next().unwrap_or("").to_owned());
+                out.push(Identifier { pointer: pointer.clone(), key, written: id.to_owned(), uri });
+            }
+            let base = moved.as_ref().unwrap_or(base);
+            for (key, v) in map {
+                if matches!(key.as_str(), "enum" | "const" | "default" | "examples" | "example")
+                    || key.starts_with("x-")
+                {
+                    continue;
+                }
+                pointer.push(key.clone());
+                identifiers_in(v, base, draft, pointer, out);
+                pointer.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                pointer.push(i.to_string());
+                identifiers_in(v, base, draft, pointer, out);
+                pointer.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The store-relative path `reference` names when resolved against the schema at `path`, if
@@ -208,27 +379,40 @@ struct Reference<'a> {
     base: &'a Uri<String>,
 }
 
-/// Call `f` with every reference of `value`.
+/// Call `f` with every reference of `value`, each with the base in force where it stands (an
+/// identifier moves it as the draft there reads identifiers).
 fn walk_references(
     value: &Value,
     base: &Uri<String>,
     pointer: &mut Vec<String>,
     f: &mut dyn FnMut(Reference<'_>),
 ) {
+    walk_references_in(value, base, dialect::declared(value), pointer, f);
+}
+
+fn walk_references_in(
+    value: &Value,
+    base: &Uri<String>,
+    draft: Option<Draft>,
+    pointer: &mut Vec<String>,
+    f: &mut dyn FnMut(Reference<'_>),
+) {
     match value {
         Value::Object(map) => {
-            let moved = map
-                .get("$id")
-                .and_then(Value::as_str)
-                .and_then(|id| jsonschema::uri::resolve_against(&base.borrow(), id).ok());
+            let draft = dialect::declared(value).or(draft);
+            let moved = dialect::identifier(map, draft)
+                .and_then(|(_, id)| jsonschema::uri::resolve_against(&base.borrow(), id).ok());
             let base = moved.as_ref().unwrap_or(base);
             for (key, v) in map {
+                if matches!(key.as_str(), "enum" | "const" | "default" | "examples" | "example") {
+                    continue;
+                }
                 pointer.push(key.clone());
                 match (key.as_str(), v) {
                     ("$ref" | "$dynamicRef" | "$recursiveRef" | "$schema", Value::String(s)) => {
                         f(Reference { pointer, keyword: key, written: s, base });
                     }
-                    _ => walk_references(v, base, pointer, f),
+                    _ => walk_references_in(v, base, draft, pointer, f),
                 }
                 pointer.pop();
             }
@@ -236,7 +420,7 @@ fn walk_references(
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 pointer.push(i.to_string());
-                walk_references(v, base, pointer, f);
+                walk_references_in(v, base, draft, pointer, f);
                 pointer.pop();
             }
         }
@@ -244,9 +428,25 @@ fn walk_references(
     }
 }
 
+/// Every reference of the schema `value` at store-relative `path` (`$ref`, `$dynamicRef`,
+/// `$recursiveRef` and nested `$schema`s, the root `$schema` too) resolved against the base in
+/// force where it stands, with the pointer to its value. A reference that is not a valid URI
+/// reference is left out.
+pub fn references(path: &str, value: &Value) -> Vec<(Vec<String>, String, String)> {
+    let mut out = Vec::new();
+    let Ok(base) = jsonschema::uri::from_str(&format!("{BASE}{path}")) else { return out };
+    walk_references(value, &base, &mut Vec::new(), &mut |r| {
+        if let Ok(resolved) = jsonschema::uri::resolve_against(&r.base.borrow(), r.written) {
+            out.push((r.pointer.to_vec(), r.keyword.to_owned(), resolved.as_str().to_owned()));
+        }
+    });
+    out
+}
+
 struct StoreRetriever {
-    source: SchemaSource,
-    /// Every document served, by store-relative path, for [`Schema::docs`].
+    source: Source,
+    /// Every document served, by store-relative path (by URI for one the store knows by URI),
+    /// for [`Schema::docs`].
     served: Arc<Mutex<Documents>>,
 }
 
@@ -256,15 +456,40 @@ impl jsonschema::Retrieve for StoreRetriever {
         uri: &Uri<String>,
     ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let uri = uri.as_str();
-        let Some(path) = uri.strip_prefix(BASE) else {
-            return Err(format!("refused to fetch '{uri}'").into());
+        let (key, value) = match uri.strip_prefix(BASE) {
+            Some(path) => {
+                let value = (self.source.document)(path)
+                    .ok_or_else(|| format!("'{path}' is not a document of the store"))?;
+                (path, value)
+            }
+            None if uri.starts_with("file:") => {
+                return Err(format!("refused to read '{uri}'").into());
+            }
+            None => (uri, (self.source.uri)(uri)?),
         };
-        let value = (self.source)(path)
-            .ok_or_else(|| format!("'{path}' is not a document of the store"))?;
-        sync::lock(&self.served).insert(path.to_owned(), value.clone());
-        Ok(value)
+        let owned = (*value).clone();
+        sync::lock(&self.served).insert(key.to_owned(), value);
+        Ok(owned)
     }
 }
+
+/// The draft 4, 6 and 7 meta-schemas (jsonschema's copies), which a schema of another draft
+/// may `$ref`: jsonschema preloads only the meta-schemas of the root schema's draft, and a
+/// schema read in the compatible dialect is a 2019-09 one.
+static META_SCHEMAS: LazyLock<Option<jsonschema::Registry<'static>>> = LazyLock::new(|| {
+    let drafts: [(&str, &'static Arc<Value>); 3] = [
+        ("draft-04", &referencing::meta::DRAFT4),
+        ("draft-06", &referencing::meta::DRAFT6),
+        ("draft-07", &referencing::meta::DRAFT7),
+    ];
+    let mut pairs: Vec<(String, &'static Value)> = Vec::new();
+    for (draft, value) in drafts {
+        for scheme in ["http", "https"] {
+            pairs.push((format!("{scheme}://json-schema.org/{draft}/schema"), &**value));
+        }
+    }
+    jsonschema::Registry::new().extend(pairs).and_then(|b| b.prepare()).ok()
+});
 
 thread_local! {
     static ENTITY_TYPES: RefCell<Option<Arc<dyn EntityTypes>>> = const { RefCell::new(None) };

@@ -73,6 +73,49 @@ fn referrers_are_revalidated_when_the_type_of_their_target_changes() {
     assert!(back.diagnostics_of("d0.dust").is_empty(), "{:?}", back.diagnostics_of("d0.dust"));
 }
 
+/// A document becomes a schema when another one's `$schema` names it, and holds its entities
+/// again when none does; a schema created where a `$ref` points is compiled (SPEC §23).
+#[test]
+fn documents_become_schemas_and_back() {
+    let before = analyse(
+        "//- schemas/a.schema.json\n{\"type\": \"object\", \"properties\": {\"x\": {\"$ref\": \"../vendor/x.json\"}}}\n//- vendor/legacy.json\n{\"id\": \"https://example.com/l.json#\", \"type\": \"object\", \"description\": \"@deprecated use y\"}\n//- data/d.json\n{\"id\": \"a/1\", \"type\": \"a\", \"x\": 1}\n//- data/c.json\n{\"n\": 1}\n",
+    );
+    assert!(!before.is_schema("vendor/legacy.json"));
+    assert_eq!(before.entity_count(), 2, "the legacy schema is taken for an entity while unused");
+    assert!(!before.diagnostics_of("vendor/legacy.json").is_empty());
+
+    let named = before.with_changes(vec![(
+        "data/c.json".to_owned(),
+        Some(b"{\"$schema\": \"../vendor/legacy.json\", \"n\": 1}".to_vec()),
+    )]);
+    assert!(named.is_schema("vendor/legacy.json"));
+    assert_eq!(named.entity_count(), 1, "a schema holds no entities");
+    assert!(named.entity("https://example.com/l.json#").is_empty());
+    assert_eq!(render(&named), render(&analyse_like(&named)), "incremental equals fresh");
+    let legacy: Vec<_> = named.diagnostics_of("vendor/legacy.json");
+    assert!(legacy.is_empty(), "{legacy:?}");
+
+    let unnamed =
+        named.with_changes(vec![("data/c.json".to_owned(), Some(b"{\"n\": 1}".to_vec()))]);
+    assert!(!unnamed.is_schema("vendor/legacy.json"));
+    assert_eq!(unnamed.entity_count(), 2);
+    assert_eq!(render(&unnamed), render(&before));
+
+    // The `$ref` target is missing, then created: the schema compiles and validates `x`.
+    assert!(render(&before).contains("vendor/x.json' is not a document of the store"));
+    let created = before
+        .with_changes(vec![("vendor/x.json".to_owned(), Some(b"{\"type\": \"string\"}".to_vec()))]);
+    assert!(created.is_schema("vendor/x.json"));
+    let d = created.diagnostics_of("data/d.json");
+    assert!(d.iter().any(|d| d.message.contains("expected a string")), "{d:?}");
+}
+
+/// A fresh analysis of the same documents and configuration as `analysis`.
+fn analyse_like(analysis: &Analysis) -> Analysis {
+    let docs = analysis.documents().map(|d| (d.path.clone(), d.text.as_bytes().to_vec())).collect();
+    Analysis::new(analysis.context().clone(), docs)
+}
+
 mod incremental {
     //! `with_changes` must agree with analysing the final documents from scratch.
 
@@ -88,10 +131,19 @@ mod incremental {
         let target =
             prop_oneof![Just("@x/1"), Just("@x/2"), Just("@x/3"), Just("@x/9"), Just("plain")];
         let n = prop_oneof![Just("1"), Just("'one'")];
+        // A document may name another as its schema (which then holds no entities), by path
+        // or by the URI another one claims with `$id` (SPEC §23).
+        let named = prop_oneof![
+            4 => Just(""),
+            1 => Just("$schema d0.dust\n"),
+            1 => Just("$schema d1.dust\n"),
+            1 => Just("$schema 'https://e.com/s'\n"),
+            1 => Just("$id 'https://e.com/s'\n"),
+        ];
         prop::option::weighted(
             0.8,
-            (id, ty, target, n).prop_map(|(id, ty, target, n)| {
-                format!("id '{id}'\ntype {ty}\nr {target}\nn {n}\n")
+            (id, ty, target, n, named).prop_map(|(id, ty, target, n, named)| {
+                format!("id '{id}'\ntype {ty}\nr {target}\nn {n}\n{named}")
             }),
         )
     }
@@ -120,6 +172,11 @@ mod incremental {
                 analysis = analysis.with_changes(vec![(format!("d{i}.dust"), text.map(String::into_bytes))]);
                 let fresh = analyse(&store(&current));
                 prop_assert_eq!(render(&analysis), render(&fresh));
+                prop_assert_eq!(analysis.entity_count(), fresh.entity_count());
+                for j in 0..4 {
+                    let path = format!("d{j}.dust");
+                    prop_assert_eq!(analysis.is_schema(&path), fresh.is_schema(&path));
+                }
             }
         }
     }
@@ -339,4 +396,37 @@ fn schema_fixtures_cover_every_keyword_in_our_words() {
     }
     let missing: Vec<&&str> = KEYWORDS.iter().filter(|k| !rules.contains(**k)).collect();
     assert!(missing.is_empty(), "no fixture reports {missing:?}");
+}
+
+/// A 50 MB JSONC document (SPEC §23's bad input) is read whole, with every comment and
+/// trailing comma, and is clean; its parse time is measured by `benches/parse.rs`.
+#[test]
+fn a_50_mb_jsonc_document_parses_clean() {
+    let text = big_jsonc(50 << 20);
+    let items = text.matches("\"n\"").count();
+    let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config: Config::default() });
+    let analysis = Analysis::new(ctx, vec![("data/big.jsonc".to_owned(), text.into_bytes())]);
+    let doc = analysis.document("data/big.jsonc").unwrap();
+    assert!(doc.byte_len >= 50 << 20);
+    assert_eq!(doc.lang, stardust_core::syntax::Lang::Jsonc);
+    let diagnostics = analysis.diagnostics_of("data/big.jsonc");
+    assert!(diagnostics.is_empty(), "{:?}", diagnostics.first());
+    assert_eq!(doc.parse.value.as_array().map(Vec::len), Some(items));
+    assert_eq!(doc.parse.comments.len(), 2 * items + 1);
+}
+
+/// A JSONC array of at least `size` bytes: records of text with a comment line before each, a
+/// block comment inside each and trailing commas.
+fn big_jsonc(size: usize) -> String {
+    let mut text = String::from("// a large commented data file\n[\n");
+    let mut i = 0;
+    while text.len() < size {
+        text.push_str(&format!(
+            "  // record {i}: http://example.com/{i} /* not a block */\n  {{\"n\": {i}, \"name\": \"record {i} // not a comment\", /* block {i} */ \"body\": \"{}\", \"tags\": [\"a\", \"b\",],}},\n",
+            "lorem ipsum dolor sit amet ".repeat(4)
+        ));
+        i += 1;
+    }
+    text.push_str("]\n");
+    text
 }

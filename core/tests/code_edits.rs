@@ -729,3 +729,134 @@ fn a_push_server_still_at_work_at_the_bound_answers_diagnostics_unknown() {
     assert_eq!(preview["committable"], true, "[save] refuse does not list code-error here");
     assert_eq!(host.texts.lock().unwrap()[&f.store.join("lib.py")].0, LIB);
 }
+
+/// SPEC §25: a rename whose edit leaves out a place the server's `references` report for the
+/// same symbol is not committable, and the preview lists the places.
+#[test]
+fn a_rename_missing_a_reference_is_incomplete_and_not_committable() {
+    let f = fixture(&[("lib.py", LIB), ("app.py", APP)]);
+    config(&f, "");
+    // The rename edits lib.py only; the references know app.py's two uses.
+    let partial =
+        json!({"changes": {f.uri("lib.py"): [{"range": range(0, 4, 0, 9), "newText": "greet"}]}});
+    let references = json!([
+        {"uri": f.uri("lib.py"), "range": range(0, 4, 0, 9)},
+        {"uri": f.uri("app.py"), "range": range(0, 16, 0, 21)},
+        {"uri": f.uri("app.py"), "range": range(1, 6, 1, 11)},
+    ]);
+    let host = host_renaming(partial).with("textDocument/references", references.clone());
+    let (service, _, _) = f.service(host);
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    assert_eq!(preview["committable"], false);
+    check(
+        &json!({"reasons": preview["reasons"], "incomplete": preview["incomplete"]}),
+        expect![[r#"
+            {
+              "reasons": [
+                "incomplete: the edit leaves out 2 places that the server's references report for the same symbol (app.py:1:17, app.py:2:7); ask again once server_status shows the server ready"
+              ],
+              "incomplete": [
+                {
+                  "path": "app.py",
+                  "range": {
+                    "line": 1,
+                    "column": 17,
+                    "endLine": 1,
+                    "endColumn": 22
+                  },
+                  "server": "canned"
+                },
+                {
+                  "path": "app.py",
+                  "range": {
+                    "line": 2,
+                    "column": 7,
+                    "endLine": 2,
+                    "endColumn": 12
+                  },
+                  "server": "canned"
+                }
+              ]
+            }"#]],
+    );
+    let id = &preview["previewId"];
+    assert!(
+        confirm_error(&service, &session, id).starts_with("refused"),
+        "committed a partial rename"
+    );
+    assert_eq!(read(&f, "app.py"), APP);
+    drop(service);
+
+    // The whole rename covers every reference: committable.
+    let host = host_renaming(rename_hello(&f, "greet")).with("textDocument/references", references);
+    let (service, _, _) = f.service(host);
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    assert_eq!((&preview["committable"], preview.get("incomplete")), (&json!(true), None));
+}
+
+/// SPEC §25: a preview is made only on a ready server, else `busy` naming its readiness.
+#[test]
+fn a_preview_on_a_server_still_indexing_is_busy() {
+    let f = common::code::fixture_with(
+        &[("lib.py", LIB), ("app.py", APP)],
+        "timeouts = { request = 1 }\n",
+    );
+    config(&f, "");
+    let host = host_renaming(rename_hello(&f, "greet"));
+    *host.indexing_polls.lock().unwrap() = u32::MAX;
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    let err = service.execute(&session, "rename_preview", at_hello("greet")).unwrap_err();
+    let json = err.to_json(&service.store().snapshot().analysis);
+    assert_eq!((&json["code"], &json["readiness"]), (&json!("busy"), &json!("indexing")), "{json}");
+    let asked: Vec<String> = host.requests.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert!(!asked.contains(&"textDocument/rename".to_owned()), "{asked:?}");
+}
+
+/// A check that words a finding differently each time (pyright shortens its messages):
+/// `hello` flagged wherever it is called, with the text's length in the message.
+fn calls_flagged(text: &str) -> Vec<Value> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let at = line.find("old()")? as u32;
+            Some(json!({"range": range(i as u32, at, i as u32, at + 3), "severity": 1,
+                        "message": format!("old is deprecated ({} bytes)", text.len()), "code": "deprecated"}))
+        })
+        .collect()
+}
+
+/// SPEC §25: a diagnostic that is the same before and after an edit (severity, code and the
+/// place the edit moved it to) is neither new nor resolved, whatever its message says; and
+/// the delta covers a file the edit does not touch that imports a touched one.
+#[test]
+fn a_pre_existing_error_moved_by_the_edit_is_not_in_the_delta_and_importers_are_checked() {
+    const A: &str = "def f():\n    return old()\n";
+    const B: &str = "from a import f\nx = old()\n";
+    const C: &str = "y = 1\n";
+    let f = fixture(&[("a.py", A), ("b.py", B), ("c.py", C)]);
+    config(&f, "");
+    // `f` renamed to `longer_name`: the pre-existing error on line 2 of a.py keeps its place,
+    // and its message changes with the text's length.
+    let edit = json!({"changes": {f.uri("a.py"): [{"range": range(0, 4, 0, 5), "newText": "longer_name"}]}});
+    let host = Canned {
+        capabilities: json!({"diagnosticProvider": {}}),
+        diagnose: Some(calls_flagged),
+        ..Canned::default()
+    }
+    .with("textDocument/rename", edit);
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    let at =
+        json!({"path": "a.py", "position": {"line": 1, "column": 5}, "newName": "longer_name"});
+    let preview = run(&service, &session, "rename_preview", at);
+    assert_eq!(summary(&preview)["new"], json!([]), "{preview}");
+    assert_eq!(summary(&preview)["resolved"], json!([]), "{preview}");
+    assert_eq!(preview["committable"], true);
+    // b.py imports a: checked (given to the server) though untouched; c.py is not.
+    let given: Vec<String> = host.texts_given.lock().unwrap().clone();
+    assert!(given.iter().any(|t| t == B), "{given:?}");
+    assert!(!given.iter().any(|t| t == C), "{given:?}");
+}

@@ -129,6 +129,8 @@ fn target(service: &Service) -> CodeTarget {
             root_markers: Vec::new(),
             timeouts: Default::default(),
             max_restarts: 3,
+            start: Default::default(),
+            idle_stop: std::time::Duration::from_secs(900),
         },
     }
 }

@@ -338,7 +338,8 @@ fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
                 "total": 3,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               },
               "warnings": {
                 "diagnostics": [
@@ -359,7 +360,8 @@ fn pulled_and_pushed_diagnostics_are_merged_and_filtered_by_severity() {
                 "total": 1,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               }
             }"#]],
     );
@@ -435,14 +437,16 @@ fn a_pull_answer_stands_alone_when_the_push_is_for_an_older_text() {
                 "total": 0,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               },
               "stale": {
                 "diagnostics": [],
                 "total": 0,
                 "nextOffset": null,
                 "server": "canned",
-                "readiness": "ready"
+                "readiness": "ready",
+                "complete": true
               }
             }"#]],
     );
@@ -528,4 +532,65 @@ fn workspace_symbols_give_a_server_with_no_file_open_the_first_file_of_its_own()
         cold: found ["price"]; skipped []; requests ["workspace/symbol"]; given ["first\n"]
         refusing: found []; skipped ["canned: internal"]; requests ["workspace/symbol", "workspace/symbol"]; given ["first\n"]
         crashing: found []; skipped ["canned: server-unavailable"]; requests ["workspace/symbol"]; given []"#]].assert_eq(&report.join("\n"));
+}
+
+/// SPEC §25: navigation waits for its server to be ready within its timeout and says the
+/// answer is complete; a server that stays indexing answers `busy` naming its readiness,
+/// never a partial answer; whole-store diagnostics include what servers published.
+#[test]
+fn navigation_waits_for_readiness_or_answers_busy_naming_it() {
+    let f = common::code::fixture_with(&[("m.py", "x = 1\n")], "timeouts = { request = 1 }\n");
+    let references = json!([{"uri": f.uri("m.py"), "range": range(0, 0, 0, 1)}]);
+    let host = Canned::default().with("textDocument/references", references.clone());
+    *host.indexing_polls.lock().unwrap() = 5;
+    let (service, session, host) = f.service(host);
+    let at = json!({"path": "m.py", "position": {"line": 1, "column": 1}});
+    let answer = run(&service, &session, "references", at.clone());
+    assert_eq!(*host.indexing_polls.lock().unwrap(), 0, "answered before the server was ready");
+    assert_eq!((&answer["complete"], &answer["readiness"]), (&json!(true), &json!("ready")));
+    assert_eq!(answer["total"], 1);
+    drop(service);
+
+    let host = Canned::default().with("textDocument/references", references);
+    *host.indexing_polls.lock().unwrap() = u32::MAX;
+    let (service, session, host) = f.service(host);
+    let err = service.execute(&session, "references", at).unwrap_err();
+    let json = err.to_json(&service.store().snapshot().analysis);
+    assert_eq!(json["code"], "busy", "{json}");
+    assert_eq!((&json["server"], &json["readiness"]), (&json!("canned"), &json!("indexing")));
+    assert!(json["since"].is_string(), "{json}");
+    let asked: Vec<String> = host.requests.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert!(!asked.contains(&"textDocument/references".to_owned()), "{asked:?}");
+}
+
+#[test]
+fn whole_store_diagnostics_include_what_servers_published() {
+    let f = fixture(&[("m.py", "x = y\n"), ("notes.json", "{\"id\": \"a\", \"id\": \"b\"}\n")]);
+    let host = Canned { encoding: Some(Encoding::Utf8), ..Canned::default() };
+    host.published.lock().unwrap().insert(
+        f.store.join("m.py"),
+        (0, vec![json!({"range": range(0, 4, 0, 5), "severity": 1, "message": "y is not defined", "code": "undefined"})]),
+    );
+    let (service, session, _) = f.service(host);
+    let all = run(&service, &session, "diagnostics", json!({}));
+    let shown: Vec<(Value, Value, Value)> = all["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["path"].clone(), d["code"].clone(), d["server"].clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (json!("m.py"), json!("undefined"), json!("canned")),
+            (json!("notes.json"), json!("duplicate-key"), Value::Null),
+        ],
+        "{all}"
+    );
+    assert_eq!((&all["complete"], &all["total"]), (&json!(true), &json!(2)));
+    // The severity filter applies to the code files' diagnostics too.
+    let errors = run(&service, &session, "diagnostics", json!({"severity": "error"}));
+    assert_eq!(errors["total"], 2);
+    let warnings = run(&service, &session, "diagnostics", json!({"severity": "warning"}));
+    assert_eq!(warnings["total"], 0);
 }

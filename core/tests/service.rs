@@ -98,9 +98,9 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
     assert_eq!(names.len(), 15);
     assert_eq!(
         registry().len(),
-        15 + 8 + 9 + 2 + 1,
-        "the navigation tools (SPEC §13, §17), rename_preview and code_action_preview (§18) and \
-         stardust.backup.run"
+        15 + 8 + 9 + 2 + 1 + 1,
+        "the navigation tools (SPEC §13, §17), rename_preview and code_action_preview (§18), \
+         preview_get (an agent's pages of a preview) and stardust.backup.run"
     );
     let create = &described["commands"][6];
     assert_eq!(create["effect"], "mutation");
@@ -537,7 +537,10 @@ fn a_navigation_tool_checks_nested_fields_and_minimums() {
             at(json!({"line": "2", "column": 1})),
             "`position.line` must be an integer, not \"2\" (the line, 1-based)",
         ),
-        (json!({"entity": "book/dune", "limit": 501}), "`limit` must be at most 500, not 501"),
+        (
+            json!({"entity": "book/dune", "limit": 501}),
+            "`limit` must be at most 500, not 501 (items in the page)",
+        ),
     ];
     for (args, why) in cases {
         let err = fail(&service, &agent, "references", args.clone());
@@ -674,4 +677,128 @@ fn an_agents_answers_fit_one_page_shrunk_cut_or_refused_never_silently_cut() {
     let details = err.details(&service.store().snapshot().analysis);
     assert!(details["bytes"].as_u64().unwrap() > 100 * 1024, "{details}");
     assert!(err.to_string().contains("64 KiB"), "{err}");
+}
+
+/// A preview larger than one 64 KiB page (a rename rewriting 601 documents): an agent's
+/// answer holds the first documents and says how many there are and where the rest starts;
+/// `preview_get` pages through every one exactly once, each page under the cap; confirming
+/// commits the whole preview, not the page shown.
+#[test]
+fn a_preview_over_one_page_pages_its_documents_and_confirm_commits_them_all() {
+    let dir = store();
+    let root = dir.path();
+    for i in 0..600 {
+        write(
+            root,
+            &format!("books/sequels/s{i:03}.dust"),
+            &format!("id book/s{i:03}\ntype book\ntitle 'Sequel {i}'\nsequel-of @book/dune\n"),
+        );
+    }
+    let service = Service::new(open(root));
+    let agent = agent(&service, "test-agent", true);
+    let args = |v: Value| v.as_object().cloned().unwrap();
+    let cap = 64 * 1024;
+    let rename = json!({"id": "book/dune", "newId": "book/dune-1965"});
+    let first = service.execute_paged(&agent, "stardust.entity.rename", args(rename)).unwrap();
+    assert!(serde_json::to_vec(&first).unwrap().len() <= cap);
+    let shown = first["documents"].as_array().unwrap().len();
+    assert_eq!(first["total"], 601, "every document the rename touches is counted");
+    assert!(shown > 10 && shown < 601, "{shown}");
+    assert_eq!(first["nextOffset"], json!(shown));
+    assert_eq!(first["pageShrunk"], true);
+    assert_eq!(first["committable"], true);
+    let id = first["previewId"].as_str().unwrap().to_owned();
+    // The plain command (an editor's) is not paged.
+    let plain = service
+        .execute(&agent, "stardust.entity.rename", json!({"id": "book/emma", "newId": "book/e"}))
+        .unwrap();
+    assert!(plain.get("total").is_none() && plain["documents"].as_array().unwrap().len() == 1);
+
+    let mut paths: Vec<String> = first["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_owned())
+        .collect();
+    let mut next = first["nextOffset"].clone();
+    let mut pages = 1;
+    while let Some(offset) = next.as_u64() {
+        let page = service
+            .execute_paged(
+                &agent,
+                "preview_get",
+                args(json!({"previewId": id, "offset": offset, "limit": 500})),
+            )
+            .unwrap();
+        assert!(serde_json::to_vec(&page).unwrap().len() <= cap);
+        assert_eq!((page["previewId"].as_str(), page["total"].as_u64()), (Some(&*id), Some(601)));
+        let documents = page["documents"].as_array().unwrap();
+        assert!(!documents.is_empty());
+        paths.extend(documents.iter().map(|d| d["path"].as_str().unwrap().to_owned()));
+        next = page["nextOffset"].clone();
+        pages += 1;
+    }
+    assert!(pages > 2, "{pages}");
+    let mut unique = paths.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((paths.len(), unique.len()), (601, 601), "each document exactly once");
+    // A limit bounds a page too, without shrinking it.
+    let two = service
+        .execute_paged(&agent, "preview_get", args(json!({"previewId": id, "limit": 2})))
+        .unwrap();
+    assert_eq!(two["documents"].as_array().unwrap().len(), 2);
+    assert_eq!((two["nextOffset"].clone(), two.get("pageShrunk")), (json!(2), None));
+    // Only the session that made it reads it; a wrong id is not found.
+    let other = self::agent(&service, "other-agent", true);
+    let id_only = json!({"previewId": id});
+    assert_eq!(fail(&service, &other, "preview_get", id_only.clone()).code(), "preview-not-found");
+    assert_eq!(
+        fail(&service, &agent, "preview_get", json!({"previewId": "0"})).code(),
+        "preview-not-found"
+    );
+
+    let committed = confirm(&service, &agent, &first).unwrap();
+    assert!(committed["seq"].as_u64().unwrap() > 0);
+    for i in 0..600 {
+        let text = read(root, &format!("books/sequels/s{i:03}.dust")).unwrap();
+        assert!(text.contains("@book/dune-1965\n"), "s{i:03} was not rewritten: {text}");
+    }
+    assert!(read(root, "books/dune.dust").unwrap().contains("id      book/dune-1965\n"));
+    // Confirmed: the preview is gone.
+    assert_eq!(fail(&service, &agent, "preview_get", id_only).code(), "preview-not-found");
+}
+
+#[test]
+fn preview_get_of_an_expired_preview_says_so() {
+    let dir = store();
+    let service = Service::new(open(dir.path())).with_preview_lifetime(Duration::ZERO);
+    let session = agent(&service, "agent", true);
+    let preview = rename(&service, &session, "book/emma", "book/e");
+    let err = fail(&service, &session, "preview_get", json!({"previewId": preview["previewId"]}));
+    assert_eq!(err.code(), "preview-expired", "{err}");
+}
+
+/// A document whose diff alone is over a page keeps the diff's beginning, marked as cut with
+/// its whole size; the rest of the preview (here thousands of new diagnostics) is cut to half
+/// a page and counted in `omitted`.
+#[test]
+fn a_preview_page_cuts_a_huge_diff_and_long_lists_visibly() {
+    let mut documents = vec![json!({"path": "a", "change": "changed", "before": "1", "after": "2",
+                                    "diff": format!("@@\n{}", "+x\n".repeat(40_000))})];
+    documents.push(json!({"path": "b", "diff": ""}));
+    let new: Vec<Value> = (0..5000).map(|i| json!({"code": "schema", "message": i})).collect();
+    let preview = json!({"previewId": "p", "documents": documents,
+                         "diagnostics": {"new": new, "resolved": []}, "committable": false});
+    let page = stardust_core::service::page::preview_page(preview, 0, 500);
+    assert!(serde_json::to_vec(&page).unwrap().len() <= 64 * 1024);
+    let first = &page["documents"][0];
+    assert_eq!(
+        (first["diffTruncated"].clone(), first["diffBytes"].clone()),
+        (json!(true), json!(120_003))
+    );
+    assert!(first["diff"].as_str().unwrap().ends_with("+x\n"));
+    assert_eq!((page["total"].clone(), page["nextOffset"].clone()), (json!(2), json!(1)));
+    let kept = page["diagnostics"]["new"].as_array().unwrap().len();
+    assert_eq!(page["omitted"]["diagnostics.new"], json!(5000 - kept));
 }

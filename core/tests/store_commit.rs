@@ -6,6 +6,7 @@ mod common;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::{open, options, person, read, write};
 use stardust_core::store::{
@@ -127,12 +128,13 @@ fn refused_commits_write_nothing() {
 #[test]
 fn existing_problems_do_not_refuse_unrelated_or_improving_changes() {
     let dir = library();
-    write(dir.path(), "broken.json", "{\"id\": \"x/broken\", ");
+    let broken = "{\"id\": \"x/broken\", \"type\": \"x\", ";
+    write(dir.path(), "broken.json", broken);
     let store = open(dir.path());
     assert!(!store.snapshot().analysis.diagnostics_of("broken.json").is_empty());
     store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
     // Still broken, but not newly so: the same problem is not new.
-    store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": \"x/broken\", ")]).unwrap();
+    store.commit(mcp(), vec![Change::put("broken.json", broken)]).unwrap();
     // A new syntax error in the same document is.
     let err = store.commit(mcp(), vec![Change::put("broken.json", "{\"id\": , ]")]).unwrap_err();
     assert_eq!(err.code(), "refused");
@@ -516,4 +518,162 @@ fn the_files_commits_replace_are_let_go_and_none_is_left_behind() {
         assert_ne!(entry.file_name(), "7");
         assert_eq!(entry.metadata().unwrap().len(), 0, "{:?} is no spare", entry.path());
     }
+}
+
+/// What the save authority guards (SPEC §24): the store's data. A project's own JSON, a
+/// fixture or a configuration naming a schema the store does not hold is committed with its
+/// problems as diagnostics; a document holding entities (before or after), one a schema
+/// governs, a schema, and a new document under a `[types.*] dir` are refused when broken.
+#[test]
+fn only_the_stores_data_is_guarded() {
+    let dir = library();
+    write(
+        dir.path(),
+        "stardust.toml",
+        "[types.person]\ndir = \"people\"\n\n[[schema]]\nglob = \"config/*.json\"\npath = \"schemas/person.schema.json\"\n",
+    );
+    let store = open(dir.path());
+    let committed = |path: &str, text: &str| store.commit(mcp(), vec![Change::put(path, text)]);
+
+    // Not data: committed, and diagnosed.
+    for (path, text) in [
+        ("package.json", "{\"name\": \"@scope/pkg\", oops"),
+        ("fixtures/user.json", "{\"id\": 2930418, \"name\": \"ada\""),
+        ("tsconfig.json", "{\"$schema\": \"https://json.schemastore.org/tsconfig\", // c\n}"),
+        ("empty.json", ""),
+    ] {
+        committed(path, text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(read(dir.path(), path).unwrap(), text);
+    }
+    let diagnostics = store.snapshot().analysis.diagnostics_of("package.json");
+    assert!(diagnostics.iter().any(|d| d.code.as_str() == "syntax"), "{diagnostics:?}");
+
+    // Data: refused when broken.
+    for (path, text) in [
+        ("people/ann.json", "{\"id\": \"person/ann\", \"type\": \"person\""),
+        ("config/app.json", "{\"id\": \"person/x\"}"),
+        ("schemas/person.schema.json", "{\"type\": "),
+        ("people/new.json", "{oops"),
+        ("package.json", "{\"id\": \"person/pkg\", \"type\": \"person\"}"),
+    ] {
+        let err = committed(path, text).expect_err(path);
+        assert_eq!(err.code(), "refused", "{path}: {err}");
+    }
+    // A new broken document anywhere else is not data.
+    committed("notes/new.json", "{oops").unwrap();
+
+    // A document naming by URL a schema the store holds (its `$id`) is data; one naming a URL
+    // the store does not hold is not.
+    let schema = "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"$id\": \"https://example.com/app.schema.json\", \"type\": \"object\"}";
+    committed("vendor/app.schema.json", schema).unwrap();
+    let named = |url: &str| format!("{{\"$schema\": \"{url}\", \"port\": 80}}");
+    committed("app.json", &named("https://example.com/app.schema.json")).unwrap();
+    committed("other.json", &named("https://example.com/other.schema.json")).unwrap();
+    let err = committed("app.json", "{\"$schema\": ").expect_err("app.json is data");
+    assert_eq!(err.code(), "refused", "{err}");
+    committed("other.json", "{\"$schema\": ").unwrap();
+}
+
+/// What a git operation writes through the mount (while git holds `.git/index.lock`) is
+/// recorded history coming back (SPEC §24): an `external` transaction, never refused, with its
+/// problems as diagnostics. Without the lock the same save is refused.
+#[test]
+fn writes_during_a_git_operation_are_external_and_never_refused() {
+    let dir = library();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let store = open(dir.path());
+    let broken = "{\"id\": \"person/ann\", \"type\": \"person\"}";
+    let err = store.commit(Origin::Mount, vec![Change::put("people/ann.json", broken)]);
+    assert_eq!(err.unwrap_err().code(), "refused");
+
+    write(dir.path(), ".git/index.lock", "");
+    let committed = store.commit(Origin::Mount, vec![Change::put("people/ann.json", broken)]);
+    let txn = committed.unwrap().transaction.expect("a transaction");
+    assert_eq!(txn.origin, Origin::External);
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), broken);
+    let diagnostics = store.snapshot().analysis.diagnostics_of("people/ann.json");
+    assert!(diagnostics.iter().any(|d| d.code.as_str() == "schema"), "{diagnostics:?}");
+    // Only the mount's saves are git's: an agent's change is still judged.
+    let err = store.commit(mcp(), vec![Change::put("people/bob.json", broken)]);
+    assert_eq!(err.unwrap_err().code(), "refused");
+    assert!(verify_log(dir.path()).unwrap().damage.is_none());
+}
+
+/// A tool that deletes the private folder while the store is open (`git clean -fdx`) neither
+/// lets a second opener in nor splits the history (SPEC §24): the lock is on the store's folder,
+/// and the next write puts the folder back with the whole log, its `.gitignore` and the pid.
+#[test]
+fn a_deleted_private_folder_comes_back_with_the_whole_history() {
+    let dir = library();
+    // No idle checkpoint: it would take the writer and put the folder back while
+    // `remove_dir_all` is still deleting it (the product's behaviour, the test's race).
+    let quiet = OpenOptions { checkpoint_idle: Duration::from_secs(3600), ..options() };
+    let store = Store::open(dir.path(), quiet).unwrap();
+    store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]).unwrap();
+    // The reaper makes the next commit's spare files after each commit, in the folder being
+    // deleted: like `rm -rf` beside a running store, the deletion is tried until it is whole.
+    let private = dir.path().join(".stardust");
+    for attempt in 0.. {
+        match std::fs::remove_dir_all(&private) {
+            Ok(()) => break,
+            Err(err) if attempt < 50 => {
+                eprintln!("{err}, again");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    let err = Store::open(dir.path(), options()).unwrap_err();
+    assert_eq!(err.code(), "busy", "{err}");
+
+    let committed =
+        store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    assert_eq!(committed.unwrap().seq, 3);
+    assert_eq!(
+        std::fs::read_to_string(private.join(".gitignore")).unwrap().lines().last(),
+        Some("*")
+    );
+    let pid = std::fs::read_to_string(private.join("lock")).unwrap();
+    assert_eq!(pid, std::process::id().to_string());
+    let verified = verify_log(dir.path()).unwrap();
+    assert_eq!((verified.last_seq, verified.damage), (3, None));
+    assert_eq!(store.transactions(0, 10).unwrap().len(), 3);
+
+    drop(store);
+    let store = open(dir.path());
+    assert_eq!(store.snapshot().seq, 3, "nothing new to take in: one history");
+}
+
+/// `.stardust/` deleted in the middle of a commit (between the checks and the log append): the
+/// record goes into the log the writer holds open, the commit is whole, and the next write puts
+/// the folder back with every record (SPEC §24).
+#[test]
+fn the_private_folder_deleted_during_a_commit_loses_nothing() {
+    let dir = library();
+    let root = dir.path().to_owned();
+    let deleted = Arc::new(Mutex::new(false));
+    let hook = {
+        let deleted = deleted.clone();
+        move |point: FailPoint, _: &str| -> io::Result<()> {
+            let mut done = deleted.lock().unwrap();
+            if point == FailPoint::AppendLog && !*done {
+                *done = true;
+                std::fs::remove_dir_all(root.join(".stardust"))?;
+            }
+            Ok(())
+        }
+    };
+    let store =
+        Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
+    let first = store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]);
+    assert_eq!(first.unwrap().seq, 2);
+    assert!(*deleted.lock().unwrap());
+    assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "A"));
+    let second = store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    assert_eq!(second.unwrap().seq, 3);
+    let verified = verify_log(dir.path()).unwrap();
+    assert_eq!((verified.transactions, verified.damage), (3, None));
+    drop(store);
+    assert_eq!(open(dir.path()).snapshot().seq, 3);
 }

@@ -197,10 +197,45 @@ fn configuration_and_ignore_rules_take_effect_while_open() {
     assert_eq!(documents(&store), ["a.json", "d.json", "vendor/c.json"]);
 }
 
+/// `[store] jsonc` changed while open: a `.json` document it now names is read as JSON with
+/// comments at once (its comment is no longer a syntax error), and again as JSON when the
+/// glob goes.
+#[test]
+fn a_changed_jsonc_glob_reparses_the_documents_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "conf/app.json", "{\n  // the port\n  \"port\": 80\n}");
+    let store = open(root);
+    let syntax_errors = |store: &Store| -> usize {
+        let diagnostics = store.snapshot().analysis.diagnostics_of("conf/app.json");
+        diagnostics.iter().filter(|d| d.code.as_str() == "syntax").count()
+    };
+    assert_eq!(syntax_errors(&store), 1);
+    write(root, "stardust.toml", "[store]\njsonc = [\"conf/*.json\"]\n");
+    wait_until(|| syntax_errors(&store) == 0);
+    write(root, "stardust.toml", "[store]\njsonc = []\n");
+    wait_until(|| syntax_errors(&store) == 1);
+}
+
 fn wait_until(mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !done() {
         assert!(Instant::now() < deadline, "the store did not take the new rules in");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The watcher puts a deleted private folder back at once, with the log, so a process reading
+/// the history from disk (`stardust log`) finds all of it (SPEC §24).
+#[test]
+fn a_deleted_private_folder_is_put_back_while_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", "{\"id\": \"x/a\", \"type\": \"t\"}");
+    let store = open(dir.path());
+    let log = dir.path().join(".stardust/log/transactions.log");
+    let before = std::fs::read(&log).unwrap();
+    std::fs::remove_dir_all(dir.path().join(".stardust")).unwrap();
+    wait_until(|| std::fs::read(&log).is_ok_and(|now| now == before));
+    assert!(dir.path().join(".stardust/.gitignore").is_file());
+    assert_eq!(store.transactions(0, 10).unwrap().len(), 1);
 }

@@ -36,12 +36,23 @@ pub fn read(store: &Path) -> Option<Record> {
 
 /// The record of a core that is running now for this store: its socket is this store's (a
 /// record copied or moved along with a store names another store's core), its process
-/// exists and its socket answers.
+/// exists and its socket answers. Without a record (a tool deleted `.stardust/` while the core
+/// ran, SPEC §24), the socket named after the store's path is asked: a core listening there is
+/// the store's, and the socket's peer credentials name its pid.
 pub fn live(store: &Path) -> Option<Record> {
-    let record = read(store)?;
     let canonical = store.canonicalize().unwrap_or_else(|_| store.to_owned());
-    let ours = record.socket.file_name() == Some(socket_name(&canonical).as_ref());
-    (ours && alive(record.pid) && UnixStream::connect(&record.socket).is_ok()).then_some(record)
+    if let Some(record) = read(store) {
+        let ours = record.socket.file_name() == Some(socket_name(&canonical).as_ref());
+        if ours && alive(record.pid) && UnixStream::connect(&record.socket).is_ok() {
+            return Some(record);
+        }
+    }
+    let socket = socket_dir().ok()?.join(socket_name(&canonical));
+    let stream = UnixStream::connect(&socket).ok()?;
+    let peer =
+        nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    let pid = u32::try_from(peer.pid()).ok()?;
+    Some(Record { pid, socket })
 }
 
 /// Write the record atomically (temporary file, rename), readable by the owner only.

@@ -92,6 +92,14 @@ impl std::fmt::Debug for Daemon {
     }
 }
 
+/// How long the core's previews can be confirmed: SPEC §7's 10 minutes, or
+/// `STARDUST_PREVIEW_LIFETIME` seconds (the end-to-end tests see a preview expire without
+/// waiting 10 minutes).
+fn preview_lifetime() -> std::time::Duration {
+    let seconds = std::env::var("STARDUST_PREVIEW_LIFETIME").ok().and_then(|s| s.parse().ok());
+    seconds.map_or(stardust_core::service::PREVIEW_LIFETIME, std::time::Duration::from_secs)
+}
+
 impl Daemon {
     /// Open the store (a second core fails here with `busy`), listen, and record where. The
     /// code files' language servers run in `code` (none: code requests answer
@@ -115,14 +123,18 @@ impl Daemon {
         record::write(&root, &Record { pid: std::process::id(), socket: socket.clone() })
             .context("cannot write .stardust/run/daemon.json")?;
         tracing::info!("serving {} on {}", root.display(), socket.display());
+        let service = Arc::new(
+            match code {
+                Some(host) => Service::new(store).with_code_host(host),
+                None => Service::new(store),
+            }
+            .with_shared_previews(share_previews)
+            .with_preview_lifetime(preview_lifetime()),
+        );
+        // The core starting warms its language servers up (SPEC §25), in the background.
+        service.warm_up();
         Ok(Daemon {
-            service: Arc::new(
-                match code {
-                    Some(host) => Service::new(store).with_code_host(host),
-                    None => Service::new(store),
-                }
-                .with_shared_previews(share_previews),
-            ),
+            service,
             root,
             folder,
             socket,
@@ -156,6 +168,20 @@ impl Daemon {
         match std::fs::metadata(&self.root) {
             Ok(meta) => (meta.dev(), meta.ino()) != self.folder,
             Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        }
+    }
+
+    /// Write the record again if it is gone or names another process (a tool deleted
+    /// `.stardust/` while the core ran, SPEC §24), so whoever reads it finds this core.
+    pub fn keep_record(&self) {
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let ours = Record { pid: std::process::id(), socket: self.socket.clone() };
+        if record::read(&self.root).as_ref() != Some(&ours)
+            && let Err(e) = record::write(&self.root, &ours)
+        {
+            tracing::warn!("cannot write .stardust/run/daemon.json again: {e}");
         }
     }
 

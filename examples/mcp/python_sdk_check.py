@@ -7,6 +7,7 @@ naming the step, on the first answer that is not what the MCP front promises.
 """
 
 import asyncio
+import json
 import sys
 
 import anyio
@@ -49,8 +50,12 @@ async def main(binary: str, store: str) -> None:
             hover = await session.call_tool("hover", {"entity": "book/dune", "pointer": "/author"})
             assert "Frank Herbert" in hover.structured_content["hover"]["markdown"], hover
 
+            # A tool error: the summary naming the code, then the error object as JSON text,
+            # and no structured content (SPEC §13).
             error = await session.call_tool("hover", {"path": "../outside.json", "position": {"line": 1, "column": 1}})
-            assert error.is_error and error.structured_content["error"]["code"] == "outside-store", error
+            assert error.is_error and error.structured_content is None, error
+            assert error.content[0].text.startswith("error[outside-store]: "), error
+            assert json.loads(error.content[1].text)["error"]["code"] == "outside-store", error
 
             # resources/subscribe: the subscription of every protocol version the server speaks
             # (up to 2025-11-25); the SDK warns that 2026-07-28 replaced it.

@@ -1,6 +1,7 @@
-"""Typed access to examples/library from Python. ``library_types`` is generated:
+"""Typed access to examples/library from Python. ``library_types`` is a generated package:
     stardust sdk generate examples/library --lang python --out examples/sdk-py/library_types
-Run with sdk-py on PYTHONPATH (or ``pip install ./sdk-py``) from examples/sdk-py."""
+Install it (``pip install ./library_types``: it carries its runtime, nothing is fetched), then
+run this file."""
 
 import os
 

@@ -1,8 +1,8 @@
-// Typed access to examples/library from TypeScript. The types in ./library are generated:
+// Typed access to examples/library from TypeScript. ./library is a generated package:
 //   stardust sdk generate examples/library --lang typescript --out examples/sdk-ts/library
-// Build sdk-ts (`npm run build` there) and link it as @stardust/sdk, then run with node.
-import { tempRef } from "@stardust/sdk";
-import { columns, connect } from "./library/index.js";
+// Install it (`npm install ./library`: it carries its runtime, nothing is fetched), compile
+// with tsc (module NodeNext), run with node.
+import { columns, connect, tempRef } from "library";
 
 const client = await connect(process.env["STORE"] ?? "examples/library");
 const dune = await client.get("book/dune"); // Entity<Book>: `year` is a number

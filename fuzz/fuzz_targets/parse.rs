@@ -1,10 +1,10 @@
-//! Fuzz target: the JSON and DUST parsers never panic, and every span they report lies
-//! inside the text on character boundaries.
+//! Fuzz target: the JSON, JSONC and DUST parsers never panic, and every span they report lies
+//! inside the text on character boundaries; JSONC's comments do not overlap.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stardust_core::syntax::{Node, NodeKind, Parse, parse_dust, parse_json};
+use stardust_core::syntax::{Node, NodeKind, Parse, parse_dust, parse_json, parse_jsonc};
 use stardust_core::text::Span;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn check(text: &str) {
-    for parse in [parse_json(text), parse_dust(text)] {
+    for parse in [parse_json(text), parse_jsonc(text), parse_dust(text)] {
         check_parse(text, &parse);
     }
 }
@@ -29,6 +29,7 @@ fn check_parse(text: &str, parse: &Parse) {
     for span in &parse.comments {
         check_span(text, *span, "comment");
     }
+    assert!(parse.comments.windows(2).all(|w| w[0].end <= w[1].start), "comments overlap");
     for error in &parse.errors {
         check_span(text, error.span, "error");
         assert!(!error.message.is_empty(), "an error without a message at {:?}", error.span);

@@ -5,19 +5,19 @@ use std::sync::{Arc, Weak};
 
 use async_lsp::router::Router;
 use async_lsp::{ClientSocket, ErrorCode, LanguageClient, ResponseError};
-use lsp_types::notification::{Notification, Progress as ProgressNotification};
+use lsp_types::notification::Notification;
 use lsp_types::request::ExecuteCommand;
 use lsp_types::{
-    ClientCapabilities, ExecuteCommandOptions, ExecuteCommandParams, NumberOrString,
-    ProgressParams, ProgressParamsValue, ServerCapabilities, WorkDoneProgress,
-    WorkDoneProgressBegin, WorkDoneProgressEnd, WorkDoneProgressOptions,
+    ExecuteCommandOptions, ExecuteCommandParams, ServerCapabilities, WorkDoneProgressOptions,
 };
 use serde_json::{Value, json};
 use stardust_core::Code;
 use stardust_core::service::{self, CommandError, Front};
 use stardust_core::store::{Notice, Subscription, projections};
 
-use crate::diagnostics::{DiagnosticsMode, publish_now};
+use crate::diagnostics::publish_now;
+use crate::progress::Progress;
+use crate::state::DiagnosticsMode;
 use crate::state::{Shared, State, error, internal};
 
 /// The version of the `stardust/*` extensions to the protocol; bumped on incompatible change.
@@ -25,30 +25,6 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The notifications a client can ask for, by their names in `experimental.stardust`.
 const NOTIFICATIONS: [&str; 2] = ["documentsChanged", "entitiesChanged"];
-
-/// The change notifications a client opted in to at `initialize`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wants {
-    pub documents: bool,
-    pub entities: bool,
-}
-
-impl Wants {
-    /// Read `capabilities.experimental.stardust.notifications`; anything else asks for nothing.
-    pub fn from_capabilities(capabilities: &ClientCapabilities) -> Wants {
-        let asked: Vec<&str> = capabilities
-            .experimental
-            .as_ref()
-            .and_then(|e| e.pointer("/stardust/notifications"))
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        Wants {
-            documents: asked.contains(&"documentsChanged"),
-            entities: asked.contains(&"entitiesChanged"),
-        }
-    }
-}
 
 enum DocumentsChanged {}
 
@@ -244,41 +220,4 @@ fn notify(client: &ClientSocket, shared: &Shared, notice: &Notice) -> async_lsp:
         }
     }
     Ok(())
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.send(WorkDoneProgress::End(WorkDoneProgressEnd { message: None }));
-    }
-}
-
-/// Work-done progress for one request, when the client gave a token.
-pub struct Progress {
-    client: ClientSocket,
-    token: Option<NumberOrString>,
-}
-
-impl Progress {
-    /// Send `begin` with `title` if the client gave `token`.
-    pub fn start(client: ClientSocket, token: Option<NumberOrString>, title: &str) -> Progress {
-        let progress = Progress { client, token };
-        progress.send(WorkDoneProgress::Begin(WorkDoneProgressBegin {
-            title: title.to_owned(),
-            cancellable: Some(true),
-            message: None,
-            percentage: None,
-        }));
-        progress
-    }
-
-    /// Send `end` (also when the request is cancelled and its future dropped).
-    pub fn end(self) {}
-
-    fn send(&self, value: WorkDoneProgress) {
-        let Some(token) = self.token.clone() else { return };
-        let params = ProgressParams { token, value: ProgressParamsValue::WorkDone(value) };
-        if let Err(err) = self.client.notify::<ProgressNotification>(params) {
-            tracing::debug!("cannot send progress: {err}");
-        }
-    }
 }

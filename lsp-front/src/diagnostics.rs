@@ -17,31 +17,6 @@ use lsp_types::{
 use crate::convert;
 use crate::state::{Shared, Snapshot, State, with_snapshot};
 
-/// How a client hears of diagnostics. A client that pulls asks after every edit by itself,
-/// so publishing too would compute every analysis twice and, in editors that keep pushed and
-/// pulled diagnostics apart, show each problem twice.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum DiagnosticsMode {
-    /// The client cannot pull: diagnostics are published after every change.
-    #[default]
-    Push,
-    /// The client pulls. After a commit it is asked to pull again
-    /// (`workspace/diagnostic/refresh`), and sent the diagnostics if it refuses. (Whether it
-    /// supports the refresh cannot be read reliably: `lsp-types` 0.95 looks for
-    /// `workspace.diagnostic` where LSP 3.17 says `workspace.diagnostics`.)
-    Pull,
-}
-
-impl DiagnosticsMode {
-    pub(crate) fn of(capabilities: &lsp_types::ClientCapabilities) -> DiagnosticsMode {
-        if capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some()) {
-            DiagnosticsMode::Pull
-        } else {
-            DiagnosticsMode::Push
-        }
-    }
-}
-
 /// The pull requests, answered on a snapshot off the main loop.
 pub(crate) fn register(router: &mut Router<State>) {
     router
@@ -49,7 +24,7 @@ pub(crate) fn register(router: &mut Router<State>) {
             with_snapshot(st.shared(), move |snap| pull_diagnostics(snap, params))
         })
         .request::<WorkspaceDiagnosticRequest, _>(|st, params| {
-            let progress = crate::commands::Progress::start(
+            let progress = crate::progress::Progress::start(
                 st.client(),
                 params.work_done_progress_params.work_done_token.clone(),
                 "Diagnosing the store",

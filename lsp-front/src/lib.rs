@@ -16,6 +16,7 @@ mod diagnostics;
 mod features;
 mod frames;
 mod inflight;
+mod progress;
 mod relay;
 mod server;
 mod state;

@@ -23,7 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ use stardust_core::text::{Encoding, LineIndex, Position};
 use tower::{Layer, Service as TowerService};
 
 use crate::convert::Paths;
-use crate::diagnostics::DiagnosticsMode;
+use crate::state::DiagnosticsMode;
 use crate::state::{Shared, internal};
 
 /// Where a relayed item (a completion item, code action, inlay hint, call hierarchy item)
@@ -105,17 +105,6 @@ const RELAY_ONLY: [&str; 8] = [
     "callHierarchy/outgoingCalls",
     "completionItem/resolve",
 ];
-
-/// What the relay keeps for one connection.
-#[derive(Default)]
-pub(crate) struct RelayState {
-    /// The worker that gives servers the editor's texts, in order.
-    sync: OnceLock<Mutex<mpsc::Sender<String>>>,
-    /// What was said already about servers that could not take a file (one message each).
-    shown: Arc<Mutex<HashSet<String>>>,
-    /// Whether the client takes `LocationLink`s (else links become `Location`s).
-    links: OnceLock<bool>,
-}
 
 /// Advertise what the relay answers for code files, beside the core's features. Servers
 /// start lazily, so this is a static superset (docs/DECISIONS.md): a request the file's

@@ -25,8 +25,9 @@ use stardust_core::text::Encoding;
 use tower::ServiceBuilder;
 
 use crate::convert::{self, Paths};
-use crate::diagnostics::DiagnosticsMode;
-use crate::state::{Connection, Shared, State, StoreSource, error, internal};
+use crate::state::{
+    Connection, DiagnosticsMode, Shared, State, StoreSource, Wants, error, internal,
+};
 
 /// Requests are cheap to queue; the limit only guards against a runaway client.
 const MAX_CONCURRENT_REQUESTS: usize = 1024;
@@ -221,7 +222,7 @@ fn finish_initialize(
     encoding: Encoding,
     params: &InitializeParams,
 ) -> Result<InitializeResult, ResponseError> {
-    let wants = crate::commands::Wants::from_capabilities(&params.capabilities);
+    let wants = Wants::from_capabilities(&params.capabilities);
     let renames_files = params
         .capabilities
         .workspace

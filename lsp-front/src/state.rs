@@ -1,22 +1,24 @@
 //! The state the handlers share: one connection's store, buffers and client choices, set once
 //! at `initialize`, and the immutable [`Snapshot`] a request runs on. The buffers and their
-//! analysis are the core's (`ide::Buffers`); this module only holds and converts.
+//! analysis are the core's (`ide::Buffers`); this module only holds and converts. It stands
+//! below every feature module: what a feature keeps per connection is declared here (its
+//! behaviour stays with the feature), so no feature is imported by the state they all take.
 
 use stardust_core::sync::lock;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use async_lsp::{ClientSocket, ErrorCode, ResponseError};
-use lsp_types::Url;
+use lsp_types::{ClientCapabilities, Url};
+use serde_json::Value;
 use stardust_core::Code;
 use stardust_core::analysis::Analysis;
 use stardust_core::ide::{Buffers, Overlay};
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::text::Encoding;
 
-use crate::commands::Wants;
 use crate::convert::Paths;
-use crate::diagnostics::DiagnosticsMode;
 
 /// Where the server's store comes from.
 #[derive(Clone)]
@@ -51,14 +53,14 @@ impl State {
 pub(crate) struct Shared {
     connection: OnceLock<Connection>,
     /// The client's folding choices, set at `initialize` (`structure::extend_capabilities`).
-    pub(crate) structure: crate::structure::ChoicesCell,
+    pub(crate) structure: ChoicesCell,
     /// Whether the client draws semantic tokens that span lines (set at `initialize`).
     pub(crate) multiline_tokens: OnceLock<bool>,
     /// The last semantic-tokens result sent per open document, for delta requests; a
     /// document's goes when it is closed.
-    pub(crate) token_results: Mutex<crate::tokens::Results>,
+    pub(crate) token_results: Mutex<Results>,
     /// The relay of code files (their sync worker, what was said about their servers).
-    pub(crate) relay: crate::relay::RelayState,
+    pub(crate) relay: RelayState,
 }
 
 /// One initialized connection. Only the buffers (behind their own lock) and the session change.
@@ -248,4 +250,83 @@ pub(crate) async fn with_snapshot<T: Send + 'static>(
     f: impl FnOnce(&Snapshot) -> Result<T, ResponseError> + Send + 'static,
 ) -> Result<T, ResponseError> {
     tokio::task::spawn_blocking(move || f(&shared.snapshot()?)).await.map_err(internal)?
+}
+
+/// The change notifications a client opted in to at `initialize`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub documents: bool,
+    pub entities: bool,
+}
+
+impl Wants {
+    /// Read `capabilities.experimental.stardust.notifications`; anything else asks for nothing.
+    pub fn from_capabilities(capabilities: &ClientCapabilities) -> Wants {
+        let asked: Vec<&str> = capabilities
+            .experimental
+            .as_ref()
+            .and_then(|e| e.pointer("/stardust/notifications"))
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        Wants {
+            documents: asked.contains(&"documentsChanged"),
+            entities: asked.contains(&"entitiesChanged"),
+        }
+    }
+}
+
+/// How a client hears of diagnostics. A client that pulls asks after every edit by itself,
+/// so publishing too would compute every analysis twice and, in editors that keep pushed and
+/// pulled diagnostics apart, show each problem twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum DiagnosticsMode {
+    /// The client cannot pull: diagnostics are published after every change.
+    #[default]
+    Push,
+    /// The client pulls. After a commit it is asked to pull again
+    /// (`workspace/diagnostic/refresh`), and sent the diagnostics if it refuses. (Whether it
+    /// supports the refresh cannot be read reliably: `lsp-types` 0.95 looks for
+    /// `workspace.diagnostic` where LSP 3.17 says `workspace.diagnostics`.)
+    Pull,
+}
+
+impl DiagnosticsMode {
+    pub(crate) fn of(capabilities: &lsp_types::ClientCapabilities) -> DiagnosticsMode {
+        if capabilities.text_document.as_ref().is_some_and(|t| t.diagnostic.is_some()) {
+            DiagnosticsMode::Pull
+        } else {
+            DiagnosticsMode::Push
+        }
+    }
+}
+
+/// What the client told us at `initialize` about folding (`structure`'s features).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Choices {
+    /// The client folds whole lines only (`foldingRange.lineFoldingOnly`).
+    pub(crate) line_folding_only: bool,
+    /// The most folding ranges the client wants (`foldingRange.rangeLimit`).
+    pub(crate) range_limit: Option<usize>,
+}
+
+/// Where a connection keeps its [`Choices`]: set once at `initialize`.
+pub(crate) type ChoicesCell = OnceLock<Choices>;
+
+/// The last full result sent for each document (`tokens`' deltas).
+#[derive(Default)]
+pub(crate) struct Results {
+    pub(crate) next_id: u64,
+    pub(crate) by_uri: HashMap<Url, (u64, Arc<Vec<u32>>)>,
+}
+
+/// What the relay keeps for one connection (`relay`'s code files).
+#[derive(Default)]
+pub(crate) struct RelayState {
+    /// The worker that gives servers the editor's texts, in order.
+    pub(crate) sync: OnceLock<Mutex<mpsc::Sender<String>>>,
+    /// What was said already about servers that could not take a file (one message each).
+    pub(crate) shown: Arc<Mutex<HashSet<String>>>,
+    /// Whether the client takes `LocationLink`s (else links become `Location`s).
+    pub(crate) links: OnceLock<bool>,
 }

@@ -2,7 +2,7 @@
 //! inlay hints, code lenses), registered on the router: positions and URIs converted in the
 //! client's encoding and root, every answer computed by `stardust_core::ide`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use async_lsp::router::Router;
 use async_lsp::{ErrorCode, ResponseError};
@@ -26,23 +26,11 @@ use stardust_core::ide::{self, FoldKind, HighlightKind, LensKind, LinkTarget};
 use stardust_core::text::Span;
 
 use crate::convert;
-use crate::state::{Shared, Snapshot, State, error, with_snapshot};
+use crate::state::{Choices, Shared, Snapshot, State, error, with_snapshot};
 
 /// The VS Code command that shows a list of locations in a peek view; clients without it
 /// (Neovim, Helix) still show the lens's title. Recorded in docs/DECISIONS.md.
 const SHOW_REFERENCES: &str = "editor.action.showReferences";
-
-/// What the client told us at `initialize` about the features of this module.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Choices {
-    /// The client folds whole lines only (`foldingRange.lineFoldingOnly`).
-    pub(crate) line_folding_only: bool,
-    /// The most folding ranges the client wants (`foldingRange.rangeLimit`).
-    range_limit: Option<usize>,
-}
-
-/// Where a connection keeps its [`Choices`]: set once at `initialize`.
-pub(crate) type ChoicesCell = OnceLock<Choices>;
 
 /// Advertise this module's methods and record the client's folding choices.
 pub(crate) fn extend_capabilities(

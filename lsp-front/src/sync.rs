@@ -14,7 +14,8 @@ use stardust_core::ide::{Edit, Edited};
 use stardust_core::text::{Encoding, LineIndex};
 
 use crate::convert;
-use crate::diagnostics::{DiagnosticsMode, publish};
+use crate::diagnostics::publish;
+use crate::state::DiagnosticsMode;
 use crate::state::{Shared, State};
 
 /// Every notification, dispatched here so that bad parameters are logged instead of stopping

@@ -3,7 +3,6 @@
 //! as LSP. The last full result of each document is kept, per connection, by its result id,
 //! so that `full/delta` sends only the edit from it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_lsp::router::Router;
@@ -29,7 +28,7 @@ use stardust_core::sync::lock;
 use stardust_core::text::Span;
 
 use crate::convert;
-use crate::state::{Shared, Snapshot, State, error, with_snapshot};
+use crate::state::{Results, Shared, Snapshot, State, error, with_snapshot};
 
 /// Full results kept for deltas, per connection; past this many documents the oldest goes
 /// (its next delta request is answered in full).
@@ -72,13 +71,6 @@ pub(crate) fn extend_capabilities(
         first_trigger_character: "\n".to_owned(),
         more_trigger_character: Some(vec!["}".to_owned(), "]".to_owned()]),
     });
-}
-
-/// The last full result sent for each document.
-#[derive(Default)]
-pub(crate) struct Results {
-    next_id: u64,
-    by_uri: HashMap<Url, (u64, Arc<Vec<u32>>)>,
 }
 
 impl Results {

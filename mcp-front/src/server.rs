@@ -176,14 +176,16 @@ fn error_result(code: Code, message: &str, details: Value) -> CallToolResult {
     tool_error(&error_object(code, message, details))
 }
 
-/// A tool failure: `isError` with `structuredContent.error` the core's error object, and
-/// its `error[<code>]: message` line as text.
+/// A tool failure as every host reads it (SPEC §13): `isError`, and two text blocks: the
+/// summary `error[<code>]: message` (the code first, then what to do), and the error object
+/// `{"error": {code, message, ...details}}` as JSON text. No `structuredContent`: hosts built
+/// on the TypeScript SDK validate it against the tool's `outputSchema` even on an error, and
+/// would replace the error with their own.
 fn tool_error(error: &Value) -> CallToolResult {
     let code = error["code"].as_str().and_then(Code::parse).unwrap_or(Code::Internal);
-    let text = error_line(code, error["message"].as_str().unwrap_or_default());
-    let mut result = CallToolResult::structured_error(json!({ "error": error }));
-    result.content = vec![ContentBlock::text(text)];
-    result
+    let summary = error_line(code, error["message"].as_str().unwrap_or_default());
+    let object = json!({ "error": error }).to_string();
+    CallToolResult::error(vec![ContentBlock::text(summary), ContentBlock::text(object)])
 }
 
 /// One line saying what an answer holds, and what was left out to fit 64 KiB.
@@ -198,17 +200,32 @@ fn summary(tool: &str, value: &Value) -> String {
 
 fn headline(tool: &str, value: &Value) -> String {
     if let Some(id) = value.get("previewId").and_then(Value::as_str) {
-        let documents = value["documents"].as_array().map_or(0, Vec::len);
+        let shown = value["documents"].as_array().map_or(0, Vec::len);
+        let total = value["total"].as_u64().map_or(shown, |n| n as usize);
         let committable = value["committable"].as_bool().unwrap_or(false);
-        return if committable {
-            format!(
-                "{tool}: preview {id} changes {documents} documents; commit it with {CONFIRM_TOOL}"
-            )
+        let mut line = if committable {
+            format!("{tool}: preview {id} changes {total} documents; commit it with {CONFIRM_TOOL}")
         } else {
             format!(
-                "{tool}: preview {id} changes {documents} documents and could not be committed (see reasons)"
+                "{tool}: preview {id} changes {total} documents and could not be committed (see reasons)"
             )
         };
+        // A page of the documents: say which, and where the rest is.
+        let next = value["nextOffset"].as_u64().map(|n| n as usize);
+        let start = next.unwrap_or(total).saturating_sub(shown);
+        if shown < total {
+            line.push_str(&format!(
+                "; this answer shows documents {} to {} of {total}",
+                start + 1,
+                start + shown
+            ));
+        }
+        if let Some(next) = next {
+            line.push_str(&format!(
+                "; read the rest with preview_get {{\"previewId\": \"{id}\", \"offset\": {next}}}"
+            ));
+        }
+        return line;
     }
     let list = ["rows", "diagnostics", "references", "locations", "symbols"]
         .iter()
@@ -232,6 +249,12 @@ fn protocol_error(code: Code, message: String) -> McpError {
     McpError::invalid_params(message, Some(json!({ "code": code })))
 }
 
+/// The MIME type of a document's text: JSON's for plain JSON; JSON with comments (which a
+/// JSON reader refuses) and DUST are text.
+fn document_mime(doc: &stardust_core::analysis::Document) -> &'static str {
+    if doc.lang == stardust_core::syntax::Lang::Json { "application/json" } else { "text/plain" }
+}
+
 impl Conn {
     fn resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, McpError> {
         let offset = match cursor {
@@ -246,7 +269,7 @@ impl Conn {
         let snapshot = self.service.store().snapshot();
         let analysis = &snapshot.analysis;
         let documents = analysis.documents().map(|doc| {
-            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            let mime = document_mime(doc);
             Resource::new(format!("{DOCUMENTS}{}", doc.path), doc.path.clone()).with_mime_type(mime)
         });
         let entities = analysis.documents().flat_map(|doc| {
@@ -291,7 +314,7 @@ impl Conn {
                     "{path} is not a document of the store; resources/list names them"
                 ))
             })?;
-            let mime = if doc.path.ends_with(".json") { "application/json" } else { "text/plain" };
+            let mime = document_mime(doc);
             let contents = ResourceContents::text(doc.text.to_string(), uri).with_mime_type(mime);
             return Ok(ReadResourceResult::new(vec![contents]));
         }

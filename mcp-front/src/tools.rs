@@ -150,6 +150,7 @@ mod tests {
                 "code_action_preview",
                 "server_status",
                 "server_restart",
+                "preview_get",
             ]
         );
         let closed: Vec<String> = list(false).into_iter().map(|t| t.name.into_owned()).collect();

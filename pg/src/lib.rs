@@ -299,8 +299,8 @@ impl Remote for Postgres {
     }
 }
 
-/// The client configuration of `url`: the user defaults as libpq's does (`PGUSER`, else the
-/// login name), the password may come from `PGPASSWORD`, and connecting gives up after 5 s.
+/// The client configuration of `url`: the user defaults as libpq's does ([`default_user`]),
+/// the password may come from `PGPASSWORD`, and connecting gives up after 5 s.
 fn config(url: &str) -> StoreResult<Config> {
     let mut config: Config = url.parse().map_err(|e: postgres::Error| {
         StoreError::InvalidArguments(format!(
@@ -310,9 +310,14 @@ fn config(url: &str) -> StoreResult<Config> {
         ))
     })?;
     if config.get_user().is_none() {
-        let user = std::env::var("PGUSER")
-            .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "postgres".to_owned());
+        let user = default_user(std::env::var("PGUSER").ok()).ok_or_else(|| {
+            StoreError::InvalidArguments(format!(
+                "the database URL {} names no user, PGUSER is not set, and user id {} has no \
+                 name in the password database; write postgresql://USER@... or set PGUSER",
+                shown(url),
+                nix::unistd::geteuid()
+            ))
+        })?;
         config.user(&user);
     }
     if config.get_password().is_none()
@@ -325,6 +330,18 @@ fn config(url: &str) -> StoreResult<Config> {
     }
     config.application_name("stardust");
     Ok(config)
+}
+
+/// The database user when the URL names none, as libpq chooses it: `pguser` (the `PGUSER`
+/// variable) when set and not empty, else the login name of the effective user id from the
+/// password database. Not `$USER`: a systemd unit, a container or cron may not set it, or
+/// set it to someone else; libpq asks the password database. `None` when the id has no entry.
+pub fn default_user(pguser: Option<String>) -> Option<String> {
+    if let Some(user) = pguser.filter(|u| !u.is_empty()) {
+        return Some(user);
+    }
+    let uid = nix::unistd::geteuid();
+    nix::unistd::User::from_uid(uid).ok().flatten().map(|user| user.name)
 }
 
 /// `url` as it may be shown: without a password.
@@ -378,7 +395,18 @@ fn describe(err: &postgres::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shown;
+    use super::{default_user, shown};
+
+    #[test]
+    fn the_default_user_is_pguser_else_the_effective_uids_login_name() {
+        assert_eq!(default_user(Some("ann".into())).as_deref(), Some("ann"));
+        // What `id -un` says: the password database's name of the effective uid.
+        let out = std::process::Command::new("id").arg("-un").output().unwrap();
+        let login = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        assert!(!login.is_empty());
+        assert_eq!(default_user(None), Some(login.clone()));
+        assert_eq!(default_user(Some(String::new())), Some(login));
+    }
 
     #[test]
     fn a_shown_url_has_no_password() {

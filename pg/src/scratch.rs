@@ -24,6 +24,41 @@ pub fn create(admin: &str, name: &str) -> Result<String, postgres::Error> {
     Ok(with_database(admin, name))
 }
 
+/// Make the database `name` anew (as [`create`]) owned by the role `owner`, which is made
+/// (able to log in) when the server has none of that name; its URL, naming no user.
+pub fn create_owned(admin: &str, name: &str, owner: &str) -> Result<String, postgres::Error> {
+    let url = create(admin, name)?;
+    let mut client = Client::connect(admin, NoTls)?;
+    let role = quoted(owner);
+    // Another test may make the role at the same moment: its `duplicate_object` is success.
+    client.batch_execute(&format!(
+        "DO $$ BEGIN CREATE ROLE {role} LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+    ))?;
+    client.batch_execute(&format!("ALTER DATABASE {name} OWNER TO {role}"))?;
+    Ok(without_user(&url))
+}
+
+/// The first column of the first row `query` answers on `url`, as text.
+pub fn query_text(url: &str, query: &str) -> Result<String, postgres::Error> {
+    Client::connect(url, NoTls)?.query_one(&format!("SELECT ({query})::text"), &[])?.try_get(0)
+}
+
+/// `url` without the user it names (`postgresql://ann@host/db` -> `postgresql://host/db`).
+pub fn without_user(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_owned() };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..scheme_end], &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// An SQL identifier, double-quoted.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
 /// Drop the database `name`, whoever is connected to it.
 pub fn drop(admin: &str, name: &str) -> Result<(), postgres::Error> {
     Client::connect(admin, NoTls)?
@@ -45,7 +80,17 @@ pub fn set_reachable(admin: &str, name: &str, yes: bool) -> Result<(), postgres:
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{with_database, without_user};
+
+    #[test]
+    fn the_user_is_removed_and_the_rest_kept() {
+        assert_eq!(
+            without_user("postgresql://postgres@/postgres?host=/tmp/pg"),
+            "postgresql:///postgres?host=/tmp/pg"
+        );
+        assert_eq!(without_user("postgresql://ann@db:5432/team"), "postgresql://db:5432/team");
+        assert_eq!(without_user("postgresql://db/team?x=a@b"), "postgresql://db/team?x=a@b");
+    }
 
     #[test]
     fn the_database_is_replaced_and_the_rest_kept() {

@@ -1,4 +1,4 @@
-"""The SDK's errors: every one carries a SPEC §16 code, the core's own when it refused."""
+"""The SDK's errors: every one carries one of Stardust's error codes, the core's own when it refused."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ CODES: frozenset[str] = frozenset(get_args(Code))
 
 
 class StardustError(Exception):
-    """A failure. ``code`` is the SPEC §16 code: the core's for a command it refused,
+    """A failure. ``code`` is the error code: the core's for a command it refused,
     ``unavailable`` when no core could be reached or it went away, ``type-error`` for a value
     that does not fit the generated type. ``data`` holds the core's details."""
 
@@ -35,7 +35,7 @@ class DecodeError(StardustError):
 
 
 def command_error(error: object) -> StardustError:
-    """A JSON-RPC error as the SDK's error: the SPEC §16 code is in ``data.code``."""
+    """A JSON-RPC error as the SDK's error: the error code is in ``data.code``."""
     e = error if isinstance(error, dict) else {}
     message = e.get("message")
     data = e.get("data")

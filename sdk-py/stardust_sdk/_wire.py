@@ -21,7 +21,7 @@ STREAM_LIMIT = 1 << 20
 
 
 def find_stardust(explicit: str | None = None) -> str:
-    """The ``stardust`` executable (SPEC §21): ``explicit``, else STARDUST_BIN, else ``stardust``
+    """The ``stardust`` executable: ``explicit``, else STARDUST_BIN, else ``stardust``
     on PATH, else beside the running executable. Raises naming every place tried."""
     if explicit:
         return explicit

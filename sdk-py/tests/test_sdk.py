@@ -1,5 +1,6 @@
-"""The Python SDK against a real core on a copy of examples/library, typed by the code
-``stardust sdk generate --lang python`` made for it (``library_types``)."""
+"""The Python SDK against a real core on a copy of examples/library, typed by the package
+``stardust sdk generate --lang python`` made for it (``library_types``, installed), which
+re-exports its runtime."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 import library_types as lib
 from conftest import apply, stop_core
-from stardust_sdk import ConnectOptions, DecodeError, Event, StardustError, Subscription, check, connect
+from library_types import ConnectOptions, DecodeError, Event, StardustError, Subscription, check
+from library_types._runtime import connect
 
 
 def test_get_and_query_are_typed(store: Path) -> None:

@@ -1,6 +1,6 @@
-// The SDK's errors: every one carries a SPEC §16 code, the core's own when it refused.
+// The SDK's errors: every one carries one of Stardust's error codes, the core's own when it refused.
 
-/** The stable error codes of SPEC §16. */
+/** Stardust's stable error codes. */
 export type Code =
   | "config-invalid"
   | "invalid-arguments"
@@ -30,7 +30,7 @@ const CODES: ReadonlySet<string> = new Set<Code>([
 ]);
 
 /**
- * A failure: `code` is the SPEC §16 code (the core's for a command it refused; `unavailable`
+ * A failure: `code` is the error code (the core's for a command it refused; `unavailable`
  * when no core could be reached or it went away; `type-error` for a value that does not fit
  * the generated type). `data` holds the core's details (`problems` of a refused commit, ...).
  */
@@ -55,7 +55,7 @@ export class DecodeError extends StardustError {
   }
 }
 
-/** A JSON-RPC error as the SDK's error: the SPEC §16 code is in `data.code`. */
+/** A JSON-RPC error as the SDK's error: the error code is in `data.code`. */
 export function commandError(error: unknown): StardustError {
   const e = (error ?? {}) as { message?: unknown; code?: unknown; data?: unknown };
   const message = typeof e.message === "string" ? e.message : "the core gave no message";

@@ -1,7 +1,7 @@
 // @stardust/sdk: the TypeScript client of a Stardust store's core. It speaks the same
 // protocol as the Rust SDK (sdk/): an LSP session (`stardust lsp --store STORE` on stdio,
 // attached to the store's one core), registry commands through workspace/executeCommand,
-// and the change notifications of SPEC §11. Generated code (`stardust sdk generate --lang
+// and the change notifications (`stardust/entitiesChanged`, `stardust/documentsChanged`). Generated code (`stardust sdk generate --lang
 // typescript`) types it by the store's schemas.
 
 import { check } from "./decode.js";
@@ -46,7 +46,7 @@ export type Entity<V> = {
   version: string;
 };
 
-/** A page of query rows (SPEC §8). */
+/** A page of query rows. */
 export type Page<Row> = { columns: string[]; rows: Row[]; total: number; nextOffset: number | null };
 
 /** A typed query column: what the row's cell holds (see the generated `columns`). */
@@ -74,7 +74,7 @@ export class Preview {
   readonly entities: { created: string[]; changed: string[]; deleted: string[] };
   /** Temporary names and the ids they would get (final at confirm). */
   readonly resolved: Record<string, string>;
-  /** New and resolved diagnostics (SPEC §5 objects). */
+  /** New and resolved diagnostics (objects with code, severity, range, message). */
   readonly diagnostics: { new: unknown[]; resolved: unknown[] };
   readonly raw: Record<string, unknown>;
   private readonly conn: Connection;
@@ -177,7 +177,7 @@ export class Client<M = Record<string, Record<string, unknown>>> {
     return answer as unknown as Page<Rows<C>>;
   }
 
-  /** Evaluate an expression (SPEC §8), optionally with an entity as its context. */
+  /** Evaluate an expression, optionally with an entity as its context. */
   async evaluate(expression: string, entity?: string): Promise<unknown> {
     const args: Record<string, unknown> = { expression };
     if (entity !== undefined) args["entity"] = entity;
@@ -185,7 +185,7 @@ export class Client<M = Record<string, Record<string, unknown>>> {
     return answer?.value ?? null;
   }
 
-  /** Preview a patch (SPEC §9). */
+  /** Preview a patch (`ops [...]`, DUST or JSON text, or an object). */
   async patch(patch: string | object): Promise<Preview> {
     return this.preview("stardust.patch.apply", { document: patch });
   }

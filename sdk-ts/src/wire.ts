@@ -16,7 +16,7 @@ const METHOD_NOT_FOUND = -32601;
 export type Notification = { method: string; params: unknown };
 
 /**
- * The `stardust` executable (SPEC §21): `explicit`, else `STARDUST_BIN`, else `stardust` on
+ * The `stardust` executable: `explicit`, else `STARDUST_BIN`, else `stardust` on
  * PATH, else beside the running executable. Throws naming every place tried.
  */
 export function findStardust(explicit?: string): string {

@@ -1,10 +1,12 @@
-// Runs the SDK's tests against a real core: builds the package, generates the typed code for
-// STARDUST_LIBRARY (examples/library) with STARDUST_BIN, type-checks the generated code and
-// the tests together (strict), then runs them with node's test runner. Exits non-zero on any
+// Runs the SDK's tests against a real core: generates the package for STARDUST_LIBRARY
+// (examples/library) with STARDUST_BIN, installs it as a user would (`npm install --offline`),
+// type-checks the tests and the example program against it (strict), then runs the tests with
+// node's test runner. The runtime the package carries is sdk-ts/dist/src, which
+// tests/sdk_ts.rs checks is what `tsc -p sdk-ts` makes of the sources. Exits non-zero on any
 // failure. Used by tests/sdk_ts.rs (`cargo test`) and `npm test`.
 
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,23 +22,26 @@ if (!bin) {
 }
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: "inherit", env: { ...process.env, STARDUST_LIBRARY: library } });
 
-run(tsc, ["-p", pkg]);
 const work = mkdtempSync(join(tmpdir(), "stardust-sdk-ts-run-"));
 try {
-  mkdirSync(join(work, "node_modules/@stardust"), { recursive: true });
-  symlinkSync(pkg, join(work, "node_modules/@stardust/sdk"));
-  writeFileSync(join(work, "package.json"), JSON.stringify({ type: "module" }));
+  writeFileSync(join(work, "package.json"), JSON.stringify({ type: "module", private: true }));
   run(bin, ["sdk", "generate", library, "--lang", "typescript", "--out", join(work, "library")]);
-  // The generated code alone, as a user's project would check it.
-  run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(work, "library/index.ts")], work);
-  // The generator's snapshot for hostile schemas (core/test-data/sdkgen) type-checks too.
-  const hostile = readFileSync(join(pkg, "../core/test-data/sdkgen/hostile.ts.expect"), "utf8");
-  mkdirSync(join(work, "hostile"));
-  writeFileSync(join(work, "hostile/index.ts"), hostile.slice(hostile.indexOf("\n") + 1));
-  run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(work, "hostile/index.ts")], work);
+  run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", "./library"], work);
+  // The generator's snapshot for hostile schemas (core/test-data/sdkgen): its declarations
+  // type-check and its module loads, with the runtime the package carries.
+  const hostile = join(work, "hostile");
+  mkdirSync(hostile);
+  for (const part of readFileSync(join(pkg, "../core/test-data/sdkgen/hostile.ts.expect"), "utf8").split("//- ").slice(1)) {
+    const newline = part.indexOf("\n");
+    writeFileSync(join(hostile, part.slice(0, newline)), part.slice(newline + 1));
+  }
+  cpSync(join(work, "library/runtime"), join(hostile, "runtime"), { recursive: true });
+  writeFileSync(join(hostile, "package.json"), JSON.stringify({ type: "module" }));
+  run(tsc, ["--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext", "--moduleResolution", "NodeNext", join(hostile, "index.d.ts")], work);
+  run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(join(hostile, "index.js"))})`], work);
   cpSync(here, join(work, "test"), { recursive: true, filter: (src) => !src.endsWith(".mjs") });
   cpSync(join(pkg, "src/node.d.ts"), join(work, "node.d.ts"));
-  // The example program (examples/sdk-ts) type-checks against the same generated code.
+  // The example program (examples/sdk-ts) type-checks against the same package.
   cpSync(join(pkg, "../examples/sdk-ts/example.ts"), join(work, "example.ts"));
   writeFileSync(join(work, "tsconfig.json"), JSON.stringify({
     compilerOptions: {
@@ -44,7 +49,7 @@ try {
       strict: true, noUncheckedIndexedAccess: true, exactOptionalPropertyTypes: true,
       types: [], outDir: "dist", rootDir: ".",
     },
-    include: ["library", "test", "example.ts", "node.d.ts"],
+    include: ["test", "example.ts", "node.d.ts"],
   }));
   run(tsc, ["-p", work]);
   const tests = readdirSync(join(work, "dist/test")).filter((f) => f.endsWith(".test.js")).map((f) => join(work, "dist/test", f));

@@ -1,5 +1,5 @@
-// The TypeScript SDK against a real core on a copy of examples/library, typed by the code
-// `stardust sdk generate` made for it (../library). Needs STARDUST_BIN and STARDUST_LIBRARY
+// The TypeScript SDK against a real core on a copy of examples/library, typed by the package
+// `stardust sdk generate` made for it (installed as `library`). Needs STARDUST_BIN and STARDUST_LIBRARY
 // (tests/sdk_ts.rs sets both and runs this with node's test runner).
 
 import { spawnSync } from "node:child_process";
@@ -9,11 +9,12 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 
-import { DecodeError, StardustError, connect as connectUntyped, tempRef } from "@stardust/sdk";
-import type { Event, Subscription } from "@stardust/sdk";
-import { check } from "@stardust/sdk/decode";
-import { columns, connect, decls } from "../library/index.js";
-import type { Book, Types } from "../library/index.js";
+// The generated package, installed as a user installs it (`npm install ./library`): it
+// re-exports its runtime, which `library/runtime` and `library/decode` also reach.
+import { DecodeError, StardustError, columns, connect, decls, tempRef } from "library";
+import type { Book, Event, Subscription, Types } from "library";
+import { check } from "library/decode";
+import { connect as connectUntyped } from "library/runtime";
 
 const bin = process.env["STARDUST_BIN"];
 const library = process.env["STARDUST_LIBRARY"];

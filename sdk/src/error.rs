@@ -1,4 +1,4 @@
-//! The SDK's errors: a command the core refused (with its SPEC §16 code), or a connection that
+//! The SDK's errors: a command the core refused (with its error code), or a connection that
 //! could not be made or was lost.
 
 use std::path::PathBuf;
@@ -9,7 +9,7 @@ use stardust_core::Code;
 /// What can go wrong talking to a store's core.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The core ran the command and answered an error. `code` is the SPEC §16 code
+    /// The core ran the command and answered an error. `code` is the error code
     /// (`invalid-arguments`, `not-found`, `refused`, `preview-stale`, ...); `data` holds the
     /// details the core gave with it (`problems` of a refused commit, `path` of a stale
     /// preview, ...), including `code` itself.
@@ -34,7 +34,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The SPEC §16 code: the core's own for [`Error::Command`], `type-error` for a result that
+    /// The error code: the core's own for [`Error::Command`], `type-error` for a result that
     /// does not fit the requested type, and `internal` for connection failures.
     pub fn code(&self) -> Code {
         match self {

@@ -1,8 +1,8 @@
 //! A Rust client for a Stardust store's core: typed queries, patches that report the ids they
 //! created, and subscriptions to what changed.
 //!
-//! The client speaks to the store's one core (`stardust serve`, SPEC §15) over its Unix socket,
-//! as an LSP session (SPEC §12): every method is a registry command (SPEC §7). It is
+//! The client speaks to the store's one core (`stardust serve`) over its Unix socket,
+//! as an LSP session: every method is a registry command. It is
 //! synchronous: each call blocks until the core answers, and a [`Subscription`] is a blocking
 //! [`Iterator`] with a connection of its own. A [`Client`] may be shared between threads
 //! (calls take turns on its one connection); from async code, call it inside
@@ -55,7 +55,7 @@
 //!
 //! # Patches
 //!
-//! A patch (SPEC §9) is previewed, then confirmed or discarded. Temporary names (`?name`)
+//! A patch is previewed, then confirmed or discarded. Temporary names (`?name`)
 //! resolve to the ids that end up on disk.
 //!
 //! ```no_run
@@ -108,7 +108,7 @@
 //!
 //! # Errors
 //!
-//! Every failure is an [`Error`]; [`Error::code`] is the SPEC §16 code, and a command the core
+//! Every failure is an [`Error`]; [`Error::code`] is the error code, and a command the core
 //! refused is [`Error::Command`] with the core's details:
 //!
 //! ```no_run
@@ -142,7 +142,7 @@ use serde_json::{Value, json};
 
 pub use error::{Error, Result};
 pub use preview::{Committed, DiagnosticsDelta, DocumentDiff, EntityIds, Preview};
-/// The stable error codes of SPEC §16, as [`Error::code`] gives them.
+/// Stardust's stable error codes, as [`Error::code`] gives them.
 pub use stardust_core::Code;
 pub use subscribe::{Change, ChangeKind, DocumentChange, EntityChange, Event, Subscription};
 
@@ -181,7 +181,7 @@ impl Default for ConnectOptions {
 }
 
 impl ConnectOptions {
-    /// The executable to start a core with: [`ConnectOptions::exe`], else as SPEC §21 says
+    /// The executable to start a core with: [`ConnectOptions::exe`], else as `stardust lsp` finds one
     /// (`STARDUST_BIN`, `stardust` on PATH, beside the running executable).
     fn executable(&self) -> std::result::Result<PathBuf, stardust_daemon::attach::NotFound> {
         match &self.exe {
@@ -206,7 +206,7 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// A page of query results (SPEC §8).
+/// A page of query results.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Page<T> {
     /// The `find` columns (`?b`, `count(?b)`, ...).
@@ -315,7 +315,7 @@ impl Client {
             .map_err(|err| Error::Protocol(format!("an entity that does not read: {err}")))
     }
 
-    /// Evaluate an expression (SPEC §8), such as `@book/dune.author.name`.
+    /// Evaluate an expression, such as `@book/dune.author.name`.
     pub fn evaluate(&self, expression: &str) -> Result<Value> {
         self.evaluate_at(expression, None)
     }
@@ -330,7 +330,7 @@ impl Client {
         Ok(answer.get_mut("value").map(Value::take).unwrap_or(Value::Null))
     }
 
-    /// Preview a patch (SPEC §9; DUST or JSON text, or a JSON object).
+    /// Preview a patch (`ops [...]`: DUST or JSON text, or a JSON object).
     pub fn patch(&self, patch: impl Into<Value>) -> Result<Preview<'_>> {
         self.preview("stardust.patch.apply", json!({"document": patch.into()}))
     }

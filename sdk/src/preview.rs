@@ -1,4 +1,4 @@
-//! Previews of mutations (SPEC §7, §9): what a patch would change, confirmed or discarded by
+//! Previews of mutations: what a patch would change, confirmed or discarded by
 //! the session that made it.
 
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ pub struct Preview<'c> {
     pub entities: EntityIds,
     /// Every temporary name (`?name`) and the id it would get (final at confirm).
     pub resolved: BTreeMap<String, String>,
-    /// Diagnostics the change would add and resolve (SPEC §5 objects).
+    /// Diagnostics the change would add and resolve (objects with code, severity, range, message).
     pub diagnostics: DiagnosticsDelta,
     /// The core's whole answer, for fields this type does not name.
     pub raw: Value,

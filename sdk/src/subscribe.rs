@@ -1,4 +1,4 @@
-//! Change subscriptions (SPEC §11): a connection of their own that receives the core's
+//! Change subscriptions: a connection of their own that receives the core's
 //! notifications of one kind, reconnects when the core goes away, and catches up with
 //! `stardust.changes.since` so that no commit is missed.
 
@@ -40,7 +40,7 @@ pub struct DocumentChange {
     /// derived file, the version of the document it derives from.
     #[serde(default)]
     pub version: Option<String>,
-    /// A derived file rather than a stored document (SPEC §19): a view's result, the JSON
+    /// A derived file rather than a stored document: a view's result, the JSON
     /// projection of a DUST document (`.stardust/json/<path>.json`) or an entity's file
     /// (`.stardust/entities/<id>.json`), which the mount shows.
     #[serde(default)]

@@ -201,7 +201,7 @@ fn disconnect(err: std::io::Error) -> Error {
     }
 }
 
-/// A JSON-RPC error as the SDK's error: the SPEC §16 code is in `data.code`.
+/// A JSON-RPC error as the SDK's error: the error code is in `data.code`.
 fn command_error(error: Value) -> Error {
     let message = error["message"].as_str().unwrap_or("the core gave no message").to_owned();
     // A code this SDK does not know (a newer core's) is `internal`.

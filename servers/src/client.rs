@@ -27,22 +27,8 @@ use serde_json::{Value, json};
 use crate::frame::{ReadError, frame, read_frame};
 use stardust_core::sync::lock;
 
-/// Whether the server reports work in progress (`$/progress` begun and not ended).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Readiness {
-    Ready,
-    Indexing,
-}
-
-impl Readiness {
-    /// SPEC §17's wire word: `ready` or `indexing`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Readiness::Ready => "ready",
-            Readiness::Indexing => "indexing",
-        }
-    }
-}
+/// Where a server is (SPEC §25): the core's rule over what it said.
+pub use stardust_core::codefiles::Readiness;
 
 /// What became of one request.
 #[derive(Debug)]
@@ -85,6 +71,10 @@ pub(crate) struct Observed {
     pub done_at: u64,
     /// When the server last sent a notification or a request.
     pub last_heard: Option<Instant>,
+    /// When it first published diagnostics (its first analysis of a file done).
+    pub first_published: Option<Instant>,
+    /// When its work (progress announced or begun) last began or ended.
+    pub work_changed: Option<Instant>,
     /// The latest `$/progress` title or message, for status.
     pub progress_note: Option<String>,
     /// Push diagnostics by document URI.
@@ -258,14 +248,6 @@ impl Connection {
     pub(crate) fn close_input(&self) {
         lock(&self.outbox).take();
     }
-
-    pub(crate) fn readiness(&self) -> Readiness {
-        if lock(&self.observed).progress.is_empty() {
-            Readiness::Ready
-        } else {
-            Readiness::Indexing
-        }
-    }
 }
 
 /// The writer thread: each queued frame written whole, in order, waiting for the pipe to
@@ -403,10 +385,13 @@ impl Reader {
                 ))
             }
             "window/workDoneProgress/create" => {
-                if let Some(token) = params.get("token") {
+                if let Some(token) = params.get("token").filter(|t| !is_request_token(t)) {
                     let mut observed = lock(&self.observed);
                     observed.clock += 1;
                     observed.reports = true;
+                    if observed.progress.is_empty() && observed.announced.is_empty() {
+                        observed.work_changed = Some(Instant::now());
+                    }
                     observed.announced.insert(token.to_string());
                 }
                 Ok(Value::Null)
@@ -467,13 +452,21 @@ impl Reader {
         }
         match method {
             "$/progress" => {
-                let Some(token) = params.get("token") else { return };
+                // The progress of a request we sent (its `workDoneToken`) is that request's,
+                // not work of the server's own.
+                let Some(token) = params.get("token").filter(|t| !is_request_token(t)) else {
+                    return;
+                };
                 let token = token.to_string();
                 let value = params.get("value").unwrap_or(&Value::Null);
                 let mut observed = lock(&self.observed);
+                let was_busy = !observed.progress.is_empty() || !observed.announced.is_empty();
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") => {
                         observed.reports = true;
+                        if !was_busy {
+                            observed.work_changed = Some(Instant::now());
+                        }
                         observed.announced.remove(&token);
                         observed.progress.insert(token);
                         observed.progress_note =
@@ -490,6 +483,10 @@ impl Reader {
                         observed.progress.remove(&token);
                         if observed.progress.is_empty() {
                             observed.progress_note = None;
+                        }
+                        if was_busy && observed.progress.is_empty() && observed.announced.is_empty()
+                        {
+                            observed.work_changed = Some(Instant::now());
                         }
                     }
                     _ => {}
@@ -512,6 +509,7 @@ impl Reader {
                 );
                 let mut observed = lock(&self.observed);
                 let at = observed.clock;
+                observed.first_published.get_or_insert_with(Instant::now);
                 observed
                     .diagnostics
                     .insert(uri.to_owned(), PublishedDiagnostics { version, diagnostics, at });
@@ -527,6 +525,14 @@ impl Reader {
             _ => {}
         }
     }
+}
+
+/// The prefix of the `workDoneToken`s the client puts in its own requests: progress under
+/// them is a request's, and says nothing of the server's readiness.
+pub(crate) const REQUEST_TOKEN: &str = "stardust-request-";
+
+fn is_request_token(token: &Value) -> bool {
+    token.as_str().is_some_and(|t| t.starts_with(REQUEST_TOKEN))
 }
 
 /// The value of a `workspace/configuration` section: `a.b` is `settings["a"]["b"]`, no section

@@ -3,18 +3,18 @@
 //! publish fanned out to the editors' connections that subscribed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use stardust_core::codefiles::{
-    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication,
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication, Readiness,
 };
 use stardust_core::sync::lock;
 use stardust_core::text::Encoding;
 
-use crate::client::Readiness;
 use crate::error::ServerError;
 use crate::server::{LanguageServer, PositionEncoding, Status};
 use crate::spec::{ServerSpec, SupervisorProgram};
@@ -22,13 +22,22 @@ use crate::spec::{ServerSpec, SupervisorProgram};
 /// Events queued for one subscriber before it misses some (it stopped reading).
 const SUBSCRIBER_QUEUE: usize = 4096;
 
+/// How often the servers are looked at for `idle_stop` (a look is a lock and a clock read per
+/// server).
+const IDLE_LOOK: Duration = Duration::from_secs(1);
+
 type Subscribers = Arc<Mutex<Vec<SyncSender<CodeEvent>>>>;
+
+type Servers = Arc<Mutex<BTreeMap<String, Arc<LanguageServer>>>>;
 
 /// The language servers of one core.
 pub struct Host {
     program: SupervisorProgram,
-    servers: Mutex<BTreeMap<String, Arc<LanguageServer>>>,
+    servers: Servers,
     subscribers: Subscribers,
+    /// The thread that stops servers no session used for their `idle_stop`, started with the
+    /// first server; it ends when the host is dropped.
+    idle: OnceLock<()>,
 }
 
 impl std::fmt::Debug for Host {
@@ -41,13 +50,42 @@ impl Host {
     /// A host whose servers are supervised by `program` (`SupervisorProgram::stardust()` in
     /// the `stardust` binary).
     pub fn new(program: SupervisorProgram) -> Host {
-        Host { program, servers: Mutex::default(), subscribers: Arc::default() }
+        Host {
+            program,
+            servers: Arc::default(),
+            subscribers: Arc::default(),
+            idle: OnceLock::new(),
+        }
+    }
+
+    /// Start the thread that stops idle servers (SPEC §25 `idle_stop`), once.
+    fn watch_idle(&self) {
+        self.idle.get_or_init(|| {
+            let servers: Weak<Mutex<BTreeMap<String, Arc<LanguageServer>>>> =
+                Arc::downgrade(&self.servers);
+            let started = std::thread::Builder::new().name("lsp-idle".into()).spawn(move || {
+                loop {
+                    std::thread::sleep(IDLE_LOOK);
+                    let Some(servers) = servers.upgrade() else { return };
+                    let now = Instant::now();
+                    let all: Vec<Arc<LanguageServer>> = lock(&servers).values().cloned().collect();
+                    drop(servers);
+                    for server in all {
+                        server.stop_if_idle(now);
+                    }
+                }
+            });
+            if let Err(err) = started {
+                tracing::warn!("idle servers will not be stopped: cannot start a thread: {err}");
+            }
+        });
     }
 
     /// The server for `launch`, created when there is none or the configuration changed
     /// (then the old one is stopped first). The workspace root is the first file's: a later
     /// file under another root is served by the same process (one per server and store).
     fn server(&self, launch: &LaunchSpec) -> Arc<LanguageServer> {
+        self.watch_idle();
         let replaced = {
             let mut servers = lock(&self.servers);
             match servers.get(&launch.name) {
@@ -105,6 +143,7 @@ fn same_config(a: &ServerSpec, b: &LaunchSpec) -> bool {
         && a.settings == b.settings
         && a.timeouts == b.timeouts
         && a.max_restarts == b.max_restarts
+        && a.idle_stop == b.idle_stop
 }
 
 fn code_error(err: ServerError) -> CodeError {
@@ -119,11 +158,19 @@ fn encoding(e: PositionEncoding) -> Encoding {
     }
 }
 
+/// A moment of this process as the time of day, for people.
+fn wall_time(at: Instant) -> String {
+    let ago = Instant::now().saturating_duration_since(at);
+    stardust_core::store::rfc3339(SystemTime::now() - ago)
+}
+
 /// A status as `server_status` shows it.
 pub fn status_json(status: &Status) -> Value {
     json!({
         "name": status.name,
         "state": status.state.as_str(),
+        "since": status.since.map(wall_time),
+        "gaveUp": status.state == crate::server::State::Unavailable,
         "pid": status.server_pid,
         "supervisorPid": status.supervisor_pid,
         "restarts": status.restarts,
@@ -143,7 +190,7 @@ impl CodeHost for Host {
         params: Value,
     ) -> Result<CodeAnswer, CodeError> {
         let answer = self.server(spec).request(method, params, None).map_err(code_error)?;
-        Ok(CodeAnswer { result: answer.result, indexing: answer.readiness == Readiness::Indexing })
+        Ok(CodeAnswer { result: answer.result, indexing: answer.readiness != Readiness::Ready })
     }
 
     fn sync(
@@ -186,6 +233,30 @@ impl CodeHost for Host {
 
     fn activity(&self, server: &str) -> Option<Activity> {
         self.running(server)?.activity()
+    }
+
+    fn readiness(&self, server: &str) -> Option<(Readiness, Instant)> {
+        self.running(server)?.readiness_now()
+    }
+
+    fn used(&self, server: &str) {
+        if let Some(server) = self.running(server) {
+            server.used();
+        }
+    }
+
+    fn publications(&self, server: &str) -> Vec<(PathBuf, Publication)> {
+        let Some(server) = self.running(server) else { return Vec::new() };
+        server
+            .publications()
+            .into_iter()
+            .filter_map(|(uri, p)| {
+                let path = stardust_core::ide::uri_path(&uri).ok()?;
+                let publication =
+                    Publication { version: p.version, diagnostics: p.diagnostics, at: p.at };
+                Some((path, publication))
+            })
+            .collect()
     }
 
     fn version(&self, server: &str, path: &Path) -> Option<i64> {

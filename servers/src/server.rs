@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use stardust_core::codefiles::Activity;
 use stardust_core::ide::file_uri;
 
-use crate::client::{Answering, Connection, EventSink, PublishedDiagnostics, Readiness, Reply};
+use crate::client::{
+    Answering, Connection, EventSink, PublishedDiagnostics, REQUEST_TOKEN, Readiness, Reply,
+};
 use crate::error::{CONTENT_MODIFIED, METHOD_NOT_FOUND, SERVER_CANCELLED, ServerError};
 use crate::process::{Process, check_command};
 use crate::spec::{ServerSpec, SupervisorProgram};
@@ -68,10 +70,14 @@ pub struct Answer {
 /// Where a server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
-    /// Never started (started by the first request or document).
+    /// Not running: never started (started by the first request or document, or a warm-up),
+    /// or stopped after `idle_stop` unused.
     Idle,
+    /// Started, and not yet through `initialize`.
+    Starting,
+    /// Running, its initial analysis over and not at work (SPEC §25).
     Ready,
-    /// Running, with work-done progress reported and not ended.
+    /// Running, its initial analysis not over or at work on a change.
     Indexing,
     /// Crashed or failed to start; the next request starts it again.
     Crashed,
@@ -85,10 +91,12 @@ impl State {
     pub fn as_str(self) -> &'static str {
         match self {
             State::Idle => "idle",
+            State::Starting => "starting",
             State::Ready => "ready",
             State::Indexing => "indexing",
             State::Crashed => "crashed",
-            State::Unavailable => "unavailable",
+            // Crashed past its restarts: still `crashed` to SPEC §25 (status says `gaveUp`).
+            State::Unavailable => "crashed",
             State::Stopped => "stopped",
         }
     }
@@ -99,6 +107,8 @@ impl State {
 pub struct Status {
     pub name: String,
     pub state: State,
+    /// Since when it is in that state (`None`: never started).
+    pub since: Option<Instant>,
     pub supervisor_pid: Option<i32>,
     /// The server's pid, which is also its process group id.
     pub server_pid: Option<i32>,
@@ -121,6 +131,8 @@ struct Instance {
     conn: Connection,
     capabilities: Value,
     encoding: PositionEncoding,
+    /// When it answered `initialize`.
+    initialized: Instant,
 }
 
 impl Instance {
@@ -147,6 +159,13 @@ struct Inner {
     last_error: Option<String>,
     /// Open documents by URI, sent again to every new instance.
     documents: BTreeMap<String, Document>,
+    /// When the start under way began (`None`: none is).
+    starting: Option<Instant>,
+    /// When the last crash (or failed start) happened.
+    crashed_at: Option<Instant>,
+    /// When a session last used the server (a request, a text given); `idle_stop` counts
+    /// from it.
+    last_used: Option<Instant>,
 }
 
 /// A supervised language server (SPEC §17), shared by every session of a core.
@@ -213,8 +232,10 @@ impl LanguageServer {
         if let Some(instance) = self.live()? {
             return Ok(instance);
         }
+        self.lock().starting = Some(Instant::now());
         let started = self.start();
         let mut inner = self.lock();
+        inner.starting = None;
         match started {
             Ok(instance) => {
                 let instance = Arc::new(instance);
@@ -231,6 +252,7 @@ impl LanguageServer {
             Err(e @ ServerError::Missing { .. }) => Err(e),
             Err(e) => {
                 inner.crashes.push_back(Instant::now());
+                inner.crashed_at = Some(Instant::now());
                 inner.last_error = Some(e.to_string());
                 Err(e)
             }
@@ -256,6 +278,7 @@ impl LanguageServer {
             inner.last_error =
                 Some(if epitaph.is_empty() { reason } else { format!("{reason}; {epitaph}") });
             inner.crashes.push_back(Instant::now());
+            inner.crashed_at = Some(Instant::now());
             instance.process.terminate();
         }
         let now = Instant::now();
@@ -341,7 +364,7 @@ impl LanguageServer {
             encoding = encoding.as_str(),
             "language server started"
         );
-        Ok(Instance { process, conn, capabilities, encoding })
+        Ok(Instance { process, conn, capabilities, encoding, initialized: Instant::now() })
     }
 
     fn initialize_params(&self, root_uri: &str) -> Value {
@@ -415,10 +438,12 @@ impl LanguageServer {
         timeout: Option<Duration>,
     ) -> Result<Answer, ServerError> {
         let instance = self.running()?;
+        self.used();
         let timeout = timeout.unwrap_or(self.spec.timeouts.request);
         let deadline = Instant::now() + timeout;
         let server = || self.spec.name.clone();
         let mut attempt = 0;
+        let params = with_request_token(method, params);
         loop {
             let (id, rx) = instance.conn.request(method, params.clone());
             let left = deadline.saturating_duration_since(Instant::now());
@@ -433,7 +458,7 @@ impl LanguageServer {
             };
             match answer {
                 Ok(Reply::Result(result)) => {
-                    return Ok(Answer { result, readiness: instance.conn.readiness() });
+                    return Ok(Answer { result, readiness: self.readiness_of(&instance).0 });
                 }
                 Ok(Reply::Error { code, .. })
                     if code == CONTENT_MODIFIED || code == SERVER_CANCELLED =>
@@ -516,6 +541,7 @@ impl LanguageServer {
     /// open, changed when it differs, nothing sent when the running server has it already.
     pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> Result<(), ServerError> {
         let uri = file_uri(path);
+        self.used();
         {
             let inner = self.lock();
             let live = inner.instance.as_ref().is_some_and(|i| i.alive());
@@ -589,6 +615,13 @@ impl LanguageServer {
         self.lock().documents.get(&file_uri(path)).map(|d| d.version)
     }
 
+    /// Every file's push diagnostics as the running server last published them, by URI.
+    pub fn publications(&self) -> Vec<(String, PublishedDiagnostics)> {
+        let Some(instance) = self.lock().instance.clone() else { return Vec::new() };
+        let observed = lock(&instance.conn.observed);
+        observed.diagnostics.iter().map(|(uri, p)| (uri.clone(), p.clone())).collect()
+    }
+
     /// The push diagnostics last published for `path` by the running server.
     pub fn diagnostics(&self, path: &Path) -> Option<PublishedDiagnostics> {
         let instance = self.lock().instance.clone()?;
@@ -602,19 +635,65 @@ impl LanguageServer {
     /// shut down).
     pub fn activity(&self) -> Option<Activity> {
         let instance = self.lock().instance.clone()?;
-        let stopped = match instance.conn.closed() {
-            Some(reason) => Some(reason),
-            None if instance.process.server_exited() => Some("the server exited".to_owned()),
-            None => None,
+        Some(activity_of(&instance))
+    }
+
+    /// Where the server is (SPEC §25) and since when; `None` when it is not running nor
+    /// being started.
+    pub fn readiness_now(&self) -> Option<(Readiness, Instant)> {
+        let inner = self.lock();
+        match (&inner.instance, inner.starting) {
+            (Some(instance), _) => {
+                let instance = instance.clone();
+                drop(inner);
+                Some(self.readiness_of(&instance))
+            }
+            (None, Some(since)) => Some((Readiness::Starting, since)),
+            (None, None) => None,
+        }
+    }
+
+    fn readiness_of(&self, instance: &Instance) -> (Readiness, Instant) {
+        stardust_core::codefiles::readiness(&activity_of(instance), Instant::now())
+    }
+
+    /// Note a use by a session: `idle_stop` counts from the last one.
+    pub fn used(&self) {
+        self.lock().last_used = Some(Instant::now());
+    }
+
+    /// Stops the running instance when no session has used it for `idle_stop` (SPEC §25);
+    /// whether it did. Its documents are kept, so the next use starts it again with them.
+    pub fn stop_if_idle(&self, now: Instant) -> bool {
+        let idle = {
+            let inner = self.lock();
+            inner.instance.is_some()
+                && inner
+                    .last_used
+                    .is_none_or(|t| now.saturating_duration_since(t) >= self.spec.idle_stop)
         };
-        let observed = lock(&instance.conn.observed);
-        Some(Activity {
-            busy: !observed.progress.is_empty() || !observed.announced.is_empty(),
-            reports: observed.reports,
-            done_at: observed.done_at,
-            last_heard: observed.last_heard,
-            stopped,
-        })
+        if !idle {
+            return false;
+        }
+        let _starting = lock(&self.starting);
+        let old = {
+            let mut inner = self.lock();
+            let still_idle = inner
+                .last_used
+                .is_none_or(|t| Instant::now().saturating_duration_since(t) >= self.spec.idle_stop);
+            if !still_idle {
+                return false;
+            }
+            inner.instance.take()
+        };
+        let Some(old) = old else { return false };
+        tracing::info!(
+            server = self.spec.name,
+            "no session used it for {}s (idle_stop): stopping it",
+            self.spec.idle_stop.as_secs()
+        );
+        self.stop_instance(&old);
+        true
     }
 
     /// Notifications received from the running server (a flood is counted, never queued).
@@ -638,7 +717,7 @@ impl LanguageServer {
 
     /// The readiness of the running server (`Ready` when none runs).
     pub fn readiness(&self) -> Readiness {
-        self.lock().instance.as_ref().map_or(Readiness::Ready, |i| i.conn.readiness())
+        self.readiness_now().map_or(Readiness::Ready, |(r, _)| r)
     }
 
     /// Starts the server now if it is not running (the same start a first request makes).
@@ -654,23 +733,32 @@ impl LanguageServer {
             inner.crashes.iter().filter(|t| now.duration_since(**t) <= RESTART_WINDOW).count()
                 as u32;
         let live = inner.instance.as_ref().filter(|i| i.alive());
-        let state = match (&live, inner.stopped, inner.gave_up) {
-            (_, true, _) => State::Stopped,
-            (Some(i), ..) if i.conn.readiness() == Readiness::Indexing => State::Indexing,
-            (Some(_), ..) => State::Ready,
-            (None, _, true) => State::Unavailable,
+        let readiness = live.map(|i| self.readiness_of(i));
+        let crashed_at = inner.crashed_at;
+        let (state, since) = match (&live, inner.stopped, inner.gave_up) {
+            (_, true, _) => (State::Stopped, None),
+            (Some(_), ..) => match readiness {
+                Some((Readiness::Indexing, since)) => (State::Indexing, Some(since)),
+                Some((Readiness::Starting, since)) => (State::Starting, Some(since)),
+                Some((Readiness::Crashed, since)) => (State::Crashed, Some(since)),
+                Some((Readiness::Ready, since)) => (State::Ready, Some(since)),
+                None => (State::Ready, None),
+            },
+            (None, ..) if inner.starting.is_some() => (State::Starting, inner.starting),
+            (None, _, true) => (State::Unavailable, crashed_at),
             (None, ..)
                 if inner.instance.is_some()
                     || !inner.crashes.is_empty()
                     || inner.last_error.is_some() =>
             {
-                State::Crashed
+                (State::Crashed, crashed_at)
             }
-            (None, ..) => State::Idle,
+            (None, ..) => (State::Idle, None),
         };
         Status {
             name: self.spec.name.clone(),
             state,
+            since,
             supervisor_pid: live.map(|i| i.process.supervisor_pid()),
             server_pid: live.and_then(|i| i.process.server_pid(Duration::ZERO)),
             recent_crashes: recent,
@@ -746,6 +834,47 @@ impl Drop for LanguageServer {
             instance.process.stop(Duration::from_secs(2));
         }
     }
+}
+
+/// What `instance` has said about its work (see `LanguageServer::activity`).
+fn activity_of(instance: &Instance) -> Activity {
+    let stopped = match instance.conn.closed() {
+        Some(reason) => Some(reason),
+        None if instance.process.server_exited() => Some("the server exited".to_owned()),
+        None => None,
+    };
+    let observed = lock(&instance.conn.observed);
+    let stopped_at =
+        stopped.as_ref().map(|_| observed.closed.as_ref().map_or_else(Instant::now, |c| c.1));
+    Activity {
+        busy: !observed.progress.is_empty() || !observed.announced.is_empty(),
+        reports: observed.reports,
+        done_at: observed.done_at,
+        last_heard: observed.last_heard,
+        stopped,
+        initialized: Some(instance.initialized),
+        first_published: observed.first_published,
+        work_changed: observed.work_changed,
+        stopped_at,
+    }
+}
+
+/// The methods whose progress a `workDoneToken` of ours names: the requests about files and
+/// the workspace. Their progress is then the request's (see `client::REQUEST_TOKEN`), never
+/// taken for the server's own work.
+fn with_request_token(method: &str, mut params: Value) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let takes_token = method.starts_with("textDocument/")
+        || method.starts_with("callHierarchy/")
+        || method.starts_with("typeHierarchy/")
+        || method == "workspace/symbol";
+    if let Some(map) = params.as_object_mut().filter(|_| takes_token)
+        && !map.contains_key("workDoneToken")
+    {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        map.insert("workDoneToken".into(), json!(format!("{REQUEST_TOKEN}{n}")));
+    }
+    params
 }
 
 /// `textDocumentSync` as a kind: 0 none, 1 full, 2 incremental (full when unspecified).

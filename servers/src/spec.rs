@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 use stardust_core::codefiles::LaunchSpec;
@@ -31,6 +32,8 @@ pub struct ServerSpec {
     /// Crashes restarted within any one minute; past that the server is `server-unavailable`
     /// until an explicit restart.
     pub max_restarts: u32,
+    /// A running server no session has used for this long is stopped (SPEC §25).
+    pub idle_stop: Duration,
 }
 
 /// The three timeouts of SPEC §17 (`timeouts = { startup, request, shutdown }`): the core's
@@ -51,13 +54,14 @@ impl From<&LaunchSpec> for ServerSpec {
             settings: launch.settings.clone(),
             timeouts: launch.timeouts,
             max_restarts: launch.max_restarts,
+            idle_stop: launch.idle_stop,
         }
     }
 }
 
 impl ServerSpec {
     /// A spec with SPEC §17's defaults: no arguments, no languages, no options or settings,
-    /// the default timeouts and 3 restarts a minute.
+    /// the default timeouts, 3 restarts a minute, stopped after 15 minutes unused.
     pub fn new(
         name: impl Into<String>,
         command: impl Into<PathBuf>,
@@ -73,6 +77,7 @@ impl ServerSpec {
             settings: Value::Object(Default::default()),
             timeouts: Timeouts::default(),
             max_restarts: 3,
+            idle_stop: stardust_core::config::servers::DEFAULT_IDLE_STOP,
         }
     }
 

@@ -70,7 +70,7 @@ fn a_restart_reaps_the_old_tree_and_starts_a_new_one() {
     let (server, pids) = leaking(dir.path());
     let status = server.restart().unwrap();
     assert_gone(pids, "restart");
-    assert_eq!(status.state, State::Ready);
+    assert_eq!(status.state, State::Indexing);
     assert_eq!(status.restarts, 1);
     let new = status.server_pid.unwrap();
     assert!(!pids.contains(&new));

@@ -8,6 +8,7 @@ use serde_json::json;
 use stardust_core::analysis::{Analysis, Document};
 use stardust_core::answers;
 use stardust_core::diagnostics::Severity;
+use stardust_core::init;
 use stardust_core::text::{Encoding, Span};
 
 use crate::OutputFormat;
@@ -60,6 +61,9 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
                 plural(errors, "error"),
                 plural(warnings, "warning"),
             )?;
+            if let Some(hint) = init::check_hint(store, errors + warnings) {
+                writeln!(out, "{hint}")?;
+            }
         }
         OutputFormat::Json => {
             let analysis = &analysis;
@@ -81,6 +85,9 @@ pub(crate) fn run(store: &Path, format: OutputFormat) -> anyhow::Result<ExitCode
             });
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
+            if let Some(hint) = init::check_hint(store, errors + warnings) {
+                eprintln!("{hint}");
+            }
         }
     }
     // The process ends here: freeing a large store's analysis would only delay the exit.

@@ -1,4 +1,6 @@
 //! `stardust fmt` and `stardust convert`: the canonical formatter and conversion on files.
+//! A file's notation is its store's (`scan::FileLangs`: `.jsonc`, and `.json` files matched
+//! by `[store] jsonc`, are JSON with comments).
 //!
 //! Output contract: stdout carries the requested text (`fmt -`, `convert`) or the paths of the
 //! documents that changed (or would change, with `--check`), one a line. Problems go to stderr:
@@ -32,7 +34,10 @@ pub(crate) fn run(
             return Err(usage("`-` (standard input) cannot be combined with other paths"));
         }
         let lang = lang.ok_or_else(|| {
-            usage("formatting standard input needs its notation: add --lang dust or --lang json")
+            usage(
+                "formatting standard input needs its notation: add --lang dust, --lang json or \
+                 --lang jsonc",
+            )
         })?;
         return format_stdin(lang.into(), check);
     }
@@ -65,8 +70,11 @@ pub(crate) fn run(
 }
 
 pub(crate) fn convert(file: &Path, to: LangArg) -> anyhow::Result<ExitCode> {
-    let from = Lang::from_path(&file.to_string_lossy()).ok_or_else(|| {
-        usage(format!("{} is not a document; convert reads .json and .dust files", file.display()))
+    let from = scan::FileLangs::default().lang_of(file)?.ok_or_else(|| {
+        usage(format!(
+            "{} is not a document; convert reads .json, .jsonc and .dust files",
+            file.display()
+        ))
     })?;
     let bytes = read(file)?;
     let Some(text) = decode(&file.display().to_string(), &bytes) else {
@@ -154,6 +162,7 @@ fn format_file(path: &Path, lang: Lang, check: bool) -> Result<Outcome, Error> {
 /// documents), directories searched recursively in name order.
 fn collect(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Lang)>, Error> {
     let mut documents = Vec::new();
+    let mut langs = scan::FileLangs::default();
     for path in paths {
         let metadata = fs::metadata(path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => {
@@ -162,11 +171,11 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Lang)>, Error> {
             _ => Error::io(format!("cannot read {}", path.display()), e),
         })?;
         if metadata.is_dir() {
-            walk(path, &mut documents)?;
+            walk(path, &mut langs, &mut documents)?;
         } else {
-            let lang = Lang::from_path(&path.to_string_lossy()).ok_or_else(|| {
+            let lang = langs.lang_of(path)?.ok_or_else(|| {
                 Error::InvalidArguments(format!(
-                    "{} is not a document; give .json or .dust files, or directories",
+                    "{} is not a document; give .json, .jsonc or .dust files, or directories",
                     path.display()
                 ))
             })?;
@@ -180,7 +189,11 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Lang)>, Error> {
 
 /// Add the documents under `dir`, skipping `.stardust/`, `.git/` and symbolic links (which
 /// may lead out of the tree or around in a cycle).
-fn walk(dir: &Path, documents: &mut Vec<(PathBuf, Lang)>) -> Result<(), Error> {
+fn walk(
+    dir: &Path,
+    langs: &mut scan::FileLangs,
+    documents: &mut Vec<(PathBuf, Lang)>,
+) -> Result<(), Error> {
     let context = || format!("cannot list {}", dir.display());
     let mut entries = fs::read_dir(dir)
         .and_then(|entries| entries.collect::<io::Result<Vec<_>>>())
@@ -191,10 +204,10 @@ fn walk(dir: &Path, documents: &mut Vec<(PathBuf, Lang)>) -> Result<(), Error> {
         let file_type = entry.file_type().map_err(|e| Error::io(context(), e))?;
         if file_type.is_dir() {
             if !scan::PRIVATE_DIRS.iter().any(|skip| entry.file_name() == *skip) {
-                walk(&path, documents)?;
+                walk(&path, langs, documents)?;
             }
         } else if file_type.is_file()
-            && let Some(lang) = Lang::from_path(&path.to_string_lossy())
+            && let Some(lang) = langs.lang_of(&path)?
         {
             documents.push((path, lang));
         }

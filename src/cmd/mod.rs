@@ -6,6 +6,7 @@ pub(crate) mod check;
 pub(crate) mod db;
 pub(crate) mod eval;
 pub(crate) mod fmt;
+pub(crate) mod init;
 pub(crate) mod log;
 pub(crate) mod lsp;
 pub(crate) mod mcp;
@@ -27,6 +28,8 @@ pub(crate) fn report(err: &anyhow::Error) -> ExitCode {
     } else if let Some(e) = err.downcast_ref::<stardust_core::service::CommandError>() {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_core::backup::BackupError>() {
+        e.code()
+    } else if let Some(e) = err.downcast_ref::<stardust_core::init::InitError>() {
         e.code()
     } else if let Some(e) = err.downcast_ref::<stardust_daemon::attach::RemoteError>() {
         e.code

@@ -1,18 +1,24 @@
-//! `stardust sdk generate STORE --lang typescript|python|rust --out DIR [--check]` (SPEC §21):
-//! writes the typed definitions the core's `sdkgen` makes from the store's schemas, or with
-//! `--check` only says (exit 1) which files are out of date.
+//! `stardust sdk generate STORE --lang typescript|python|rust --out DIR [--check]` (SPEC §21,
+//! §27): writes the package the core's `sdkgen` makes from the store's schemas (definitions,
+//! manifest and runtime), or with `--check` only says (exit 1) which files are out of date.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use stardust_core::analysis::Analysis;
 use stardust_core::sdkgen::{self, Lang};
 
 #[derive(Subcommand)]
 pub(crate) enum SdkCommand {
-    /// Write typed definitions for every entity type with a schema, for the runtime in
-    /// sdk-ts/ (TypeScript), sdk-py/ (Python) or serde types for sdk/ (Rust). The same schemas give the same bytes.
+    /// Write a typed package for every entity type with a schema; the same schemas give the
+    /// same bytes.
+    ///
+    /// TypeScript: an npm package (package.json, compiled JavaScript with declarations, its
+    /// runtime inside). Python: a pip package (pyproject.toml, py.typed, its runtime inside).
+    /// Both install with nothing fetched (`npm install ./DIR`, `pip install ./DIR`) and are
+    /// named after DIR. Rust: serde types (mod.rs) for the stardust-sdk crate.
     Generate {
         /// The store directory.
         store: PathBuf,
@@ -43,17 +49,23 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
     };
     let analysis = Analysis::load(&store)?;
     let types = sdkgen::types_of(&analysis);
+    let name = sdkgen::package_name(&folder_name(&out)?, lang);
     let started = std::time::Instant::now();
-    let files = sdkgen::generate(&types, lang);
+    let files = sdkgen::package(&types, lang, &name);
     let took = started.elapsed();
-    let stale = sdkgen::stale(&files, |path| std::fs::read(out.join(path)).ok());
+    let existing = |path: &str| std::fs::read(out.join(path)).ok();
+    let stale = sdkgen::stale(&files, existing);
+    let obsolete = sdkgen::obsolete(lang, existing);
     if check {
-        if stale.is_empty() {
+        if stale.is_empty() && obsolete.is_empty() {
             eprintln!("{} is up to date ({} files)", out.display(), files.len());
             return Ok(ExitCode::SUCCESS);
         }
         for path in &stale {
             eprintln!("out of date: {}", out.join(path).display());
+        }
+        for path in &obsolete {
+            eprintln!("out of date: {} (no longer generated)", out.join(path).display());
         }
         eprintln!(
             "run `stardust sdk generate {} --lang {} --out {}` to update",
@@ -66,8 +78,12 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
     for file in files.iter().filter(|f| stale.contains(&f.path)) {
         write(&out.join(&file.path), &file.bytes)?;
     }
+    for path in &obsolete {
+        let path = out.join(path);
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
     eprintln!(
-        "wrote {} of {} files to {} ({} types, generated in {:.1} ms)",
+        "wrote {} of {} files to {} (package {name}, {} types, generated in {:.1} ms)",
         stale.len(),
         files.len(),
         out.display(),
@@ -75,6 +91,19 @@ pub(crate) fn run(command: SdkCommand) -> anyhow::Result<ExitCode> {
         took.as_secs_f64() * 1e3
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The last name of `out` (which may not exist yet): what the package is named after.
+fn folder_name(out: &Path) -> anyhow::Result<String> {
+    let absolute = out.canonicalize().or_else(|_| std::path::absolute(out))?;
+    absolute.file_name().map(|n| n.to_string_lossy().into_owned()).ok_or_else(|| {
+        stardust_core::Error::InvalidArguments(format!(
+            "--out {}: the package is named after the folder, and this path names none; give \
+             a folder such as ./my-store-types",
+            out.display()
+        ))
+        .into()
+    })
 }
 
 fn lang_name(lang: Lang) -> &'static str {
@@ -87,7 +116,6 @@ fn lang_name(lang: Lang) -> &'static str {
 
 /// Write through a temporary file beside it and a rename, so a reader never sees half a file.
 fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");

@@ -118,6 +118,7 @@ pub(crate) fn run(
             {
                 tracing::info!("idle for {seconds}s with no client: stopping");
             } else {
+                watched.keep_record();
                 continue;
             }
             let _ = nix::sys::signal::kill(nix::unistd::getpid(), Signal::SIGTERM);

@@ -162,10 +162,19 @@ impl Lsp {
         json!({"uri": self.uri(rel)})
     }
 
-    /// Open `rel` with `text` as version 1; its URI.
+    /// Open `rel` with `text` as version 1, with the `languageId` of its extension; its URI.
     pub fn open(&mut self, rel: &str, text: &str) -> String {
+        let lang = match rel.rsplit_once('.').map(|(_, ext)| ext) {
+            Some("dust") => "dust",
+            Some("jsonc") => "jsonc",
+            _ => "json",
+        };
+        self.open_as(rel, lang, text)
+    }
+
+    /// Open `rel` as `languageId` `lang` with `text` as version 1; its URI.
+    pub fn open_as(&mut self, rel: &str, lang: &str, text: &str) -> String {
         let uri = self.uri(rel);
-        let lang = if rel.ends_with(".dust") { "dust" } else { "json" };
         self.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": lang, "version": 1, "text": text}}),

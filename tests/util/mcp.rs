@@ -105,14 +105,11 @@ impl Mcp {
         result["structuredContent"].clone()
     }
 
-    /// Call a tool that must fail; its `structuredContent.error`.
+    /// Call a tool that must fail; its error object (see [`tool_error`]).
     pub fn fail(&mut self, tool: &str, args: Value) -> Value {
         let result = self.call(tool, args);
         assert_eq!(result["isError"], true, "{tool} should fail: {result}");
-        let error = result["structuredContent"]["error"].clone();
-        let text = result["content"][0]["text"].as_str().unwrap();
-        assert!(text.starts_with(&format!("error[{}]", error["code"].as_str().unwrap())), "{text}");
-        error
+        tool_error(&result)
     }
 
     pub fn tool_names(&mut self) -> Vec<String> {
@@ -153,4 +150,26 @@ impl Drop for Mcp {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The error object of a tool error as SPEC §13 has every host read it: `isError`, no
+/// `structuredContent`, the summary `error[<code>]: ...` first, and the JSON text
+/// `{"error": {code, message, ...}}` in the content.
+pub fn tool_error(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "not a tool error: {result}");
+    assert!(
+        result.get("structuredContent").is_none(),
+        "an error has no structured content: {result}"
+    );
+    let texts: Vec<&str> =
+        result["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect();
+    let error = texts
+        .iter()
+        .find_map(|t| serde_json::from_str::<Value>(t).ok().filter(|v| v["error"].is_object()))
+        .unwrap_or_else(|| panic!("no error object in the content: {result}"))["error"]
+        .clone();
+    let code = error["code"].as_str().unwrap();
+    assert!(texts[0].starts_with(&format!("error[{code}]: ")), "{result}");
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{result}");
+    error
 }

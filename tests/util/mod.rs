@@ -71,6 +71,7 @@ pub fn mounted_library(dir: &Path) -> (PathBuf, PathBuf, Serve) {
 /// How long a test waits for a process to reach a state before it fails.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
+pub mod hosts;
 pub mod lsp;
 pub mod mcp;
 pub mod mount;

@@ -26,18 +26,20 @@ use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticCode, Related};
 use crate::error::{Error, Result};
 use crate::model::{self, Entity, Reference};
-use crate::schema::{self, Compiled, EntityTypes, SchemaSource, Subject};
+use crate::schema::{self, Compiled, EntityTypes, Subject};
 use crate::shared_map::SharedMap;
 use crate::syntax::{self, Lang, Node, NodeKind, Parse};
 use crate::text::{LineIndex, Span};
 
 mod docs;
 mod memo;
+mod schemas;
 mod splice;
 mod views;
 
 use docs::Docs;
 use memo::Memo;
+use schemas::{Schemas, Target};
 use splice::Splice;
 pub use views::{ViewDef, Views};
 
@@ -101,24 +103,30 @@ pub struct Document {
     pub references: Vec<Reference>,
     /// Diagnostics that depend on nothing but this document.
     pub local: Vec<Diagnostic>,
+    /// How many of `local`, first, depend on the text alone (the rest on the entities).
+    text_problems: usize,
+    /// Whether the document is a JSON Schema, which holds no entities (SPEC §23). Its
+    /// `$schema` names a dialect, or the analysis found it used as a schema.
+    schema: bool,
     /// The schema the document names with a top-level `$schema` key.
     dollar_schema: Option<(SchemaName, Span)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum SchemaName {
-    /// A store-relative path.
-    Store(String),
+pub(crate) enum SchemaName {
+    /// A URI, resolved against the document's own (`file:///__store__/<path>`); a store
+    /// document's when it is under [`schema::BASE`].
+    Uri(String),
     /// A JSON Schema meta-schema: the document is itself a schema.
     Meta,
-    /// Something that cannot be used without leaving the store.
-    Refused(String),
+    /// Not a URI reference.
+    Invalid(String),
 }
 
 impl Document {
-    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`.
-    pub fn new(path: String, bytes: Vec<u8>) -> Document {
-        let lang = Lang::from_path(&path).unwrap_or(Lang::Json);
+    /// Parse and locally diagnose the document at store-relative `path` holding `bytes`,
+    /// written in `lang` (the store's [`crate::scan::lang_of`] the path).
+    pub fn new(path: String, lang: Lang, bytes: Vec<u8>) -> Document {
         let version = version_of(&bytes);
         let byte_len = bytes.len() as u64;
         let mut local = Vec::new();
@@ -161,11 +169,6 @@ impl Document {
         for err in &parse.errors {
             local.push(Diagnostic::new(err.kind.code(), err.span, err.message.clone()));
         }
-        let entities = model::entities(&parse);
-        let references = model::references(&parse, &entities);
-        for entity in &entities {
-            local.extend(entity_problems(entity));
-        }
         let dollar_schema = dollar_schema(&path, &parse);
         let line_index = LineIndex::new(&text);
         let mut doc = Document {
@@ -176,21 +179,57 @@ impl Document {
             version,
             line_index,
             parse,
-            entities,
-            references,
+            entities: Vec::new(),
+            references: Vec::new(),
+            text_problems: local.len(),
             local,
+            schema: matches!(dollar_schema, Some((SchemaName::Meta, _))),
             dollar_schema,
         };
-        let views = views::local_problems(&doc);
-        doc.local.extend(views);
+        doc.derive();
         doc
     }
 
-    /// The store document the top-level `$schema` names, and the span of its value; `None`
-    /// when there is no `$schema`, or it names a meta-schema or a place outside the store.
+    /// The entities, references and the problems they have, from the parse: none in a schema.
+    fn derive(&mut self) {
+        self.local.truncate(self.text_problems);
+        if self.schema {
+            self.entities = Vec::new();
+            self.references = Vec::new();
+        } else {
+            self.entities = model::entities(&self.parse);
+            self.references = model::references(&self.parse, &self.entities);
+            for entity in &self.entities {
+                self.local.extend(entity_problems(entity));
+            }
+        }
+        let views = views::local_problems(self);
+        self.local.extend(views);
+    }
+
+    /// Whether the document is a JSON Schema, holding no entities (SPEC §23).
+    pub fn is_schema(&self) -> bool {
+        self.schema
+    }
+
+    /// Make the document a schema (no entities) or not, as the whole store says it is.
+    fn set_schema(&mut self, schema: bool) {
+        if self.schema != schema {
+            self.schema = schema;
+            self.derive();
+        }
+    }
+
+    /// Whether the document's own `$schema` names a JSON Schema dialect.
+    fn names_dialect(&self) -> bool {
+        matches!(self.dollar_schema, Some((SchemaName::Meta, _)))
+    }
+
+    /// The URI the top-level `$schema` names, resolved against the document's own, and the
+    /// span of its value; `None` when there is no `$schema`, or it names a meta-schema.
     pub fn named_schema(&self) -> Option<(&str, Span)> {
         match &self.dollar_schema {
-            Some((SchemaName::Store(path), span)) => Some((path, *span)),
+            Some((SchemaName::Uri(uri), span)) => Some((uri, *span)),
             _ => None,
         }
     }
@@ -203,6 +242,11 @@ impl Document {
             Some(index) => root.item(&self.parse.value, index),
         }
     }
+}
+
+/// The notation of a store's document at `path`; JSON for a path that is no document's.
+fn lang_of(config: &Config, path: &str) -> Lang {
+    crate::scan::lang_of(config, path).unwrap_or(Lang::Json)
 }
 
 /// The id rule of one entity.
@@ -243,24 +287,10 @@ fn dollar_schema(path: &str, parse: &Parse) -> Option<(SchemaName, Span)> {
     if meta.iter().any(|p| name.starts_with(p)) {
         return Some((SchemaName::Meta, span));
     }
-    if name.contains("://") || name.starts_with('/') {
-        return Some((SchemaName::Refused(name.to_owned()), span));
-    }
-    // A relative path, resolved against the document's folder, must stay inside the store.
-    let mut parts: Vec<&str> = path.split('/').collect();
-    parts.pop();
-    for part in name.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Some((SchemaName::Refused(name.to_owned()), span));
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    Some((SchemaName::Store(parts.join("/")), span))
+    Some(match schema::resolve(path, name) {
+        Some(uri) => (SchemaName::Uri(uri), span),
+        None => (SchemaName::Invalid(name.to_owned()), span),
+    })
 }
 
 /// Where an entity is: its document and its index in that document's entity list.
@@ -299,7 +329,9 @@ pub struct Analysis {
     referrers: Arc<Referrers>,
     /// Type of each entity id (the first one, for duplicates), for `x-stardust-ref`.
     types: Arc<Types>,
-    /// Compiled schemas by store-relative path.
+    /// Which documents are schemas, and the URIs the store knows them by.
+    schema_set: Arc<Schemas>,
+    /// Compiled schemas by store-relative path (by URI for a subschema a document names).
     schemas: Arc<HashMap<String, Compiled>>,
     /// Validation diagnostics (schema, unknown-type, ref-type) per document.
     validation: Arc<Validation>,
@@ -343,7 +375,8 @@ impl Analysis {
         let docs: Docs = docs
             .into_par_iter()
             .map(|(path, bytes)| {
-                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, bytes)))
+                let lang = lang_of(&ctx.config, &path);
+                (Arc::<str>::from(path.as_str()), Arc::new(Document::new(path, lang, bytes)))
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -368,7 +401,8 @@ impl Analysis {
         let parsed: Parsed = rest
             .into_par_iter()
             .map(|(path, bytes)| {
-                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), b)));
+                let lang = lang_of(&self.ctx.config, &path);
+                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), lang, b)));
                 (path, doc)
             })
             .collect();
@@ -395,15 +429,25 @@ impl Analysis {
 
     /// This snapshot's documents under another configuration of the same store (SPEC §23: a
     /// changed `stardust.toml` or ignore file takes effect in a running core): the documents
-    /// that are still documents keep their parse, the others leave, and everything that
-    /// depends on the configuration (schemas, validation, the indexes) is derived again.
-    /// Files that become documents are not read here; the store takes them in as edits.
+    /// that are still documents keep their parse (parsed again when `[store] jsonc` changed
+    /// their notation), the others leave, and everything that depends on the configuration
+    /// (schemas, validation, the indexes) is derived again. Files that become documents are
+    /// not read here; the store takes them in as edits.
     pub fn reconfigured(&self, ctx: Arc<StoreContext>) -> Analysis {
         let docs: Docs = self
             .docs
             .iter()
             .filter(|(path, _)| crate::scan::is_document_path(&ctx.config, path))
-            .map(|(path, doc)| (path.clone(), doc.clone()))
+            .map(|(path, doc)| {
+                let lang = lang_of(&ctx.config, path);
+                let doc = if lang == doc.lang {
+                    doc.clone()
+                } else {
+                    let bytes = doc.text.as_bytes().to_vec();
+                    Arc::new(Document::new(doc.path.clone(), lang, bytes))
+                };
+                (path.clone(), doc)
+            })
             .collect();
         Analysis::build(ctx, Arc::new(docs))
     }
@@ -415,8 +459,9 @@ impl Analysis {
     /// copy costs a fraction of a parse and a whole validation.
     fn splice_in_place(&mut self, changes: Changes) -> (Vec<(String, Splice)>, Changes) {
         let eligible = |this: &Analysis, path: &str| {
-            !this.schemas.contains_key(path)
-                && !is_schema_path(&this.ctx.config, path)
+            !this.schema_set.paths.contains(path)
+                && !this.schema_set.wanted.contains(path)
+                && !schemas::configured(&this.ctx.config, path)
                 && this.docs.get(path).is_some_and(|doc| {
                     doc.lang == Lang::Json
                         && doc.parse.is_clean()
@@ -470,15 +515,23 @@ impl Analysis {
             }
         }
         let mut schema_change = false;
+        let set = &self.schema_set;
         for (path, doc) in parsed {
-            if let Some(old) = docs.get(path.as_str()) {
-                schema_change |= self.schemas.contains_key(path) || old.dollar_schema.is_some();
+            // The schemas change when a schema, or a path a schema or `$schema` names, changes;
+            // or when a document's `$schema` names another schema than before.
+            schema_change |= set.paths.contains(path)
+                || set.wanted.contains(path)
+                || schemas::configured(&self.ctx.config, path);
+            let old = docs.get(path.as_str());
+            let named = |d: Option<&Arc<Document>>| {
+                d.and_then(|d| d.dollar_schema.as_ref().map(|(name, _)| name.clone()))
+            };
+            schema_change |= named(old) != named(doc.as_ref());
+            if let Some(old) = old {
                 unindex(ids, referrers, old, &mut touched_ids);
             }
             match doc {
                 Some(doc) => {
-                    schema_change |=
-                        doc.dollar_schema.is_some() || is_schema_path(&self.ctx.config, path);
                     index(ids, referrers, doc, &mut touched_ids);
                     docs.insert(path.as_str().into(), doc.clone());
                 }
@@ -541,7 +594,13 @@ impl Analysis {
             .map(|path| {
                 let diags = docs.get(path.as_str()).map(|doc| {
                     Arc::new(schema::with_entity_types(types.clone(), || {
-                        validate_document(&self.ctx.config, docs, &self.schemas, doc)
+                        validate_document(
+                            &self.ctx.config,
+                            docs,
+                            &self.schema_set,
+                            &self.schemas,
+                            doc,
+                        )
                     }))
                 });
                 (path, diags)
@@ -556,7 +615,23 @@ impl Analysis {
         }
     }
 
-    fn build(ctx: Arc<StoreContext>, docs: Arc<Docs>) -> Analysis {
+    fn build(ctx: Arc<StoreContext>, mut docs: Arc<Docs>) -> Analysis {
+        let schema_set = Arc::new(schemas::find(&ctx.config, &docs));
+        // A schema holds no entities; a document no longer used as one holds its own again.
+        let flipped: Vec<Arc<str>> = docs
+            .iter()
+            .filter(|(path, doc)| doc.is_schema() != schema_set.paths.contains(&***path))
+            .map(|(path, _)| path.clone())
+            .collect();
+        if !flipped.is_empty() {
+            let docs = Arc::make_mut(&mut docs);
+            for path in flipped {
+                if let Some(doc) = docs.get_mut(&path) {
+                    let schema = !doc.is_schema();
+                    Arc::make_mut(doc).set_schema(schema);
+                }
+            }
+        }
         let mut ids = Ids::new();
         let mut referrers = Referrers::new();
         let mut touched = HashSet::new();
@@ -572,7 +647,7 @@ impl Analysis {
             }
             index(&mut ids, &mut referrers, doc, &mut touched);
         }
-        let schemas = compile_schemas(&ctx.config, &docs);
+        let schemas = compile_schemas(&ctx.config, &docs, &schema_set);
         let types: Arc<Types> = Arc::new(types);
         let validation = docs
             .iter()
@@ -580,7 +655,7 @@ impl Analysis {
             .into_par_iter()
             .map(|(path, doc)| {
                 let diags = schema::with_entity_types(types.clone(), || {
-                    validate_document(&ctx.config, &docs, &schemas, doc)
+                    validate_document(&ctx.config, &docs, &schema_set, &schemas, doc)
                 });
                 (path.clone(), Arc::new(diags))
             })
@@ -593,6 +668,7 @@ impl Analysis {
             ids: Arc::new(ids),
             referrers: Arc::new(referrers),
             types,
+            schema_set,
             schemas: Arc::new(schemas),
             validation: Arc::new(validation),
             memo: Arc::default(),
@@ -691,9 +767,31 @@ impl Analysis {
         paths
     }
 
-    /// Whether the document at `path` is a schema (compiled as one, well or not).
+    /// Whether the document at `path` is the store's data (SPEC §24): it holds entities, a
+    /// schema of the store governs it (its `$schema` names one the store holds, by path,
+    /// `$id` or `[[schema]] url`, or a `[[schema]]` glob associates one), or it is a schema. A project's own JSON (`package.json`, a fixture, a
+    /// configuration naming a schema the store does not hold) is not.
+    pub fn is_data(&self, path: &str) -> bool {
+        let Some(doc) = self.docs.get(path) else { return false };
+        !doc.entities.is_empty()
+            || self.is_schema(path)
+            || doc.named_schema().is_some_and(|(uri, _)| {
+                matches!(self.schema_set.target(&self.docs, uri), Target::Key(_))
+            })
+            || self.ctx.config.schema_globs.iter().any(|g| g.matcher.is_match(path))
+    }
+
+    /// Whether the document at `path` is a JSON Schema (SPEC §23): it holds no entities and
+    /// is compiled as a schema.
     pub fn is_schema(&self, path: &str) -> bool {
-        self.schemas.contains_key(path)
+        self.schema_set.paths.contains(path)
+    }
+
+    /// The store path and JSON Pointer tokens of the schema a reference resolved to `uri`
+    /// names (a store path, a `[[schema]] url`, or a schema's `$id`); `None` when the store
+    /// holds nothing there.
+    pub fn schema_at(&self, uri: &str) -> Option<(String, Vec<String>)> {
+        self.schema_set.locate(uri)
     }
 
     /// The type of entity `id`.
@@ -942,12 +1040,6 @@ fn first_type(docs: &Docs, ids: &Ids, id: &str) -> Option<String> {
     Some(docs.get(&loc.path)?.entities.get(loc.index)?.ty.clone())
 }
 
-fn is_schema_path(config: &Config, path: &str) -> bool {
-    let dir_prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
-    (path.starts_with(&dir_prefix) && path.ends_with(".schema.json"))
-        || config.schema_globs.iter().any(|g| g.path == path)
-}
-
 fn same_schemas(a: &Analysis, b: &Analysis) -> bool {
     a.schemas.len() == b.schemas.len()
         && a.schemas.keys().all(|p| {
@@ -1012,34 +1104,35 @@ fn unmatched<'a>(
     })
 }
 
-/// Which documents are schemas: the type schemas, the `[[schema]]` targets, what documents
-/// name with `$schema`, and documents whose own `$schema` is a meta-schema.
-fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compiled> {
-    let mut paths: Vec<String> = Vec::new();
-    let dir_prefix = format!("{}/", config.schemas_dir.trim_end_matches('/'));
-    for (path, doc) in docs.iter() {
-        let in_dir = path.starts_with(&dir_prefix) && path.ends_with(".schema.json");
-        let meta = matches!(doc.dollar_schema, Some((SchemaName::Meta, _)));
-        if in_dir || meta {
-            paths.push(path.to_string());
-        }
-        if let Some((SchemaName::Store(target), _)) = &doc.dollar_schema {
-            paths.push(target.clone());
+/// Compile every schema of the store (schemas.rs says which), the built-in types' schemas the
+/// store does not replace, and the subschemas documents name by URI.
+fn compile_schemas(
+    config: &Config,
+    docs: &Arc<Docs>,
+    set: &Arc<Schemas>,
+) -> HashMap<String, Compiled> {
+    let source = Schemas::source(set, config);
+    let mut jobs: Vec<(String, Option<Value>)> =
+        set.readable().map(|path| (path.clone(), None)).collect();
+    // A document naming part of a schema (a fragment, or a subschema's `$id`) is validated
+    // against a schema that refers to that part.
+    for doc in docs.values() {
+        if let Some((uri, _)) = doc.named_schema()
+            && let Target::Key(key) = set.target(docs, uri)
+            && key == uri
+        {
+            jobs.push((key, Some(json!({"$ref": uri}))));
         }
     }
-    paths.extend(config.schema_globs.iter().map(|g| g.path.clone()));
-    paths.sort();
-    paths.dedup();
-    let source: SchemaSource = {
-        let docs = docs.clone();
-        Arc::new(move |path: &str| {
-            docs.get(path).filter(|d| d.parse.root.is_some()).map(|d| d.parse.value.clone())
-        })
-    };
-    let mut compiled: HashMap<String, Compiled> = paths
+    jobs.sort_by(|a, b| a.0.cmp(&b.0));
+    jobs.dedup_by(|a, b| a.0 == b.0);
+    let mut compiled: HashMap<String, Compiled> = jobs
         .into_par_iter()
-        .filter_map(|path| {
-            let doc = docs.get(path.as_str())?;
+        .filter_map(|(key, wrapper)| {
+            if let Some(wrapper) = wrapper {
+                return Some((key.clone(), schema::compile(&key, &wrapper, &source)));
+            }
+            let doc = docs.get(key.as_str())?;
             let compiled = if doc.parse.root.is_none() || !doc.parse.errors.is_empty() {
                 Compiled::Invalid {
                     message: "the schema has syntax errors; fix them first".to_owned(),
@@ -1047,16 +1140,21 @@ fn compile_schemas(config: &Config, docs: &Arc<Docs>) -> HashMap<String, Compile
                     data: json!({}),
                 }
             } else {
-                schema::compile(&path, &doc.parse.value, source.clone(), config.formats)
+                match set.value(&key) {
+                    Some(readable) => {
+                        schema::compile_readable(&key, &doc.parse.value, readable.clone(), &source)
+                    }
+                    None => schema::compile(&key, &doc.parse.value, &source),
+                }
             };
-            Some((path, compiled))
+            Some((key, compiled))
         })
         .collect();
     // Built-in types stand in for a schema the store does not have (SPEC §10).
     for (ty, schema) in builtin::types() {
         let path = config.type_schema_path(ty);
         if let std::collections::hash_map::Entry::Vacant(slot) = compiled.entry(path) {
-            let builtin = schema::compile(slot.key(), schema, source.clone(), config.formats);
+            let builtin = schema::compile(slot.key(), schema, &source);
             slot.insert(builtin);
         }
     }
@@ -1074,17 +1172,21 @@ fn schema_value<'a>(config: &Config, docs: &'a Docs, path: &str) -> Option<&'a V
     }
 }
 
-/// Schema, unknown-type and ref-type diagnostics of one document.
+/// Schema, unknown-type, ref-type and schema-unavailable diagnostics of one document.
 fn validate_document(
     config: &Config,
     docs: &Docs,
+    set: &Schemas,
     schemas: &HashMap<String, Compiled>,
     doc: &Document,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let Some(root) = &doc.parse.root else { return out };
 
-    // The document is itself a schema that does not compile.
+    // The document is itself a schema that does not compile, or whose identifiers are wrong.
+    if let Some(problems) = set.problems.get(&doc.path) {
+        out.extend(problems.iter().cloned());
+    }
     if let Some(Compiled::Invalid { message, pointer, data }) = schemas.get(&doc.path) {
         let brace = Span::new(root.span.start, (root.span.start + 1).min(root.span.end));
         let span = match root.at_pointer(&doc.parse.value, pointer) {
@@ -1104,33 +1206,66 @@ fn validate_document(
         out.extend(validate_entity(config, docs, schemas, doc, i));
     }
 
-    // The document against the schema it names or a `[[schema]]` glob associates.
-    let mut associated: Vec<(String, Span)> = Vec::new();
+    // The document against the schema it names or a `[[schema]]` glob associates, each schema
+    // once however many associations name it.
+    let mut associated: Vec<(Target, String, Span)> = Vec::new();
     // A schema whose `$schema` cannot be used does not compile, and its own diagnostic says
     // why: the same problem gets no second diagnostic here.
     let own_invalid = matches!(schemas.get(&doc.path), Some(Compiled::Invalid { .. }));
     match &doc.dollar_schema {
-        _ if own_invalid => {}
-        Some((SchemaName::Store(path), span)) => associated.push((path.clone(), *span)),
-        Some((SchemaName::Refused(name), span)) => out.push(Diagnostic::new(
-            DiagnosticCode::Schema,
+        _ if own_invalid || doc.is_schema() => {}
+        Some((SchemaName::Uri(uri), span)) => {
+            let written = root
+                .member(&doc.parse.value, "$schema")
+                .and_then(|(_, v)| v.as_str())
+                .unwrap_or(uri)
+                .to_owned();
+            associated.push((set.target(docs, uri), written, *span));
+        }
+        Some((SchemaName::Invalid(name), span)) => out.push(unavailable(
             *span,
-            format!("cannot use the schema '{name}': schemas are read only from inside the store, never fetched; copy it into the store and name it by a relative path"),
+            name,
+            "it is not a URI reference; name the schema by a relative path or its URI",
         )),
         _ => {}
     }
     for glob in &config.schema_globs {
         if glob.matcher.is_match(&doc.path) {
-            associated.push((glob.path.clone(), Span::new(root.span.start, root.span.start)));
+            let target = match docs.contains_key(glob.path.as_str()) {
+                true => Target::Key(glob.path.clone()),
+                false => Target::Unavailable(format!(
+                    "'{}' ([[schema]] glob '{}') is not a document of the store; create it or fix \
+                     the path",
+                    glob.path, glob.glob
+                )),
+            };
+            associated.push((
+                target,
+                glob.path.clone(),
+                Span::new(root.span.start, root.span.start),
+            ));
         }
     }
-    for (path, span) in associated {
-        match schemas.get(&path) {
+    let mut seen: Vec<Target> = Vec::new();
+    for (target, written, span) in associated {
+        if seen.contains(&target) {
+            continue;
+        }
+        seen.push(target.clone());
+        let key = match target {
+            Target::Key(key) => key,
+            Target::Unavailable(why) => {
+                out.push(unavailable(span, &written, &why));
+                continue;
+            }
+        };
+        match schemas.get(&key) {
             Some(Compiled::Ok(validator)) => {
-                let name = path.rsplit('/').next().unwrap_or(&path);
+                let name = key.split('#').next().unwrap_or(&key);
+                let name = name.trim_end_matches('/').rsplit('/').next().unwrap_or(name);
                 let name = name.trim_end_matches(".json").trim_end_matches(".schema");
                 let subject =
-                    Subject { name, schema: docs.get(path.as_str()).map(|d| &d.parse.value) };
+                    Subject { name, schema: docs.get(key.as_str()).map(|d| &d.parse.value) };
                 let anchor =
                     if doc.parse.implicit_object || !matches!(root.kind, NodeKind::Object(_)) {
                         span
@@ -1139,17 +1274,42 @@ fn validate_document(
                     };
                 out.extend(schema::validate(validator, root, &doc.parse.value, anchor, &subject));
             }
-            Some(Compiled::Invalid { .. }) => {}
-            None => out.push(Diagnostic::new(
-                DiagnosticCode::Schema,
+            Some(Compiled::Invalid { message, .. }) => {
+                out.push(unavailable(span, &written, &schema_problem(&key, message)));
+            }
+            None => out.push(unavailable(
                 span,
-                format!(
-                    "the schema '{path}' is not a document of the store; create it or fix the path"
-                ),
+                &written,
+                &format!("'{key}' cannot be read as a schema; fix its syntax errors"),
             )),
         }
     }
-    out
+    // Two associations may still report one failure alike (two schemas with one rule).
+    let mut unique: Vec<Diagnostic> = Vec::with_capacity(out.len());
+    for d in out {
+        if !unique.iter().any(|u| u.code == d.code && u.span == d.span && u.message == d.message) {
+            unique.push(d);
+        }
+    }
+    unique
+}
+
+/// "the schema 'x' cannot be used, so this document was not validated: why".
+fn unavailable(span: Span, written: &str, why: &str) -> Diagnostic {
+    Diagnostic::new(
+        DiagnosticCode::SchemaUnavailable,
+        span,
+        format!("the schema '{written}' cannot be used, so this document was not validated: {why}"),
+    )
+    .with_data(json!({"schema": written}))
+}
+
+/// The problem of the schema at `key`, named so the reader knows where to look.
+fn schema_problem(key: &str, message: &str) -> String {
+    match schema::path_of(key) {
+        _ if key.contains(':') => format!("{message} (in the schema at {key})"),
+        _ => format!("{key} has a problem: {message}"),
+    }
 }
 
 /// Entity `i` of `doc` against the schema of its type.
@@ -1169,8 +1329,21 @@ fn validate_entity(
             let subject = Subject { name: ty, schema: schema_value(config, docs, &schema_path) };
             schema::validate(validator, node, value, entity.anchor, &subject)
         }
-        // The schema's own diagnostic says what is wrong with it.
-        Some(Compiled::Invalid { .. }) => Vec::new(),
+        Some(Compiled::Invalid { message, .. }) => {
+            let span = entity.type_span;
+            vec![
+                Diagnostic::new(
+                    DiagnosticCode::SchemaUnavailable,
+                    span,
+                    format!(
+                        "the schema of type '{ty}' cannot be used, so this entity was not \
+                         validated: {}",
+                        schema_problem(&schema_path, message)
+                    ),
+                )
+                .with_data(json!({"schema": schema_path, "type": ty})),
+            ]
+        }
         None => {
             let span = entity.type_span;
             vec![

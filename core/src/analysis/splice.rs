@@ -194,11 +194,12 @@ fn moved(offset: u32, by: i64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::super::Document;
+    use crate::syntax::Lang;
 
     const TEXT: &str = "[\n  {\"id\": \"x/1\", \"type\": \"a\", \"n\": 1},\n  {\"id\": \"x/2\", \"type\": \"a\", \"n\": 2}\n]\n";
 
     fn splice(new: &str) -> Option<(u32, u32, i64, Option<usize>)> {
-        let mut doc = Document::new("list.json".to_owned(), TEXT.into());
+        let mut doc = Document::new("list.json".to_owned(), Lang::Json, TEXT.into());
         doc.splice(new.as_bytes()).map(|s| (s.old.start, s.old.end, s.delta, s.entity.map(|e| e.0)))
     }
 
@@ -218,7 +219,7 @@ mod tests {
         assert_eq!(splice(&TEXT.replace("\"n\": 2", "\"n\": ")), None);
         assert_eq!(splice(&TEXT.replace("\"id\": \"x/1\", ", "")), None);
         // DUST is always parsed whole.
-        let mut dust = Document::new("a.dust".to_owned(), b"id x/1\ntype a\n".to_vec());
+        let mut dust = Document::new("a.dust".to_owned(), Lang::Dust, b"id x/1\ntype a\n".to_vec());
         assert!(dust.splice(b"id x/1\ntype b\n").is_none());
     }
 }

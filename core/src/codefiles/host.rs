@@ -8,9 +8,9 @@
 //! client's positions (MCP's 1-based characters, an editor's encoding) is the core's
 //! (`service::code`), from the file texts it holds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -76,6 +76,100 @@ pub struct Activity {
     pub last_heard: Option<Instant>,
     /// Why its connection closed, when it did (it crashed or was stopped).
     pub stopped: Option<String>,
+    /// When the server answered `initialize` on this connection (`None`: the host keeps no
+    /// clock, and the server's readiness is not known).
+    pub initialized: Option<Instant>,
+    /// When it first published diagnostics on this connection: it has analysed a file, so
+    /// its initial loading of the workspace is over (pyright publishes only once it has
+    /// found the workspace's files).
+    pub first_published: Option<Instant>,
+    /// When its work last began (while `busy`) or last ended.
+    pub work_changed: Option<Instant>,
+    /// When its connection closed.
+    pub stopped_at: Option<Instant>,
+}
+
+/// Where a language server is (SPEC §25), as `server_status` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// Started, and not yet through `initialize`.
+    Starting,
+    /// Running, and its initial analysis of the workspace not over, or at work on a change.
+    Indexing,
+    /// Its initial analysis is over and it is not at work: its answers are complete.
+    Ready,
+    /// Its process ended without being asked to.
+    Crashed,
+}
+
+impl Readiness {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Readiness::Starting => "starting",
+            Readiness::Indexing => "indexing",
+            Readiness::Ready => "ready",
+            Readiness::Crashed => "crashed",
+        }
+    }
+}
+
+/// How long a server that has neither published diagnostics nor reported work must have
+/// said nothing at all before its initial analysis counts as over: the quiet of a server
+/// that reports nothing. Long enough for the silent stretches of the servers that do report
+/// (pyright finds a workspace's files before it publishes, typescript-language-server loads
+/// its project before it reports the loading), which measure under a second on 500 files.
+pub const READY_QUIET: Duration = Duration::from_secs(2);
+
+/// The bound on that wait for a server that keeps talking (log messages, say) without ever
+/// publishing or reporting work: past it, its initial analysis counts as over all the same.
+pub const READY_BOUND: Duration = Duration::from_secs(20);
+
+/// How long a server must stay out of work after its analysis or its work ended before it
+/// counts as ready: the time a server takes to announce the work that follows (under a
+/// millisecond for pyright), with a margin for a loaded machine.
+pub const READY_SETTLE: Duration = Duration::from_millis(100);
+
+/// The readiness of a server from what it said ([`Activity`]) as of `now`, and since when.
+///
+/// - its connection closed: `crashed`;
+/// - at work (work-done progress begun or announced and not ended): `indexing`;
+/// - its initial analysis is over once it reported work and that work ended, or it
+///   published diagnostics (its own signal that a file was analysed), or it said nothing
+///   for [`READY_QUIET`], or [`READY_BOUND`] passed since `initialize`: then `ready`, else
+///   `indexing`.
+///
+/// A host that keeps no clock (`initialized` unknown) is taken as `ready` since `now`.
+pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
+    if a.stopped.is_some() {
+        return (Readiness::Crashed, a.stopped_at.unwrap_or(now));
+    }
+    let Some(initialized) = a.initialized else { return (Readiness::Ready, now) };
+    if a.busy {
+        return (Readiness::Indexing, a.work_changed.unwrap_or(initialized));
+    }
+    let ended_work = if a.reports { a.work_changed } else { None };
+    let last_said = [Some(initialized), a.last_heard, a.work_changed].into_iter().flatten().max();
+    let quiet = last_said.map(|t| t + READY_QUIET).filter(|at| *at <= now);
+    let bound = Some(initialized + READY_BOUND).filter(|at| *at <= now);
+    let over = [ended_work, a.first_published, quiet, bound].into_iter().flatten().min();
+    match over {
+        None => (Readiness::Indexing, initialized),
+        // Ready since its analysis ended, or since its last work ended, whichever is later.
+        Some(over) => {
+            let since = match a.work_changed {
+                Some(changed) if changed > over => changed,
+                _ => over,
+            };
+            // Work announced in the same turn as what ended the last (pyright announces its
+            // checker's work right after its first publication) is not ready yet.
+            if now < since + READY_SETTLE {
+                let began = if since == over { initialized } else { since };
+                return (Readiness::Indexing, began);
+            }
+            (Readiness::Ready, since)
+        }
+    }
 }
 
 /// The supervised language servers of one core, one instance per server name, shared by
@@ -127,6 +221,23 @@ pub trait CodeHost: Send + Sync {
     /// no server runs).
     fn activity(&self, _server: &str) -> Option<Activity> {
         None
+    }
+
+    /// Where the server is (SPEC §25) and since when: [`readiness`] of its activity, and
+    /// `starting` while it is being started (`None`: the host does not say, or the server is
+    /// not running).
+    fn readiness(&self, server: &str) -> Option<(Readiness, Instant)> {
+        self.activity(server).map(|a| readiness(&a, Instant::now()))
+    }
+
+    /// A session is using the server without sending it anything (it waits for the server
+    /// to be ready): `idle_stop` counts from now.
+    fn used(&self, _server: &str) {}
+
+    /// Every push publication the running server holds, by absolute file path (SPEC §25:
+    /// whole-store diagnostics include them).
+    fn publications(&self, _server: &str) -> Vec<(PathBuf, Publication)> {
+        Vec::new()
     }
 
     /// The version of `path` the server was last sent (`None`: not open there).

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{Origin, Server, Trusted};
-use crate::config::Timeouts;
+use crate::config::{Start, Timeouts};
 use crate::error::Code;
 
 /// Everything the supervisor needs to start one server: nothing left to look up. Field for
@@ -32,6 +33,10 @@ pub struct LaunchSpec {
     pub root_markers: Vec<String>,
     pub timeouts: Timeouts,
     pub max_restarts: u32,
+    /// Eager servers are warmed up when the core starts or a session attaches (SPEC §25).
+    pub start: Start,
+    /// A running server no session has used for this long is stopped.
+    pub idle_stop: Duration,
 }
 
 /// Why a server may not start.
@@ -180,6 +185,8 @@ pub fn may_start(
         root_markers: config.root_markers.clone(),
         timeouts: config.timeouts,
         max_restarts: config.max_restarts,
+        start: config.start,
+        idle_stop: config.idle_stop,
     })
 }
 
@@ -203,7 +210,7 @@ pub fn root_for(rel: &str, markers: &[String], exists: &dyn Fn(&str) -> bool) ->
 
 /// `word` as one shell word: as is when it holds only safe characters, else single-quoted, so
 /// the command in a message can be pasted.
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     let safe = !word.is_empty()
         && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
     if safe { word.to_owned() } else { format!("'{}'", word.replace('\'', "'\\''")) }

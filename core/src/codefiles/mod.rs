@@ -15,9 +15,13 @@ mod trust;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use host::{Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, Publication};
+pub use host::{
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, Publication, READY_BOUND, READY_QUIET,
+    Readiness, readiness,
+};
 pub use launch::{
-    LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, trust_command,
+    LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, shell_word,
+    trust_command,
 };
 pub use trust::{TRUSTED_FILE, Trusted, user_config_dir};
 

@@ -513,3 +513,51 @@ fn trusting_many_stores_at_once_records_every_one() {
     });
     assert_eq!(Trusted::load(&config_dir.join(TRUSTED_FILE)).unwrap(), Trusted::default());
 }
+
+/// SPEC §25's readiness from what a server said: a server that reports work is ready once it
+/// ended, one that publishes once it published, one that says nothing after a quiet period,
+/// one that keeps talking after the bound; never while at work or just after.
+#[test]
+fn readiness_from_what_a_server_said() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let started = Activity { initialized: Some(t0), ..Activity::default() };
+    let state = |a: &Activity, now: u64| {
+        let (r, since) = readiness(a, at(now));
+        (r.as_str(), since.duration_since(t0).as_millis() as u64)
+    };
+    // No clock: the host does not say, taken as ready.
+    let (r, _) = readiness(&Activity::default(), at(0));
+    assert_eq!(r, Readiness::Ready);
+    // Silent: indexing until the quiet period, then ready from its end.
+    let quiet = READY_QUIET.as_millis() as u64;
+    assert_eq!(state(&started, 10), ("indexing", 0));
+    assert_eq!(state(&started, quiet + 200), ("ready", quiet));
+    // Talking (a log line) restarts the quiet period.
+    let talking = Activity { last_heard: Some(at(1500)), ..started.clone() };
+    assert_eq!(state(&talking, quiet + 200), ("indexing", 0));
+    // The bound: talking forever without publishing or reporting work.
+    let chatty = Activity { last_heard: Some(at(20_000)), ..started.clone() };
+    assert_eq!(state(&chatty, 20_200), ("ready", READY_BOUND.as_millis() as u64));
+    // A publication is the end of its first analysis (after the settle).
+    let published =
+        Activity { first_published: Some(at(300)), last_heard: Some(at(300)), ..started.clone() };
+    assert_eq!(state(&published, 350), ("indexing", 0));
+    assert_eq!(state(&published, 500), ("ready", 300));
+    // At work: indexing since the work began, whatever was published before.
+    let busy =
+        Activity { busy: true, reports: true, work_changed: Some(at(400)), ..published.clone() };
+    assert_eq!(state(&busy, 5_000), ("indexing", 400));
+    // Work reported and ended: ready once the settle passed, since the end.
+    let ended =
+        Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
+    assert_eq!(state(&ended, 950), ("indexing", 0));
+    assert_eq!(state(&ended, 1_100), ("ready", 900));
+    // Work ended after the first analysis: ready since the work ended.
+    let again = Activity { busy: false, work_changed: Some(at(900)), ..published.clone() };
+    assert_eq!(state(&again, 2_000), ("ready", 900));
+    // A closed connection: crashed since it closed.
+    let crashed = Activity { stopped: Some("gone".into()), stopped_at: Some(at(42)), ..started };
+    assert_eq!(state(&crashed, 100), ("crashed", 42));
+}

@@ -44,6 +44,11 @@ pub struct ServerConfig {
     pub timeouts: Timeouts,
     /// Restarts allowed per minute after a crash, then `server-unavailable`.
     pub max_restarts: u32,
+    /// When the server starts (SPEC §25): in the background as soon as the core starts or a
+    /// session attaches, or at the first request that needs it.
+    pub start: Start,
+    /// How long a running server no session has used is kept before it is stopped.
+    pub idle_stop: Duration,
     /// SHA-256 (lowercase hex) of the table's canonical serialisation ([`table_hash`]).
     pub hash: String,
 }
@@ -70,6 +75,29 @@ impl Default for Timeouts {
 /// SPEC §17's default for `max_restarts`.
 pub const DEFAULT_MAX_RESTARTS: u32 = 3;
 
+/// SPEC §25's default for `idle_stop`: 15 minutes.
+pub const DEFAULT_IDLE_STOP: Duration = Duration::from_secs(900);
+
+/// `start = "eager" | "lazy"` (SPEC §25).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// Started in the background when the core starts or a session attaches (the default).
+    #[default]
+    Eager,
+    /// Started by the first request that needs it.
+    Lazy,
+}
+
+impl Start {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Start::Eager => "eager",
+            Start::Lazy => "lazy",
+        }
+    }
+}
+
 /// The raw table, deserialised with the file so that a wrong key or type is reported with its
 /// line and column by the TOML parser.
 #[derive(Deserialize)]
@@ -89,6 +117,8 @@ pub(super) struct ServerTable {
     #[serde(default)]
     timeouts: RawTimeouts,
     max_restarts: Option<u32>,
+    start: Option<Start>,
+    idle_stop: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -225,6 +255,17 @@ pub(super) fn validate(
             shutdown: seconds(entry.timeouts.shutdown, "shutdown", defaults.shutdown)?,
         };
 
+        let idle_stop = match entry.idle_stop {
+            None => DEFAULT_IDLE_STOP,
+            Some(0) => {
+                return Err(invalid(format!(
+                    "{key}.idle_stop is 0; give at least 1 second (the default is {})",
+                    DEFAULT_IDLE_STOP.as_secs()
+                )));
+            }
+            Some(s) => Duration::from_secs(s),
+        };
+
         let table = tables.get(&name).cloned().unwrap_or(toml::Value::Table(toml::Table::new()));
         out.insert(
             name.clone(),
@@ -240,6 +281,8 @@ pub(super) fn validate(
                 root_markers: entry.root_markers,
                 timeouts,
                 max_restarts: entry.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS),
+                start: entry.start.unwrap_or_default(),
+                idle_stop,
                 hash: table_hash(&table),
             },
         );
@@ -421,7 +464,8 @@ mod tests {
                         writeln!(
                             report,
                             "{}: {} {:?} languages={:?} globs={:?} init={} settings={} \
-                             markers={:?} timeouts={}/{}/{} max_restarts={}",
+                             markers={:?} timeouts={}/{}/{} max_restarts={} start={} \
+                             idle_stop={}",
                             s.name,
                             s.command,
                             s.args,
@@ -436,6 +480,8 @@ mod tests {
                             s.timeouts.request.as_secs(),
                             s.timeouts.shutdown.as_secs(),
                             s.max_restarts,
+                            s.start.as_str(),
+                            s.idle_stop.as_secs(),
                         )
                         .unwrap();
                     }
@@ -469,13 +515,17 @@ max_restarts = 0
 "#,
                 "[servers.docs]\ncommand = \"marksman\"\nglobs = [\"docs/**\"]\n\
                  timeouts = { request = 5 }\n",
+                "[servers.big]\ncommand = \"x\"\nlanguages = { py = \"python\" }\n\
+                 start = \"lazy\"\nidle_stop = 60\n",
+                "[servers.big]\ncommand = \"x\"\nlanguages = { py = \"python\" }\n\
+                 start = \"eager\"\n",
             ],
             expect![[r###"
                 ## [servers.pyright]
                 ## command = "pyright-langserver"
                 ## args = ["--stdio"]
                 ## languages = { py = "python", pyi = "python" }
-                pyright: pyright-langserver ["--stdio"] languages={"py": "python", "pyi": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3
+                pyright: pyright-langserver ["--stdio"] languages={"py": "python", "pyi": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=eager idle_stop=900
 
                 ## [servers.clangd]
                 ## command = "/usr/bin/clangd"
@@ -486,13 +536,26 @@ max_restarts = 0
                 ## root_markers = ["compile_commands.json", ".git"]
                 ## timeouts = { startup = 60, request = 10, shutdown = 2 }
                 ## max_restarts = 0
-                clangd: /usr/bin/clangd [] languages={"c": "c", "cpp": "cpp", "h": "c"} globs=["include/**/*.inc"] init={"fallbackFlags":["-std=c11"]} settings={"clangd":{"arguments":["--background-index"]}} markers=["compile_commands.json", ".git"] timeouts=60/10/2 max_restarts=0
+                clangd: /usr/bin/clangd [] languages={"c": "c", "cpp": "cpp", "h": "c"} globs=["include/**/*.inc"] init={"fallbackFlags":["-std=c11"]} settings={"clangd":{"arguments":["--background-index"]}} markers=["compile_commands.json", ".git"] timeouts=60/10/2 max_restarts=0 start=eager idle_stop=900
 
                 ## [servers.docs]
                 ## command = "marksman"
                 ## globs = ["docs/**"]
                 ## timeouts = { request = 5 }
-                docs: marksman [] languages={} globs=["docs/**"] init=- settings={} markers=[] timeouts=30/5/5 max_restarts=3
+                docs: marksman [] languages={} globs=["docs/**"] init=- settings={} markers=[] timeouts=30/5/5 max_restarts=3 start=eager idle_stop=900
+
+                ## [servers.big]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "lazy"
+                ## idle_stop = 60
+                big: x [] languages={"py": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=lazy idle_stop=60
+
+                ## [servers.big]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "eager"
+                big: x [] languages={"py": "python"} globs=[] init=- settings={} markers=[] timeouts=30/30/5 max_restarts=3 start=eager idle_stop=900
 
             "###]],
         );
@@ -523,6 +586,11 @@ max_restarts = 0
                 "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nargs = \"--stdio\"\n",
                 "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nsettings = 3\n",
                 "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nroot_markers = [\"../up\"]\n",
+                "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nstart = \"soon\"\n",
+                "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nstart = true\n",
+                "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nidle_stop = 0\n",
+                "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nidle_stop = -5\n",
+                "[servers.a]\ncommand = \"x\"\nlanguages = { py = \"python\" }\nidle_stop = \"15m\"\n",
                 "[servers.\"my server\"]\ncommand = \"x\"\nlanguages = { py = \"python\" }\n",
                 "[servers]\ncommand = \"x\"\n",
             ],
@@ -534,7 +602,7 @@ max_restarts = 0
                   |
                 2 | comand = "x"
                   | ^^^^^^
-                unknown field `comand`, expected one of `command`, `args`, `languages`, `globs`, `initialization_options`, `settings`, `root_markers`, `timeouts`, `max_restarts`
+                unknown field `comand`, expected one of `command`, `args`, `languages`, `globs`, `initialization_options`, `settings`, `root_markers`, `timeouts`, `max_restarts`, `start`, `idle_stop`
 
                 ## [servers.a]
                 ## languages = { py = "python" }
@@ -658,6 +726,52 @@ max_restarts = 0
                 ## languages = { py = "python" }
                 ## root_markers = ["../up"]
                 invalid configuration in stardust.toml: servers.a.root_markers: '../up' must not leave the folder ('..' is not allowed)
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = "soon"
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 9
+                  |
+                4 | start = "soon"
+                  |         ^^^^^^
+                unknown variant `soon`, expected `eager` or `lazy`
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## start = true
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 9
+                  |
+                4 | start = true
+                  |         ^^^^
+                wanted string or table
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = 0
+                invalid configuration in stardust.toml: servers.a.idle_stop is 0; give at least 1 second (the default is 900)
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = -5
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 13
+                  |
+                4 | idle_stop = -5
+                  |             ^^
+                invalid value: integer `-5`, expected u64
+
+                ## [servers.a]
+                ## command = "x"
+                ## languages = { py = "python" }
+                ## idle_stop = "15m"
+                invalid configuration in stardust.toml: TOML parse error at line 4, column 13
+                  |
+                4 | idle_stop = "15m"
+                  |             ^^^^^
+                invalid type: string "15m", expected u64
 
                 ## [servers."my server"]
                 ## command = "x"

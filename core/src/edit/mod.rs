@@ -7,6 +7,11 @@
 //! style around it (JSON indentation and commas, DUST column alignment). Whatever cannot be
 //! matched (a container whose kind changed, an array reordered) is rewritten as a whole value.
 //!
+//! In JSONC a comment stays with what it is written beside: a removed element takes its comma
+//! and the comment after it on its line, and leaves the comments on the lines before it; a
+//! new element goes after the comment that ends its anchor's line; a container keeps or
+//! leaves out its trailing comma as it was written.
+//!
 //! Invariant (checked by a property test): `parse(rewrite(text, new)).value == new` for any
 //! text without syntax errors.
 
@@ -70,7 +75,7 @@ pub fn edits(text: &str, parse: &Parse, lang: Lang, new: &Value) -> Vec<TextEdit
 /// A value written as a whole new document.
 pub fn canonical(value: &Value, lang: Lang) -> String {
     match lang {
-        Lang::Json => format::value_to_json(value),
+        Lang::Json | Lang::Jsonc => format::value_to_json(value),
         Lang::Dust => format::value_to_dust(value).unwrap_or_else(|_| format::value_to_json(value)),
     }
 }
@@ -142,11 +147,15 @@ impl Differ<'_> {
                 self.replace(node.span, new)
             };
         }
-        self.remove_runs(node, &parts);
-        if let Some(anchor) = last_kept {
-            for (key, value) in added {
-                self.insert_member(node, anchor, key, value, implicit);
-            }
+        self.remove_runs(node, &parts, !added.is_empty());
+        let Some(anchor) = last_kept else { return };
+        if self.lang == Lang::Jsonc {
+            let anchor_span = Span::new(anchor.key.start, anchor.value.span.end);
+            let added = added.into_iter().map(|(key, value)| (Some(key.as_str()), value));
+            return self.jsonc_append(node, anchor_span, &parts, added.collect());
+        }
+        for (key, value) in added {
+            self.insert_member(node, anchor, key, value, implicit);
         }
     }
 
@@ -178,16 +187,20 @@ impl Differ<'_> {
         for &(i, j) in &pairs {
             self.value(&items[i], &old_items[i], &new_items[j]);
         }
-        self.remove_runs(node, &parts);
-        if let Some(&(last, _)) = pairs.last() {
-            for value in appended {
-                self.insert_item(node, &items[last], value);
-            }
+        self.remove_runs(node, &parts, !appended.is_empty());
+        let Some(&(last, _)) = pairs.last() else { return };
+        if self.lang == Lang::Jsonc {
+            let added = appended.iter().map(|value| (None, value)).collect();
+            return self.jsonc_append(node, items[last].span, &parts, added);
+        }
+        for value in appended {
+            self.insert_item(node, &items[last], value);
         }
     }
 
-    /// Cut every run of consecutive removed parts with its separators.
-    fn remove_runs(&mut self, node: &Node, parts: &[Part]) {
+    /// Cut every run of consecutive removed parts with its separators. `appending`: new
+    /// elements follow the last kept part.
+    fn remove_runs(&mut self, node: &Node, parts: &[Part], appending: bool) {
         let mut i = 0;
         while i < parts.len() {
             if !parts[i].removed {
@@ -201,9 +214,174 @@ impl Differ<'_> {
             let last = i - 1;
             let span = match self.lang {
                 Lang::Json => self.json_cut(node, parts, first, last),
+                Lang::Jsonc => self.jsonc_cut(node, parts, first, last, appending),
                 Lang::Dust => self.dust_cut(parts, first, last),
             };
             self.edits.push(TextEdit { span, text: String::new() });
+        }
+    }
+
+    /// The span of a run of removed JSONC parts, with the comma and same-line comment after
+    /// its last part: whole lines when it stands on lines of its own, else inline. When the
+    /// run ends the container and nothing is appended, the comma before it goes too, unless
+    /// the container was written with a trailing comma.
+    fn jsonc_cut(
+        &mut self,
+        node: &Node,
+        parts: &[Part],
+        first: usize,
+        last: usize,
+        appending: bool,
+    ) -> Span {
+        let text = self.text;
+        let start = parts[first].start as usize;
+        let tail = self.tail_end(parts[last].end as usize);
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let rest_end = self.line_end(tail);
+        let alone_before = text[line_start..start].trim().is_empty();
+        let alone_after = text[tail..rest_end].trim().is_empty();
+        let ends = last + 1 == parts.len();
+        let inner = (node.span.start as usize + 1, (node.span.end as usize).saturating_sub(1));
+        if first == 0 && ends && inner.0 <= inner.1 {
+            // Everything goes: keep the brackets, and the comments before the first part.
+            let before = &text[inner.0..start];
+            if (alone_after || text[tail..inner.1].trim().is_empty()) && before.trim().is_empty() {
+                return Span::new(inner.0 as u32, inner.1 as u32);
+            }
+        }
+        if ends && first > 0 && !appending && self.comma_after(parts[last].end as usize).is_none() {
+            // The part before the run becomes the last: its comma goes, as none was written
+            // after the last part.
+            if let Some(comma) = self.comma_after(parts[first - 1].end as usize) {
+                self.edits.push(TextEdit {
+                    span: Span::new(comma as u32, comma as u32 + 1),
+                    text: String::new(),
+                });
+            }
+        }
+        if alone_before && alone_after {
+            let cut_end = if rest_end < text.len() { rest_end + 1 } else { rest_end };
+            return Span::new(line_start as u32, cut_end as u32);
+        }
+        if ends {
+            // Inline at the end: back over the spaces before the run, up to the closer.
+            let back = text[..start].trim_end_matches([' ', '\t']).len().max(line_start);
+            return Span::new(back as u32, tail as u32);
+        }
+        // Inline with more after it: up to the next thing on the line.
+        let next = tail + (text[tail..rest_end].len() - text[tail..rest_end].trim_start().len());
+        Span::new(start as u32, next as u32)
+    }
+
+    /// Append `added` (keys for an object's members, `None` for an array's items) after the
+    /// JSONC part `anchor`, the last kept one of `node`: a comma after the anchor's value when
+    /// it has none, the elements after the comment that ends its line, each in the style
+    /// around it, the last with a comma when the container was written with a trailing one.
+    fn jsonc_append(
+        &mut self,
+        node: &Node,
+        anchor: Span,
+        parts: &[Part],
+        added: Vec<(Option<&str>, &Value)>,
+    ) {
+        if added.is_empty() {
+            return;
+        }
+        let text = self.text;
+        let start = anchor.start as usize;
+        let end = anchor.end as usize;
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let on_own_line = text[line_start..start].trim().is_empty()
+            && text[node.span.start as usize..start].contains('\n');
+        let indent = &text[line_start..start];
+        let trailing_comma =
+            parts.last().is_some_and(|last| self.comma_after(last.end as usize).is_some());
+        if self.comma_after(end).is_none() {
+            self.edits.push(TextEdit { span: Span::empty(end as u32), text: ",".into() });
+        }
+        let unit = self.json_unit(node, indent);
+        let (at, comment) = self.tail(end);
+        // After a line comment the next element needs a line of its own.
+        let after_line_comment = comment.is_some_and(|c| text[c..].starts_with("//"));
+        let line_indent: String =
+            text[line_start..].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+        let mut out = String::new();
+        for (i, (key, value)) in added.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            if on_own_line {
+                out.push('\n');
+                out.push_str(indent);
+            } else if i == 0 && after_line_comment {
+                out.push('\n');
+                out.push_str(&line_indent);
+            } else {
+                out.push(' ');
+            }
+            if let Some(key) = key {
+                out.push_str(&Value::String((*key).to_owned()).to_string());
+                out.push_str(": ");
+            }
+            if on_own_line {
+                out.push_str(&format::json_block(value, indent, &unit));
+            } else {
+                out.push_str(&format::json_inline(value));
+            }
+        }
+        if trailing_comma {
+            out.push(',');
+        }
+        self.edits.push(TextEdit { span: Span::empty(at as u32), text: out });
+    }
+
+    /// The offset after the whitespace and JSONC comments at `at`.
+    fn skip_trivia(&self, mut at: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        loop {
+            while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
+                at += 1;
+            }
+            match self.comment_end(at) {
+                Some(end) => at = end,
+                None => return at,
+            }
+        }
+    }
+
+    /// The end of the JSONC comment starting at `at`, if one does.
+    fn comment_end(&self, at: usize) -> Option<usize> {
+        let rest = self.text.get(at..)?;
+        if rest.starts_with("//") {
+            Some(self.line_end(at))
+        } else {
+            let inner = rest.strip_prefix("/*")?;
+            Some(inner.find("*/").map_or(self.text.len(), |n| at + 2 + n + 2))
+        }
+    }
+
+    /// The offset of the comma after the part ending at `end`, if one follows it.
+    fn comma_after(&self, end: usize) -> Option<usize> {
+        let at = self.skip_trivia(end);
+        (self.text.as_bytes().get(at) == Some(&b',')).then_some(at)
+    }
+
+    /// The end of what goes with the part ending at `end`: its comma, and a comment after
+    /// that on the same line.
+    fn tail_end(&self, end: usize) -> usize {
+        self.tail(end).0
+    }
+
+    /// [`Differ::tail_end`], and where the comment it ends with starts, if it does.
+    fn tail(&self, end: usize) -> (usize, Option<usize>) {
+        let at = self.comma_after(end).map_or(end, |comma| comma + 1);
+        let start =
+            at + self.text[at..].len() - self.text[at..].trim_start_matches([' ', '\t']).len();
+        match self.comment_end(start) {
+            Some(comment_end) if !self.text[at..comment_end].contains('\n') => {
+                (comment_end, Some(start))
+            }
+            _ => (at, None),
         }
     }
 
@@ -259,7 +437,7 @@ impl Differ<'_> {
         let indent_width = indent.chars().count();
         let value_end = anchor.value.span.end as usize;
         match self.lang {
-            Lang::Json => {
+            Lang::Json | Lang::Jsonc => {
                 let key_text = Value::String(key.to_owned()).to_string();
                 let text = if on_own_line {
                     let unit = self.json_unit(node, indent);
@@ -309,11 +487,11 @@ impl Differ<'_> {
         let indent = &self.text[line_start..start];
         let end = anchor.span.end as usize;
         let text = match (self.lang, on_own_line) {
-            (Lang::Json, true) => {
+            (Lang::Json | Lang::Jsonc, true) => {
                 let unit = self.json_unit(node, indent);
                 format!(",\n{indent}{}", format::json_block(value, indent, &unit))
             }
-            (Lang::Json, false) => format!(", {}", format::json_inline(value)),
+            (Lang::Json | Lang::Jsonc, false) => format!(", {}", format::json_inline(value)),
             (Lang::Dust, true) => {
                 let width = indent.chars().count();
                 format!("\n{indent}{}", format::dust_value(value, width, width))
@@ -333,7 +511,7 @@ impl Differ<'_> {
     fn replace(&mut self, span: Span, new: &Value) {
         let start = span.start as usize;
         let text = match self.lang {
-            Lang::Json => {
+            Lang::Json | Lang::Jsonc => {
                 let old = &self.text[start..span.end as usize];
                 if old.contains('\n') && (new.is_object() || new.is_array()) {
                     let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);

@@ -215,6 +215,144 @@ fn kind_change_rewrites_the_value_in_place() {
     );
 }
 
+const JSONC: &str = r#"// TypeScript's configuration.
+{
+  "compilerOptions": {
+    /* Language and Environment */
+    "target": "es2022", // the emitted JavaScript
+    "lib": ["dom", "es2022",],
+    // Modules
+    "module": "nodenext", // how imports resolve
+    "strict": true
+  },
+  "include": ["src/**/*.ts"], // sources
+}
+"#;
+
+#[test]
+fn jsonc_set_and_insert_keep_comments_and_commas() {
+    check(
+        Lang::Jsonc,
+        JSONC,
+        |v| {
+            v["compilerOptions"]["target"] = json!("es2023");
+            v["compilerOptions"]["outDir"] = json!("dist");
+            v["compilerOptions"]["lib"].as_array_mut().unwrap().push(json!("dom.iterable"));
+            v["exclude"] = json!(["node_modules"]);
+        },
+        expect![[r#"
+            // TypeScript's configuration.
+            {
+              "compilerOptions": {
+                /* Language and Environment */
+                "target": "es2023", // the emitted JavaScript
+                "lib": ["dom", "es2022", "dom.iterable",],
+                // Modules
+                "module": "nodenext", // how imports resolve
+                "strict": true,
+                "outDir": "dist"
+              },
+              "include": ["src/**/*.ts"], // sources
+              "exclude": [
+                "node_modules"
+              ],
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn jsonc_remove_takes_the_comment_on_its_line_and_keeps_the_others() {
+    check(
+        Lang::Jsonc,
+        JSONC,
+        |v| {
+            let options = v["compilerOptions"].as_object_mut().unwrap();
+            options.shift_remove("module");
+            options.shift_remove("strict");
+            v["compilerOptions"]["lib"].as_array_mut().unwrap().remove(1);
+        },
+        expect![[r#"
+            // TypeScript's configuration.
+            {
+              "compilerOptions": {
+                /* Language and Environment */
+                "target": "es2022", // the emitted JavaScript
+                "lib": ["dom",]
+                // Modules
+              },
+              "include": ["src/**/*.ts"], // sources
+            }
+        "#]],
+    );
+    check(
+        Lang::Jsonc,
+        JSONC,
+        |v| {
+            v.as_object_mut().unwrap().shift_remove("include");
+            v["compilerOptions"].as_object_mut().unwrap().shift_remove("target");
+        },
+        expect![[r#"
+            // TypeScript's configuration.
+            {
+              "compilerOptions": {
+                /* Language and Environment */
+                "lib": ["dom", "es2022",],
+                // Modules
+                "module": "nodenext", // how imports resolve
+                "strict": true
+              },
+            }
+        "#]],
+    );
+}
+
+#[test]
+fn jsonc_inline_edits() {
+    check(
+        Lang::Jsonc,
+        "[1, /* two */ 2, 3 /* three */]",
+        |v| {
+            v.as_array_mut().unwrap().remove(2);
+        },
+        expect!["[1, /* two */ 2]"],
+    );
+    check(
+        Lang::Jsonc,
+        "[1, 2 /* two */]",
+        |v| v.as_array_mut().unwrap().push(json!(3)),
+        expect!["[1, 2, /* two */ 3]"],
+    );
+    check(
+        Lang::Jsonc,
+        "{\"a\": 1, \"b\": 2,} // end",
+        |v| {
+            v.as_object_mut().unwrap().shift_remove("a");
+            v.as_object_mut().unwrap().shift_remove("b");
+        },
+        expect!["{} // end"],
+    );
+    check(
+        Lang::Jsonc,
+        "[\n  1, // one\n  2 // two\n]",
+        |v| {
+            v.as_array_mut().unwrap().remove(1);
+            v.as_array_mut().unwrap().push(json!({"x": [true]}));
+            v.as_array_mut().unwrap().push(json!(3));
+        },
+        expect![[r#"
+            [
+              1, // one
+              {
+                "x": [
+                  true
+                ]
+              },
+              3
+            ]"#]],
+    );
+}
+
 /// A random change of a value: set, remove or append at random places, driven by `choices`.
 fn mutate(value: &mut Value, choices: &[u8]) {
     let Some((&c, rest)) = choices.split_first() else { return };
@@ -252,7 +390,7 @@ fn mutate(value: &mut Value, choices: &[u8]) {
 proptest! {
     #[test]
     fn rewrite_holds_the_new_value(choices in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..5), 1..6)) {
-        for (lang, text) in [(Lang::Dust, DUST), (Lang::Json, JSON_ARRAY), (Lang::Json, "{\"a\": [1, {\"b\": 2}], \"c\": \"d\"}"), (Lang::Dust, DUST_ARRAY)] {
+        for (lang, text) in [(Lang::Dust, DUST), (Lang::Json, JSON_ARRAY), (Lang::Json, "{\"a\": [1, {\"b\": 2}], \"c\": \"d\"}"), (Lang::Dust, DUST_ARRAY), (Lang::Jsonc, JSONC), (Lang::Jsonc, JSON_ARRAY), (Lang::Jsonc, "[1, /* a */ {\"b\": 2 /* b */,}, // c\n [3,], /* d */] // e")] {
             let parsed = parse(text, lang);
             let mut new = parsed.value.clone();
             for c in &choices {

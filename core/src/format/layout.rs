@@ -1,4 +1,5 @@
-//! The layout tree the DUST writer renders, and the rendering rules (alignment, inline width).
+//! The layout tree the DUST and JSONC writers render, and the rendering rules (DUST's
+//! alignment and inline width; JSON's one element a line).
 //!
 //! Both the value-based writer and the comment-preserving formatter build this tree, so the
 //! canonical layout is decided in one place. Scalars and keys arrive already spelled.
@@ -120,41 +121,65 @@ fn normalise<T>(items: impl IntoIterator<Item = T>, is_blank: impl Fn(&T) -> boo
     out
 }
 
-/// A whole DUST document.
+/// A whole document.
 #[derive(Debug)]
 pub(crate) enum Document {
-    /// The implicit top-level object: members one a line, no braces.
+    /// DUST's implicit top-level object: members one a line, no braces.
     Object(Container),
-    /// A top-level array, with the comments and blank lines before `[` and after `]`.
-    Array {
-        /// Comments and blank lines before `[`.
+    /// A top-level value written with its brackets (a DUST array, or any JSONC value), with
+    /// the comments and blank lines before and after it.
+    Bracketed {
+        /// Comments and blank lines before the value.
         header: Vec<Element>,
-        array: Container,
-        /// A comment after `]` on its line.
+        root: Tree,
+        /// A comment after the value on its last line.
         trailing: Option<String>,
-        /// Comments and blank lines after `]`.
+        /// Comments and blank lines after the value.
         footer: Vec<Element>,
     },
 }
 
 impl Document {
+    /// The document as canonical DUST.
     pub fn render(&self) -> String {
+        self.render_with(|root, out| match root {
+            Tree::Container(container) if !container.is_empty() => write_block(container, 0, out),
+            _ => write_inline(root, out),
+        })
+    }
+
+    /// The document as canonical JSONC: `serde_json`'s pretty printing (two spaces, every
+    /// non-empty container one element a line) with the comments and blank lines, and no
+    /// trailing comma.
+    pub fn render_json(&self) -> String {
+        match self {
+            // The implicit object is DUST's; a JSON layout is always bracketed.
+            Document::Object(object) => {
+                let mut out = String::new();
+                write_json(object, 0, &mut out);
+                out.push('\n');
+                out
+            }
+            Document::Bracketed { .. } => self.render_with(|root, out| match root {
+                Tree::Container(container) => write_json(container, 0, out),
+                Tree::Scalar(text) => out.push_str(&text.text),
+            }),
+        }
+    }
+
+    fn render_with(&self, write_root: impl Fn(&Tree, &mut String)) -> String {
         let mut out = String::new();
         match self {
             Document::Object(object) => write_elements(object, 0, &mut out),
-            Document::Array { header, array, trailing, footer } => {
-                // One sequence of lines, so that blank lines are normalised across `[` and `]`.
+            Document::Bracketed { header, root, trailing, footer } => {
+                // One sequence of lines, so that blank lines are normalised across the value.
                 let lines = header.iter().map(Some).chain([None]).chain(footer.iter().map(Some));
                 for line in normalise(lines, |l| matches!(l, Some(Element::Blank))) {
                     match line {
                         Some(Element::Comment(comment)) => out.push_str(comment),
                         Some(_) => {}
                         None => {
-                            if array.is_empty() {
-                                out.push_str("[]");
-                            } else {
-                                write_block(array, 0, &mut out);
-                            }
+                            write_root(root, &mut out);
                             if let Some(comment) = trailing {
                                 out.push(' ');
                                 out.push_str(comment);
@@ -167,6 +192,55 @@ impl Document {
         }
         out
     }
+}
+
+/// Write a container as pretty JSON from its opening bracket (already at the right place) to
+/// its closing bracket at `indent`: empty as `[]` or `{}`, else one element a line, each
+/// entry followed by a comma unless it is the last, then by its trailing comment.
+fn write_json(container: &Container, indent: usize, out: &mut String) {
+    let (open, close) = container.brackets();
+    out.push(open);
+    if container.is_empty() {
+        out.push(close);
+        return;
+    }
+    if let Some(comment) = &container.open_comment {
+        out.push(' ');
+        out.push_str(comment);
+    }
+    out.push('\n');
+    let last_entry =
+        container.elements.iter().rposition(|element| matches!(element, Element::Entry(_)));
+    for (i, element) in container.elements.iter().enumerate() {
+        match element {
+            Element::Blank => {}
+            Element::Comment(comment) => {
+                push_indent(indent + 2, out);
+                out.push_str(comment);
+            }
+            Element::Entry(entry) => {
+                push_indent(indent + 2, out);
+                if let Some(key) = &entry.key {
+                    out.push_str(&key.text);
+                    out.push_str(": ");
+                }
+                match &entry.value {
+                    Tree::Scalar(text) => out.push_str(&text.text),
+                    Tree::Container(inner) => write_json(inner, indent + 2, out),
+                }
+                if Some(i) != last_entry {
+                    out.push(',');
+                }
+                if let Some(comment) = &entry.trailing {
+                    out.push(' ');
+                    out.push_str(comment);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    push_indent(indent, out);
+    out.push(close);
 }
 
 /// The width of `tree` written inline, if it holds no comment and is at most `limit` wide.

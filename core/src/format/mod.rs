@@ -1,11 +1,14 @@
-//! The canonical DUST formatter, the JSON normaliser, and conversion between the notations.
+//! The canonical DUST formatter, the JSON normaliser, the JSONC formatter, and conversion
+//! between the notations.
 //!
 //! Canonical DUST (SPEC §4): the top-level object written without braces, values of every
 //! object written one member a line aligned in one column, containers inline when they fit in
 //! [`MAX_WIDTH`](layout::MAX_WIDTH) columns and hold no comment, strings quoted only when a
 //! bareword would not read back as the same string, comments and blank-line groups kept.
-//! Normalised JSON is `serde_json`'s pretty printing. Only texts without syntax errors are
-//! formatted: rewriting a broken or duplicate-keyed text could lose data.
+//! Normalised JSON is `serde_json`'s pretty printing. Canonical JSONC is the same printing
+//! with the comments and blank-line groups kept (placed as DUST's are) and no trailing comma.
+//! Only texts without syntax errors are formatted: rewriting a broken or duplicate-keyed text
+//! could lose data.
 
 mod from_parse;
 mod from_value;
@@ -19,6 +22,7 @@ pub use layout::value_column;
 use serde_json::Value;
 
 use crate::syntax::{self, Lang, SyntaxError};
+use from_value::Spelling;
 
 /// Why a text or value cannot be formatted.
 #[derive(Debug, thiserror::Error)]
@@ -65,52 +69,74 @@ impl From<FormatError> for crate::Error {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conversion {
     pub text: String,
-    /// How many DUST comments were dropped because JSON has none. Callers tell the user.
+    /// How many comments were dropped because plain JSON has none. Callers tell the user.
     pub lost_comments: usize,
 }
 
 /// The canonical text of a document: canonical DUST with its comments for DUST, normalised JSON
-/// for JSON. Refuses a text with syntax errors.
+/// for JSON, canonical JSONC with its comments for JSONC. Refuses a text with syntax errors.
 pub fn format(text: &str, lang: Lang) -> Result<String, FormatError> {
     let parse = clean_parse(text, lang)?;
-    match lang {
-        Lang::Json => Ok(value_to_json(&parse.value)),
-        Lang::Dust => match from_parse::document(text, &parse) {
-            Some(document) => Ok(document.render()),
-            None => Err(FormatError::TopLevelScalar(crate::model::value_kind(&parse.value))),
-        },
+    write(text, &parse, lang, lang)
+}
+
+/// `text` (in `from`) written canonically in `to`. Comments go from DUST to JSONC and back
+/// (a JSONC block comment becomes `;` lines); plain JSON has none, so they are dropped and
+/// counted in [`Conversion::lost_comments`].
+pub fn convert(text: &str, from: Lang, to: Lang) -> Result<Conversion, FormatError> {
+    let parse = clean_parse(text, from)?;
+    let lost_comments = if to == Lang::Json { parse.comments.len() } else { 0 };
+    Ok(Conversion { text: write(text, &parse, from, to)?, lost_comments })
+}
+
+/// The canonical text in `to` of `text`, whose clean parse in `from` is `parse`. The layout
+/// of DUST and JSONC (comments, blank lines) is kept; plain JSON is written from its value.
+fn write(text: &str, parse: &syntax::Parse, from: Lang, to: Lang) -> Result<String, FormatError> {
+    let spelling = match to {
+        Lang::Json => return Ok(value_to_json(&parse.value)),
+        Lang::Jsonc => Spelling::Json,
+        Lang::Dust => Spelling::Dust,
+    };
+    let document = match from {
+        Lang::Json => from_value_document(&parse.value, spelling),
+        Lang::Jsonc | Lang::Dust => from_parse::document(text, parse, spelling),
+    };
+    match document {
+        Some(document) if to == Lang::Dust => Ok(document.render()),
+        Some(document) => Ok(document.render_json()),
+        None => Err(FormatError::TopLevelScalar(crate::model::value_kind(&parse.value))),
     }
 }
 
-/// `text` (in `from`) written canonically in `to`. DUST comments cannot go into JSON; they are
-/// dropped and counted in [`Conversion::lost_comments`].
-pub fn convert(text: &str, from: Lang, to: Lang) -> Result<Conversion, FormatError> {
-    if from == to {
-        return Ok(Conversion { text: format(text, from)?, lost_comments: 0 });
-    }
-    let parse = clean_parse(text, from)?;
-    match to {
-        Lang::Json => Ok(Conversion {
-            text: value_to_json(&parse.value),
-            lost_comments: parse.comments.len(),
+/// The layout of a value in `spelling`'s notation; `None` for a scalar in DUST.
+fn from_value_document(value: &Value, spelling: Spelling) -> Option<layout::Document> {
+    match value {
+        Value::Object(map) if spelling == Spelling::Dust => {
+            Some(layout::Document::Object(from_value::object(map, spelling)))
+        }
+        Value::Object(_) | Value::Array(_) => Some(layout::Document::Bracketed {
+            header: Vec::new(),
+            root: from_value::tree(value, spelling),
+            trailing: None,
+            footer: Vec::new(),
         }),
-        Lang::Dust => Ok(Conversion { text: value_to_dust(&parse.value)?, lost_comments: 0 }),
+        // DUST cannot write a scalar document; JSON writes it alone.
+        _ if spelling == Spelling::Dust => None,
+        scalar => Some(layout::Document::Bracketed {
+            header: Vec::new(),
+            root: from_value::tree(scalar, spelling),
+            trailing: None,
+            footer: Vec::new(),
+        }),
     }
 }
 
 /// The canonical DUST of a value. A scalar cannot be a DUST document.
 pub fn value_to_dust(value: &Value) -> Result<String, FormatError> {
-    let document = match value {
-        Value::Object(map) => layout::Document::Object(from_value::object(map)),
-        Value::Array(items) => layout::Document::Array {
-            header: Vec::new(),
-            array: from_value::array(items),
-            trailing: None,
-            footer: Vec::new(),
-        },
-        scalar => return Err(FormatError::TopLevelScalar(crate::model::value_kind(scalar))),
-    };
-    Ok(document.render())
+    match from_value_document(value, Spelling::Dust) {
+        Some(document) => Ok(document.render()),
+        None => Err(FormatError::TopLevelScalar(crate::model::value_kind(value))),
+    }
 }
 
 /// The normalised JSON of a value: `serde_json`'s pretty printing and a final newline.
@@ -126,7 +152,7 @@ pub fn value_to_json(value: &Value) -> String {
 /// edits, which write one value into an existing document.
 pub fn dust_value(value: &Value, indent: usize, column: usize) -> String {
     let mut out = String::new();
-    layout::write_value(&from_value::tree(value), indent, column, &mut out);
+    layout::write_value(&from_value::tree(value, Spelling::Dust), indent, column, &mut out);
     out
 }
 

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::syntax::{SyntaxErrorKind, parse_dust, parse_json};
+use crate::syntax::{SyntaxErrorKind, parse_dust, parse_json, parse_jsonc};
 
 fn data_dir(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("test-data/format").join(sub)
@@ -55,6 +55,39 @@ fn format_dust_checked(input: &str) -> String {
     assert_eq!(format(&output, Lang::Dust).unwrap(), output, "not idempotent\n{context}");
     assert!(output.is_empty() || (output.ends_with('\n') && !output.ends_with("\n\n")));
     assert!(output.lines().all(|line| line.trim_end() == line), "trailing space\n{context}");
+    output
+}
+
+/// The comment texts of a JSONC text, trimmed, sorted.
+fn jsonc_comment_texts(text: &str) -> Vec<String> {
+    let mut texts: Vec<String> = parse_jsonc(text)
+        .comments
+        .iter()
+        .map(|span| text[span.range()].trim_end().to_owned())
+        .collect();
+    texts.sort();
+    texts
+}
+
+/// Format JSONC and assert the formatter's promises: the output parses cleanly to the same
+/// value, keeps every comment exactly once, has no trailing comma, and formats to itself.
+fn format_jsonc_checked(input: &str) -> String {
+    let output = format(input, Lang::Jsonc).unwrap_or_else(|e| panic!("{e}\n{input}"));
+    let context = format!("input:\n{input}\n---\noutput:\n{output}\n---");
+    let reparsed = parse_jsonc(&output);
+    assert!(reparsed.is_clean(), "{:?}\n{context}", reparsed.errors);
+    assert_eq!(reparsed.value, parse_jsonc(input).value, "value changed\n{context}");
+    let texts = jsonc_comment_texts(&output);
+    assert_eq!(texts, jsonc_comment_texts(input), "comments changed\n{context}");
+    let trailing =
+        parse_json(&output).errors.into_iter().filter(|e| e.message.contains("trailing"));
+    assert_eq!(trailing.count(), 0, "a trailing comma\n{context}");
+    assert_eq!(format(&output, Lang::Jsonc).unwrap(), output, "not idempotent\n{context}");
+    assert!(output.ends_with('\n') && !output.ends_with("\n\n"), "{context}");
+    assert!(output.lines().all(|line| line.trim_end() == line), "trailing space\n{context}");
+    if reparsed.comments.is_empty() && !input.contains("\n\n") {
+        assert_eq!(output, value_to_json(&reparsed.value), "JSONC without comments is JSON's");
+    }
     output
 }
 
@@ -208,6 +241,65 @@ fn json_fixtures() {
         let text = std::fs::read_to_string(&input).unwrap();
         snapshot(&input, "snap", &format_json_checked(&text));
     }
+}
+
+#[test]
+fn jsonc_fixtures() {
+    for input in inputs("jsonc", "jsonc") {
+        let text = std::fs::read_to_string(&input).unwrap();
+        snapshot(&input, "snap", &format_jsonc_checked(&text));
+    }
+}
+
+/// JSONC to DUST keeps every comment (a block comment as `;` lines), and DUST to JSONC too
+/// (`;` as `//`); plain JSON drops them and counts them.
+#[test]
+fn jsonc_convert_fixtures() {
+    for input in inputs("convert", "jsonc") {
+        let text = std::fs::read_to_string(&input).unwrap();
+        let converted = convert(&text, Lang::Jsonc, Lang::Dust).unwrap();
+        assert_eq!(converted.lost_comments, 0);
+        assert_eq!(parse_dust(&converted.text).value, parse_jsonc(&text).value);
+        assert_eq!(format(&converted.text, Lang::Dust).unwrap(), converted.text);
+        let dust_comments = parse_dust(&converted.text).comments.len();
+        assert!(dust_comments >= parse_jsonc(&text).comments.len(), "{}", converted.text);
+        snapshot(&input, "dust.snap", &converted.text);
+        let json = convert(&text, Lang::Jsonc, Lang::Json).unwrap();
+        assert_eq!(json.lost_comments, parse_jsonc(&text).comments.len());
+        assert_eq!(json.text, value_to_json(&parse_jsonc(&text).value));
+    }
+    for input in inputs("convert", "dust") {
+        let text = std::fs::read_to_string(&input).unwrap();
+        let converted = convert(&text, Lang::Dust, Lang::Jsonc).unwrap();
+        assert_eq!(converted.lost_comments, 0);
+        assert_eq!(parse_jsonc(&converted.text).value, parse_dust(&text).value);
+        assert_eq!(comment_texts(&text).len(), jsonc_comment_texts(&converted.text).len());
+        assert_eq!(format(&converted.text, Lang::Jsonc).unwrap(), converted.text);
+        let back = convert(&converted.text, Lang::Jsonc, Lang::Dust).unwrap();
+        assert_eq!(back.text, format(&text, Lang::Dust).unwrap(), "DUST -> JSONC -> DUST");
+        snapshot(&input, "jsonc.snap", &converted.text);
+    }
+}
+
+#[test]
+fn block_comments_become_dust_lines() {
+    let converted = convert(
+        "[1, /* one */ 2 /* two\n * lines */, /** doc */ 3 /* *bold* */]",
+        Lang::Jsonc,
+        Lang::Dust,
+    )
+    .unwrap();
+    expect![[r#"
+        [
+          1 ; one
+          2
+          ; two
+          ; lines
+          ; doc
+          3 ; *bold*
+        ]
+    "#]]
+    .assert_eq(&converted.text);
 }
 
 #[test]
@@ -448,7 +540,8 @@ fn comment_text() -> impl Strategy<Value = String> {
 fn token_soup() -> impl Strategy<Value = String> {
     const PIECES: &[&str] = &[
         "a", "b", "1", "-2.5", "true", "null", " ", "  ", "\n", "\n\n", "\r\n", "\r", "\t", ";",
-        "; c", "{", "}", "[", "]", "'", "\"", ",", ":", "=", "\\", "é", "'x y'", "\"k\"",
+        "; c", "{", "}", "[", "]", "'", "\"", ",", ":", "=", "\\", "é", "'x y'", "\"k\"", "//",
+        "// c", "/*", "*/", "/* b */",
     ];
     prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|p| p.concat())
 }
@@ -464,6 +557,27 @@ proptest! {
             Ok(_) => { format_json_checked(&text); }
             Err(_) => prop_assert!(!parse_json(&text).is_clean()),
         }
+        match format(&text, Lang::Jsonc) {
+            Ok(_) => { format_jsonc_checked(&text); }
+            Err(_) => prop_assert!(!parse_jsonc(&text).is_clean()),
+        }
+    }
+
+    /// DUST's comments and blank lines survive a round trip through JSONC: canonical DUST ->
+    /// JSONC -> DUST is the same text.
+    #[test]
+    fn dust_comments_round_trip_through_jsonc(
+        value in document(),
+        choices in prop::collection::vec(any::<u8>(), 1..64),
+        comment_texts in prop::collection::vec(comment_text(), 1..8),
+    ) {
+        let mut messy = Messy::new(&choices, &comment_texts);
+        messy.document(&value);
+        let canonical = format(&messy.out, Lang::Dust).unwrap();
+        let jsonc = convert(&canonical, Lang::Dust, Lang::Jsonc).unwrap();
+        format_jsonc_checked(&jsonc.text);
+        let back = convert(&jsonc.text, Lang::Jsonc, Lang::Dust).unwrap();
+        prop_assert_eq!(back.text, canonical, "via\n{}", jsonc.text);
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct Action {
     pub kind: ActionKind,
     /// The diagnostic repaired (`QuickFix` only).
     pub diagnostic: Option<Diagnostic>,
-    /// The best of several repairs of one diagnostic (the closest id).
+    /// The best of several repairs of one diagnostic: the id or allowed value nearest (by
+    /// edit distance) to what is written, when one is nearer than the others.
     pub preferred: bool,
     /// Edits of the document asked about. Empty for `Convert`: see [`convert`].
     pub edits: Vec<TextEdit>,
@@ -88,9 +89,11 @@ pub fn convert(analysis: &Analysis, path: &str) -> Result<(String, format::Conve
     Ok((converted_path(path, to), conversion))
 }
 
+/// The notation a document converts to: DUST for JSON and JSONC (whose comments DUST keeps),
+/// JSON for DUST.
 fn other(lang: Lang) -> Lang {
     match lang {
-        Lang::Json => Lang::Dust,
+        Lang::Json | Lang::Jsonc => Lang::Dust,
         Lang::Dust => Lang::Json,
     }
 }
@@ -98,16 +101,17 @@ fn other(lang: Lang) -> Lang {
 fn lang_name(lang: Lang) -> &'static str {
     match lang {
         Lang::Json => "JSON",
+        Lang::Jsonc => "JSONC",
         Lang::Dust => "DUST",
     }
 }
 
 fn converted_path(path: &str, to: Lang) -> String {
-    let stem = path.strip_suffix(".json").or_else(|| path.strip_suffix(".dust")).unwrap_or(path);
-    match to {
-        Lang::Json => format!("{stem}.json"),
-        Lang::Dust => format!("{stem}.dust"),
-    }
+    let stem = [".json", ".jsonc", ".dust"]
+        .into_iter()
+        .find_map(|ext| path.strip_suffix(ext))
+        .unwrap_or(path);
+    format!("{stem}.{}", to.as_str())
 }
 
 /// The repairs of one diagnostic, from its code and `data`.
@@ -123,25 +127,47 @@ fn repairs(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> Vec<Action> {
     let replace = |value: &Value| vec![TextEdit { span: d.span, text: inline(value, doc.lang) }];
     let data = &d.data;
     match d.code {
-        DiagnosticCode::DanglingRef => data["candidates"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .enumerate()
-            .map(|(i, id)| {
-                let edits = replace(&Value::String(format!("@{id}")));
-                fix(format!("Change to @{id}"), i == 0, edits)
-            })
-            .collect(),
-        DiagnosticCode::Schema => match data["rule"].as_str() {
-            Some("enum" | "const") => data["allowed"]
+        DiagnosticCode::DanglingRef => {
+            let ids: Vec<&str> = data["candidates"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .take(MAX_ENUM_ACTIONS)
-                .map(|v| fix(format!("Change to {}", inline(v, doc.lang)), false, replace(v)))
-                .collect(),
+                .filter_map(Value::as_str)
+                .collect();
+            let best = closest(data["id"].as_str().unwrap_or_default(), ids.iter().copied());
+            ids.iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let edits = replace(&Value::String(format!("@{id}")));
+                    fix(format!("Change to @{id}"), best == Some(i), edits)
+                })
+                .collect()
+        }
+        DiagnosticCode::Schema => match data["rule"].as_str() {
+            Some("enum" | "const") => {
+                let allowed: Vec<&Value> = data["allowed"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(MAX_ENUM_ACTIONS)
+                    .collect();
+                let text = doc.text.get(d.span.range()).unwrap_or_default();
+                let value = syntax::parse(text, doc.lang);
+                let current =
+                    if value.is_clean() { compared(&value.value) } else { text.to_owned() };
+                let best = closest(&current, allowed.iter().map(|v| compared(v)));
+                allowed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        fix(
+                            format!("Change to {}", inline(v, doc.lang)),
+                            best == Some(i),
+                            replace(v),
+                        )
+                    })
+                    .collect()
+            }
             Some("type") if expects_string(data) => {
                 let text = doc.text.get(d.span.range()).unwrap_or_default();
                 // A DUST bareword that reads as a number, boolean or null is JSON's literal.
@@ -188,6 +214,27 @@ fn repairs(analysis: &Analysis, doc: &Document, d: &Diagnostic) -> Vec<Action> {
     }
 }
 
+/// The index of the candidate nearest to `current` by edit distance, when it is nearer than
+/// every other: the repair an editor applies by default (`isPreferred`). A tie prefers none.
+fn closest<S: AsRef<str>>(current: &str, candidates: impl Iterator<Item = S>) -> Option<usize> {
+    let distances: Vec<usize> =
+        candidates.map(|c| model::edit_distance(current, c.as_ref())).collect();
+    let best = *distances.iter().min()?;
+    let mut at = distances.iter().enumerate().filter(|(_, d)| **d == best).map(|(i, _)| i);
+    match (at.next(), at.next()) {
+        (Some(i), None) => Some(i),
+        _ => None,
+    }
+}
+
+/// What a value is compared by: a string's own characters, any other value's JSON.
+fn compared(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn expects_string(data: &Value) -> bool {
     data["expected"].as_str().is_some_and(|e| e.split(" or ").any(|t| t == "a string"))
 }
@@ -195,7 +242,7 @@ fn expects_string(data: &Value) -> bool {
 /// A bareword or JSON literal quoted: DUST gets `'...'`, JSON `"..."`.
 fn quoted_edit(doc: &Document, span: Span, text: &str) -> Vec<TextEdit> {
     let quoted = match doc.lang {
-        Lang::Json => Value::String(text.to_owned()).to_string(),
+        Lang::Json | Lang::Jsonc => Value::String(text.to_owned()).to_string(),
         Lang::Dust => format!("'{text}'"),
     };
     vec![TextEdit { span, text: quoted }]
@@ -204,7 +251,7 @@ fn quoted_edit(doc: &Document, span: Span, text: &str) -> Vec<TextEdit> {
 /// A value written on one line in `lang`.
 fn inline(value: &Value, lang: Lang) -> String {
     match lang {
-        Lang::Json => format::json_inline(value),
+        Lang::Json | Lang::Jsonc => format::json_inline(value),
         Lang::Dust => format::dust_value(value, 0, 0),
     }
 }

@@ -179,7 +179,7 @@ fn properties(
             let prop = resolve(root, prop);
             let ty = prop.get("type").and_then(Value::as_str);
             let key = match doc.lang {
-                Lang::Json => serde_json::to_string(name).unwrap_or_default(),
+                Lang::Json | Lang::Jsonc => serde_json::to_string(name).unwrap_or_default(),
                 Lang::Dust => crate::format::dust_key(name),
             };
             let (insert, snippet) = if keep_value {
@@ -188,10 +188,10 @@ fn properties(
                 let value = match (ty, doc.lang) {
                     (Some("object"), _) => "{$1}",
                     (Some("array"), _) => "[$1]",
-                    (Some("string"), Lang::Json) => "\"$1\"",
+                    (Some("string"), Lang::Json | Lang::Jsonc) => "\"$1\"",
                     _ => "$1",
                 };
-                let separator = if doc.lang == Lang::Json { ": " } else { " " };
+                let separator = if doc.lang.is_json() { ": " } else { " " };
                 (format!("{}{separator}{value}", escape_snippet(&key)), true)
             };
             let mut detail = ty.map(str::to_owned);
@@ -270,7 +270,7 @@ fn references(
             }
             let title = doc.entity_node(i).and_then(|(_, v)| entity_title(v)).map(str::to_owned);
             let insert = match lang {
-                Lang::Json => format!("\"@{id}\""),
+                Lang::Json | Lang::Jsonc => format!("\"@{id}\""),
                 Lang::Dust => format!("@{id}"),
             };
             out.push(CompletionItem {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{FileSpan, entity_summary, entity_title, id_locations};
 use crate::analysis::{Analysis, Document};
-use crate::syntax::{Node, NodeKind};
+use crate::syntax::Node;
 use crate::text::Span;
 
 /// Where a link leads.
@@ -28,10 +28,11 @@ pub struct Link {
 }
 
 /// The links of document `path`, in source order: every reference whose target exists (to the
-/// target's `id` value; the first one of a duplicate id), the `$schema` value (to the schema
-/// document, or the meta-schema's address), and in a schema every `$ref` that names a store
-/// document (to the place its JSON Pointer fragment names, else the document's start).
-/// Dangling references, and `$schema`/`$ref`s that name nothing in the store, get no link.
+/// target's `id` value; the first one of a duplicate id), the `$schema` value (to the store's
+/// copy of the schema it names by path or URI, or the meta-schema's address), and in a schema
+/// every `$ref` that names a schema of the store by path or URI (to the place its subschema or
+/// JSON Pointer fragment names, else the document's start). Dangling references, and
+/// `$schema`/`$ref`s that name nothing in the store, get no link.
 pub fn document_links(analysis: &Analysis, path: &str) -> Vec<Link> {
     let Some(doc) = analysis.document(path) else { return Vec::new() };
     let mut out = Vec::new();
@@ -58,78 +59,66 @@ pub fn document_links(analysis: &Analysis, path: &str) -> Vec<Link> {
 }
 
 fn schema_link(analysis: &Analysis, doc: &Document) -> Option<Link> {
-    if let Some((schema, span)) = doc.named_schema() {
-        analysis.document(schema)?;
-        return Some(Link {
-            span,
-            target: LinkTarget::Store(FileSpan { path: schema.to_owned(), span: Span::empty(0) }),
-            tooltip: format!("open the schema {schema}"),
-        });
-    }
     let root = doc.parse.root.as_ref()?;
     let (member, value) = root.member(&doc.parse.value, "$schema")?;
-    let url = value.as_str()?;
+    let written = value.as_str()?;
+    if let Some((uri, span)) = doc.named_schema() {
+        let target = store_target(analysis, uri)?;
+        return Some(Link {
+            span,
+            tooltip: format!("open the schema {}", target.path),
+            target: LinkTarget::Store(target),
+        });
+    }
     let meta = ["http://json-schema.org/", "https://json-schema.org/"];
-    meta.iter().any(|p| url.starts_with(p)).then(|| Link {
+    meta.iter().any(|p| written.starts_with(p)).then(|| Link {
         span: member.value.span,
-        target: LinkTarget::Url(url.to_owned()),
+        target: LinkTarget::Url(written.to_owned()),
         tooltip: "open the JSON Schema meta-schema".to_owned(),
     })
 }
 
-/// Every `$ref` string of a schema document that resolves to a store document. A `$ref`
-/// resolves against the schema's own path (an `$id` that moves the base is not followed
-/// here). Depth is bounded by the parser's `MAX_DEPTH`.
+/// Every `$ref` (and `$dynamicRef`, `$recursiveRef`) of a schema document that names a schema
+/// of the store, by path or by URI, each resolved against the base in force where it stands.
 fn schema_refs(
     analysis: &Analysis,
     doc: &Document,
-    node: &Node,
+    root: &Node,
     value: &Value,
     out: &mut Vec<Link>,
 ) {
-    match &node.kind {
-        NodeKind::Object(_) => {
-            for (key, member, v) in node.entries(value) {
-                match (key, v) {
-                    ("$ref", Value::String(written)) => {
-                        if let Some(target) = ref_target(analysis, &doc.path, written) {
-                            out.push(Link {
-                                span: member.value.span,
-                                tooltip: format!("open {written}"),
-                                target: LinkTarget::Store(target),
-                            });
-                        }
-                    }
-                    _ => schema_refs(analysis, doc, &member.value, v, out),
-                }
-            }
+    for (pointer, keyword, uri) in crate::schema::references(&doc.path, value) {
+        if keyword == "$schema" {
+            continue;
         }
-        NodeKind::Array(_) => {
-            for (n, v) in node.items(value) {
-                schema_refs(analysis, doc, n, v, out);
-            }
-        }
-        _ => {}
+        let (Some((node, written, _)), Some(target)) =
+            (root.at_pointer(value, &pointer), store_target(analysis, &uri))
+        else {
+            continue;
+        };
+        out.push(Link {
+            span: node.span,
+            tooltip: format!("open {}", written.as_str().unwrap_or(&uri)),
+            target: LinkTarget::Store(target),
+        });
     }
 }
 
-/// The place a `$ref` written in the schema at `path` names: the store document it resolves
-/// to, at the value its JSON Pointer fragment names (else the document's start).
-fn ref_target(analysis: &Analysis, path: &str, written: &str) -> Option<FileSpan> {
-    let target_path = crate::schema::store_path(path, written)?;
-    let target = analysis.document(&target_path)?;
-    let fragment = written.split_once('#').map_or("", |(_, f)| f);
-    let span = fragment
-        .strip_prefix('/')
-        .and_then(|pointer| {
-            let tokens: Vec<String> =
-                pointer.split('/').map(|t| t.replace("~1", "/").replace("~0", "~")).collect();
+/// The place of the store a resolved schema URI names: its document (by path, `[[schema]]
+/// url` or `$id`), at the value its subschema or JSON Pointer fragment names (else the
+/// document's start).
+fn store_target(analysis: &Analysis, uri: &str) -> Option<FileSpan> {
+    let (path, tokens) = analysis.schema_at(uri)?;
+    let target = analysis.document(&path)?;
+    let span = (!tokens.is_empty())
+        .then(|| {
             let root = target.parse.root.as_ref()?;
             let (node, _, member) = root.at_pointer(&target.parse.value, &tokens)?;
             Some(member.map_or(node.span, |m| m.key))
         })
+        .flatten()
         .unwrap_or(Span::empty(0));
-    Some(FileSpan { path: target_path, span })
+    Some(FileSpan { path, span })
 }
 
 /// A hint shown after a reference: its target's title.

@@ -166,12 +166,12 @@ fn overlaps(span: Span, w: Span) -> bool {
     span.start < w.end && w.start < span.end
 }
 
-/// The comments of a document. JSON has none in its grammar; the parser reports each as an
-/// error whose span is the comment (`//` to the line's end, `/* ... */`), and those are shown
-/// as comments all the same, so a commented JSON file reads as the user wrote it.
+/// The comments of a document. Plain JSON has none in its grammar; the parser reports each as
+/// an error whose span is the comment (`//` to the line's end, `/* ... */`), and those are
+/// shown as comments all the same, so a commented JSON file reads as the user wrote it.
 fn comments(doc: &Document) -> Vec<Span> {
     match doc.lang {
-        Lang::Dust => doc.parse.comments.clone(),
+        Lang::Dust | Lang::Jsonc => doc.parse.comments.clone(),
         Lang::Json => doc
             .parse
             .errors

@@ -62,7 +62,7 @@ impl Patch {
         let ops = value
             .get("ops")
             .and_then(Value::as_array)
-            .ok_or_else(|| bad("a patch is an object with an array `ops`; see SPEC §9".into()))?;
+            .ok_or_else(|| bad("a patch is an object with an array `ops`, e.g. `ops [{create {id ?x type person name Ann}}]`".into()))?;
         let mut out = Vec::with_capacity(ops.len());
         for (i, op) in ops.iter().enumerate() {
             out.push(read_op(op).map_err(|why| bad(format!("ops[{i}]: {why}")))?);

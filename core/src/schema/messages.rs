@@ -348,9 +348,11 @@ impl Wording<'_> {
         let keyword = err.schema_path().as_str().rsplit('/').next()?;
         let relative;
         let (path, fragment) = match err.absolute_keyword_location() {
+            // Store documents are known by path, others by their URI.
             Some(uri) => {
-                let rest = uri.as_str().strip_prefix(super::BASE)?;
-                rest.split_once('#').unwrap_or((rest, ""))
+                let uri = uri.as_str();
+                let (document, fragment) = uri.split_once('#').unwrap_or((uri, ""));
+                (document.strip_prefix(super::BASE).unwrap_or(document), fragment)
             }
             None => {
                 relative = err.schema_path().as_str().to_owned();
@@ -359,7 +361,7 @@ impl Wording<'_> {
         };
         // The location may go on past the keyword (`dependentRequired`'s points into its
         // value): the parent is the last object on the way that the keyword is taken from.
-        let mut value = self.docs.get(path)?;
+        let mut value: &Value = self.docs.get(path)?;
         let mut parent = None;
         for token in fragment.split('/').skip(1) {
             let token = percent_decode(token).replace("~1", "/").replace("~0", "~");
@@ -389,24 +391,19 @@ pub(super) fn referencing(error: &ReferencingError, written: Option<(&str, &str)
         None => "cannot resolve a $ref".to_owned(),
     };
     let why = match error {
-        ReferencingError::Unretrievable { uri, .. } => match uri.strip_prefix(super::BASE) {
+        ReferencingError::Unretrievable { uri, source } => match uri.strip_prefix(super::BASE) {
             Some(path) => {
                 format!("'{path}' is not a document of the store; create it or fix the reference")
             }
             None if uri.starts_with("file:") => format!(
                 "it leaves the store ({uri}); schemas resolve only inside the store, so copy \
-                 the schema into the store and refer to it by a relative path"
+                 the schema into the store and refer to it by a relative path or its $id"
             ),
             // Written as the URI itself, the reference needs no spelling out.
             None if written.is_some_and(|(_, w)| w.split('#').next() == Some(uri.as_str())) => {
-                "schemas are never fetched; copy the schema into the store and refer to it by a \
-                 relative path"
-                    .to_owned()
+                source.to_string()
             }
-            None => format!(
-                "it names {uri}, and schemas are never fetched; copy the schema into the store \
-                 and refer to it by a relative path"
-            ),
+            None => format!("it names {uri}: {source}"),
         },
         ReferencingError::PointerToNowhere { pointer } => {
             format!("the schema has nothing at '{pointer}'; fix the pointer")

@@ -9,11 +9,13 @@
 //! accepts at least every valid value) and a note saying why, never a failure. Then one
 //! renderer per language (`typescript`, `python`, `rust`) writes the model out, together with the
 //! model itself as data ("shapes") that the runtimes decode answers with, so a value from the
-//! core that does not fit the generated type is a decode error naming the field.
+//! core that does not fit the generated type is a decode error naming the field. `runtime`
+//! wraps the definitions into an installable package that carries its runtime.
 
 mod lower;
 mod names;
 mod python;
+mod runtime;
 mod rust;
 mod shape;
 mod typescript;
@@ -24,6 +26,8 @@ mod tests;
 use serde_json::Value;
 
 use crate::analysis::Analysis;
+
+pub use runtime::{obsolete, package_name};
 
 /// The language of a generated SDK.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +79,8 @@ pub fn types_of(analysis: &Analysis) -> Vec<TypeSchema> {
     types
 }
 
-/// The files of the SDK for `types` in `lang`.
+/// The definitions of the SDK for `types` in `lang`, relative to the module's folder (see
+/// [`package`] for the whole output folder).
 pub fn generate(types: &[TypeSchema], lang: Lang) -> Vec<File> {
     let mut sorted: Vec<&TypeSchema> = types.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
@@ -86,6 +91,15 @@ pub fn generate(types: &[TypeSchema], lang: Lang) -> Vec<File> {
         Lang::Python => python::render(&model),
         Lang::Rust => rust::render(&model),
     }
+}
+
+/// The whole output folder of the SDK for `types` in `lang`: the definitions [`generate`]
+/// makes and, for TypeScript and Python, an installable package named `name` around them
+/// (see [`package_name`]): its manifest, a README and the runtime, so that `npm install DIR`
+/// or `pip install DIR` needs nothing else. Rust: the definitions alone (a module for the
+/// `stardust-sdk` crate).
+pub fn package(types: &[TypeSchema], lang: Lang, name: &str) -> Vec<File> {
+    runtime::package(generate(types, lang), lang, name)
 }
 
 /// The paths (relative to the output folder) whose bytes differ from what `files` would

@@ -53,7 +53,9 @@ const PYTHON: &[&str] = &[
     "Page",
     "Required",
     "Schema",
+    "Store",
     "SyncClient",
+    "SyncStore",
     "True",
     "TypedDict",
     "Types",
@@ -90,7 +92,12 @@ impl Names {
             Lang::Python => PYTHON,
             Lang::Rust => RUST,
         };
-        Names { taken: reserved.iter().map(|s| (*s).to_owned()).collect() }
+        let mut taken: BTreeSet<String> = reserved.iter().map(|s| (*s).to_owned()).collect();
+        // A Python package re-exports its runtime's public names.
+        if lang == Lang::Python {
+            taken.extend(super::runtime::python_exports().into_iter().map(str::to_owned));
+        }
+        Names { taken }
     }
 
     /// A fresh name for `words` (a type name, a field key, ...): PascalCase, a leading `T`

@@ -1,8 +1,9 @@
 //! The Python rendering: one package (`__init__.py`, `py.typed`) with a `NewType` per id and
 //! reference, a `TypedDict` per declaration (functional syntax, so every wire key stays as it
 //! is, keywords and dashes included), the shapes the runtime decodes with, typed query
-//! columns and a typed client per entity type. It imports the runtime `stardust_sdk`
-//! (sdk-py/).
+//! columns and a typed client per entity type. It imports the runtime (sdk-py/'s
+//! `stardust_sdk`), which the package carries as its subpackage `_runtime`, and re-exports
+//! the runtime's public names, so a program imports everything from the generated package.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -10,6 +11,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::names::Names;
+use super::runtime;
 use super::shape::{binding, decls, shape};
 use super::{Decl, File, Lang, Model, Ty};
 
@@ -21,6 +23,17 @@ const KEYWORDS: &[&str] = &[
     "with", "yield", "match", "case", "type",
 ];
 
+/// Whether `name` is a Python keyword (soft ones included).
+pub(super) fn is_keyword(name: &str) -> bool {
+    KEYWORDS.contains(&name)
+}
+
+/// The runtime's names every generated module uses.
+const USED: &[&str] = &["Client", "Column", "ConnectOptions", "Decls", "Entity", "SyncClient"];
+
+/// The names every generated module defines besides its declarations.
+const DEFINED: &[&str] = &["connect", "connect_sync", "Store", "SyncStore", "DECLS", "TYPES"];
+
 struct Py<'m> {
     model: &'m Model,
     /// Each target type's id and reference `NewType` names.
@@ -30,6 +43,7 @@ struct Py<'m> {
 pub(super) fn render(model: &Model) -> Vec<File> {
     // Names of the NewTypes and the column classes, after every declaration's.
     let mut names = Names::new(Lang::Python);
+    let exports = runtime::python_exports();
     for decl in &model.decls {
         names.take(&[&decl.name]);
     }
@@ -50,8 +64,21 @@ pub(super) fn render(model: &Model) -> Vec<File> {
          from __future__ import annotations\n\n\
          import json\n\
          from typing import Literal, NewType, NotRequired, TypedDict\n\n\
-         from stardust_sdk import Client, Column, ConnectOptions, Decls, Entity, SyncClient\n",
+         ",
     );
+    // The runtime's names this module uses and its public names, re-exported (`X as X`, so
+    // mypy --strict sees them as the package's), except those this module defines itself.
+    let imported: BTreeSet<&str> = exports
+        .iter()
+        .copied()
+        .chain(USED.iter().copied())
+        .filter(|n| !DEFINED.contains(n))
+        .collect();
+    out.push_str("from ._runtime import (\n");
+    for name in imported {
+        let _ = writeln!(out, "    {name} as {name},");
+    }
+    out.push_str(")\n");
     out.push_str("\n# Ids (`type/slug`) and references (`@type/slug`) of each entity type.\n");
     for (id, reference) in py.ids.values() {
         let _ = writeln!(out, "{id} = NewType({id:?}, str)");
@@ -99,7 +126,7 @@ pub(super) fn render(model: &Model) -> Vec<File> {
         );
     }
 
-    out.push_str("\n\nclass Store(Client):\n    \"\"\"A connection to the store's core, typed by its schemas (see `stardust_sdk.Client`).\"\"\"\n");
+    out.push_str("\n\nclass Store(Client):\n    \"\"\"A connection to the store's core, typed by its schemas (see `Client`).\"\"\"\n");
     let mut methods: BTreeSet<String> = BTreeSet::new();
     for (name, index) in &model.types {
         let decl = &model.decls[*index];

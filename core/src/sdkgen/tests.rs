@@ -136,3 +136,87 @@ fn stale_files_are_the_missing_and_the_different() {
     });
     assert_eq!(stale, ["b", "c"]);
 }
+
+/// The whole output folder of TypeScript and Python: manifest, README and runtime around the
+/// definitions (shown in full but for the definitions and the runtime, listed by path).
+#[test]
+fn packages_carry_their_manifest_and_runtime() {
+    let types = library();
+    for (lang, name, ext) in
+        [(Lang::TypeScript, "library", "ts"), (Lang::Python, "library_types", "py")]
+    {
+        let files = package(&types, lang, name);
+        let definitions = generate(&types, lang);
+        let mut out = String::new();
+        for file in &files {
+            let definition = definitions.iter().any(|d| file.path.ends_with(&d.path));
+            if file.path.contains("runtime/") || definition || file.path == "stardust_build.py" {
+                out.push_str(&format!("//- {} (not shown)\n", file.path));
+            } else {
+                out.push_str(&format!(
+                    "//- {}\n{}",
+                    file.path,
+                    String::from_utf8_lossy(&file.bytes)
+                ));
+            }
+        }
+        expect_file![data_dir().join(format!("package.{ext}.expect"))].assert_eq(&out);
+    }
+    // The Rust rendering is a module, not a package.
+    assert_eq!(package(&types, Lang::Rust, "x"), generate(&types, Lang::Rust));
+}
+
+/// Every file of each runtime is in its packages, byte for byte: a file added to sdk-ts/src
+/// (compiled into sdk-ts/dist/src) or to sdk-py/stardust_sdk and not to `runtime.rs` fails.
+#[test]
+fn packages_carry_every_file_of_the_runtime() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (lang, dir, prefix, ext) in [
+        (Lang::TypeScript, "sdk-ts/dist/src", "runtime/", ["js", "ts"]),
+        (Lang::Python, "sdk-py/stardust_sdk", "p/_runtime/", ["py", "py"]),
+    ] {
+        let files = package(&library(), lang, "p");
+        let mut on_disk: Vec<String> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| ext.iter().any(|e| n.ends_with(&format!(".{e}"))))
+            .collect();
+        on_disk.sort();
+        let carried: Vec<String> =
+            files.iter().filter_map(|f| f.path.strip_prefix(prefix).map(str::to_owned)).collect();
+        assert_eq!(carried, on_disk, "the runtime files of {dir} (add them to sdkgen/runtime.rs)");
+        for name in &carried {
+            let file = files.iter().find(|f| f.path == format!("{prefix}{name}")).unwrap();
+            assert_eq!(file.bytes, std::fs::read(root.join(dir).join(name)).unwrap(), "{name}");
+        }
+    }
+    assert!(runtime::python_exports().contains(&"StardustError"));
+}
+
+#[test]
+fn package_names_follow_each_ecosystem() {
+    let ts = |f| package_name(f, Lang::TypeScript);
+    let py = |f| package_name(f, Lang::Python);
+    assert_eq!(ts("library"), "library");
+    assert_eq!(ts("My Types"), "my-types");
+    assert_eq!(ts(".hidden"), "hidden");
+    assert_eq!(ts("__"), "stardust-types");
+    assert_eq!(py("library_types"), "library_types");
+    assert_eq!(py("my-types"), "my_types");
+    assert_eq!(py("2024"), "_2024");
+    assert_eq!(py("class"), "class_");
+}
+
+/// A file an earlier generator wrote that would now mislead is found only when it is still
+/// the generator's (its header), never a file of the user's.
+#[test]
+fn obsolete_files_are_the_generators_own() {
+    let ours = generate(&library(), Lang::TypeScript)[0].bytes.clone();
+    assert_eq!(
+        obsolete(Lang::TypeScript, |p| (p == "index.ts").then(|| ours.clone())),
+        ["index.ts"]
+    );
+    let theirs = b"export const x = 1;\n".to_vec();
+    assert!(obsolete(Lang::TypeScript, |_| Some(theirs.clone())).is_empty());
+    assert!(obsolete(Lang::Python, |_| Some(ours.clone())).is_empty());
+}

@@ -7,7 +7,7 @@
 //! The servers themselves are behind [`CodeHost`]; without one installed (a core started by a
 //! test, a read-only checkout) every code request answers `server-unavailable`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Call, CommandError, CommandResult, Service, Session, page};
 use crate::codefiles::{
-    self, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchError, LaunchSpec, Owner, Servers,
-    Trusted,
+    self, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchError, LaunchSpec, Owner, Readiness,
+    Servers, Trusted,
 };
 use crate::error::{Code, Error};
 use crate::ide::{Buffer, Root, Roots};
@@ -52,6 +52,9 @@ pub(super) struct CodeFiles {
     speculation: RwLock<()>,
     /// Texts of code files as last read from disk, with the `stat` they were read at.
     disk_texts: Mutex<HashMap<PathBuf, (DiskStamp, Arc<str>)>>,
+    /// The servers a warm-up is starting now (SPEC §25): one warm-up per server however many
+    /// sessions attach at once.
+    warming: Arc<Mutex<HashSet<String>>>,
 }
 
 /// What a code file on disk is, from one `stat`: device, inode, size, and modification and
@@ -84,6 +87,9 @@ pub struct CodeTarget {
     pub spec: LaunchSpec,
 }
 
+/// How often a wait for a server's readiness looks again.
+const READY_POLL: Duration = Duration::from_millis(10);
+
 /// The answers of [`Service::code_workspace_symbols`].
 #[derive(Debug, Default)]
 pub struct CodeSymbols {
@@ -93,6 +99,8 @@ pub struct CodeSymbols {
     pub skipped: Vec<(String, CommandError)>,
     /// Whether one of them reported work in progress.
     pub indexing: bool,
+    /// Whether every server answered ready (none skipped for its readiness).
+    pub complete: bool,
 }
 
 impl CodeTarget {
@@ -589,7 +597,7 @@ impl Service {
         query: &str,
         only: Option<&str>,
     ) -> Result<CodeSymbols, CommandError> {
-        let mut out = CodeSymbols::default();
+        let mut out = CodeSymbols { complete: true, ..CodeSymbols::default() };
         let Some(host) = &self.code.host else { return Ok(out) };
         let servers = self.code_servers()?;
         for server in servers.iter().filter(|s| only.is_none_or(|o| o == s.name())) {
@@ -617,9 +625,23 @@ impl Service {
             };
             let cold = host.encoding(server.name()).is_none();
             let target = if cold { first() } else { None };
-            let mut answer = match &target {
-                Some(target) => self.code_request(target, "workspace/symbol", params.clone()),
-                None => host.request(&spec, "workspace/symbol", params.clone()).map_err(Into::into),
+            if let Some(target) = &target
+                && let Err(err) = self.code_sync(target)
+            {
+                out.skipped.push((server.name().to_owned(), err));
+                continue;
+            }
+            // Symbols of a server still loading the workspace would be only some of them.
+            if let Err(err) = self.await_ready(server.name(), spec.timeouts.request) {
+                out.complete = false;
+                out.skipped.push((server.name().to_owned(), err));
+                continue;
+            }
+            // The first file was given above (to know the server's readiness).
+            let spec = target.as_ref().map_or(&spec, |t| &t.spec);
+            let mut answer = {
+                let _shared = self.not_speculating();
+                host.request(spec, "workspace/symbol", params.clone()).map_err(CommandError::from)
             };
             // Only an error the server answered: a crash or a timeout is never asked again
             // behind the caller's back.
@@ -640,6 +662,103 @@ impl Service {
             }
         }
         Ok(out)
+    }
+
+    /// Wait until `server` is ready (SPEC §25), up to `timeout`: navigation and code-edit
+    /// previews answer only from a server whose initial analysis is over, since an answer
+    /// from one still loading the workspace misses what it has not loaded. `busy` naming the
+    /// readiness past the timeout. A server that crashed is not waited for: the request
+    /// that follows starts it again or answers why it cannot.
+    pub(super) fn await_ready(&self, server: &str, timeout: Duration) -> Result<(), CommandError> {
+        let host = self.host(server)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            match host.readiness(server) {
+                None | Some((Readiness::Ready | Readiness::Crashed, _)) => return Ok(()),
+                Some((readiness, since)) if Instant::now() >= deadline => {
+                    return Err(CommandError::NotReady {
+                        server: server.to_owned(),
+                        readiness,
+                        since: wall_time(since),
+                        waited: timeout,
+                    });
+                }
+                Some(_) => {
+                    host.used(server);
+                    crate::sync::long_wait(|| std::thread::sleep(READY_POLL));
+                }
+            }
+        }
+    }
+
+    /// `method` for `target` asked once its server is ready (SPEC §25), and asked again,
+    /// within the server's request timeout, while the server answers at work (it took up a
+    /// change, checking the file it was just given, say): an answer given at work may miss
+    /// what that work adds. Past the timeout, the last answer (its `indexing` says it is not
+    /// complete), or `busy` naming the readiness when there is none.
+    pub(super) fn ask_when_ready(
+        &self,
+        target: &CodeTarget,
+        text: &str,
+        method: &str,
+        params: &Value,
+    ) -> Result<CodeAnswer, CommandError> {
+        let deadline = Instant::now() + target.spec.timeouts.request;
+        let mut last = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(err) = self.await_ready(target.server(), left) {
+                return last.ok_or(err);
+            }
+            let answer = self.code_request_with(target, text, method, params.clone())?;
+            if !answer.indexing || Instant::now() >= deadline {
+                return Ok(answer);
+            }
+            last = Some(answer);
+        }
+    }
+
+    /// Warm-up (SPEC §25): every eager server that may start (trusted, its program found) and
+    /// covers a file of the store, not running and not being warmed already, is started in
+    /// the background and given the store's first file it covers, so that its initial
+    /// analysis runs while the agent or the editor is still starting. Nothing here waits: the
+    /// caller (a session attaching, the core starting) goes on at once. A server that may
+    /// not start is left alone and nothing is said; a request that needs it says why. A
+    /// server that crashes while warming is started again within its `max_restarts`.
+    pub fn warm_up(&self) {
+        let Some(host) = self.code.host.clone() else { return };
+        let Ok(servers) = self.code_servers() else { return };
+        let mut specs = Vec::new();
+        for server in servers.iter().filter(|s| s.config.start == crate::config::Start::Eager) {
+            if host.readiness(server.name()).is_some() {
+                continue;
+            }
+            let Ok(spec) = self.launch(server) else { continue };
+            if lock(&self.code.warming).insert(server.name().to_owned()) {
+                specs.push(spec);
+            }
+        }
+        if specs.is_empty() {
+            return;
+        }
+        let snapshot = self.store.snapshot();
+        let config = snapshot.analysis.config().clone();
+        let root = self.store.root().to_owned();
+        let warming = self.code.warming.clone();
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        let started = std::thread::Builder::new().name("code-warm-up".into()).spawn(move || {
+            for spec in specs {
+                warm(&*host, &root, &config, &servers, spec.clone());
+                lock(&warming).remove(&spec.name);
+            }
+        });
+        if let Err(err) = started {
+            tracing::warn!("no warm-up of the language servers: cannot start a thread: {err}");
+            let mut warming = lock(&self.code.warming);
+            for name in names {
+                warming.remove(&name);
+            }
+        }
     }
 
     /// Stop every language server (the core is stopping).
@@ -673,6 +792,72 @@ fn with_root(mut spec: LaunchSpec, rel: &str, store: &Path) -> LaunchSpec {
         spec.root = store.join(dir);
     }
     spec
+}
+
+/// A moment of this process as the time of day.
+pub(super) fn wall_time(at: Instant) -> std::time::SystemTime {
+    std::time::SystemTime::now() - Instant::now().saturating_duration_since(at)
+}
+
+/// Warm one server up (see [`Service::warm_up`]): give it the store's first file it covers,
+/// then follow it until it is ready, starting it again after a crash while its restarts last.
+fn warm(
+    host: &dyn CodeHost,
+    root: &Path,
+    config: &crate::config::Config,
+    servers: &Servers,
+    spec: LaunchSpec,
+) {
+    let name = spec.name.clone();
+    let first = codefiles::first_file(root, config, servers, &name, |rel| {
+        let Ok(Owner::Server { language_id, .. }) = codefiles::route(config, servers, rel) else {
+            return None;
+        };
+        let file = root.join(rel);
+        let text = read_text(&file, rel).ok()?;
+        Some((with_root(spec.clone(), rel, root), file, language_id, text))
+    });
+    let Some((spec, file, language_id, text)) = first else {
+        tracing::debug!(server = name, "no warm-up: it covers no file of the store");
+        return;
+    };
+    let deadline = Instant::now() + spec.timeouts.startup + spec.timeouts.request;
+    loop {
+        if let Err(err) = host.sync(&spec, &file, &language_id, &text) {
+            tracing::info!(server = name, "warm-up stopped: {err}");
+            return;
+        }
+        loop {
+            match host.readiness(&name) {
+                Some((Readiness::Ready, _)) => return index(host, &spec),
+                None => return,
+                Some((Readiness::Crashed, _)) => break,
+                Some(_) if Instant::now() >= deadline => return,
+                Some(_) => std::thread::sleep(READY_POLL * 5),
+            }
+        }
+        tracing::info!(server = name, "it crashed while warming up: starting it again");
+    }
+}
+
+/// The query of the warm-up's `workspace/symbol`: one that matches (almost) nothing, so the
+/// answer is small while the server still reads every file to look.
+const WARM_QUERY: &str = "__stardust_warm_up__";
+
+/// The last step of a warm-up: one `workspace/symbol` request, which a server that reads
+/// files only when asked (pyright parses and binds a module the first time a request needs
+/// it) answers by reading every file of the workspace, so that the first real question finds
+/// them read. Skipped by a server without workspace symbols; its answer and errors are not
+/// used.
+fn index(host: &dyn CodeHost, spec: &LaunchSpec) {
+    let capabilities = host.capabilities(&spec.name).unwrap_or(Value::Null);
+    let offers = capabilities
+        .get("workspaceSymbolProvider")
+        .is_some_and(|p| !p.is_null() && *p != Value::Bool(false));
+    if offers && let Err(err) = host.request(spec, "workspace/symbol", json!({"query": WARM_QUERY}))
+    {
+        tracing::debug!(server = spec.name, "the warm-up's workspace/symbol: {err}");
+    }
 }
 
 /// Files larger than this are not sent to a server (a generated bundle, a data dump).
@@ -751,7 +936,12 @@ impl<'a> Texts<'a> {
     }
 
     /// `{path, range, server}` for an LSP location (or location link: its target).
-    fn location(&mut self, location: &Value, server: &str, encoding: Encoding) -> Option<Value> {
+    pub(super) fn location(
+        &mut self,
+        location: &Value,
+        server: &str,
+        encoding: Encoding,
+    ) -> Option<Value> {
         let (uri, range) = match location.get("targetUri") {
             Some(uri) => (
                 uri.as_str()?,
@@ -864,9 +1054,17 @@ fn readiness(answer: &CodeAnswer) -> &'static str {
 }
 
 /// `out` with the answer's `server` and `readiness`.
-fn tagged(mut out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
+pub(super) fn tagged(mut out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
     out["server"] = json!(target.server());
     out["readiness"] = json!(readiness(answer));
+    out
+}
+
+/// `out` with the answer's `server`, `readiness` and whether it is `complete` (SPEC §25): an
+/// answer given while its server was not ready may miss what the server has not analysed.
+fn tagged_complete(out: Value, target: &CodeTarget, answer: &CodeAnswer) -> Value {
+    let mut out = tagged(out, target, answer);
+    out["complete"] = json!(!answer.indexing);
     out
 }
 
@@ -927,18 +1125,25 @@ fn hover_markdown(contents: &Value) -> String {
 }
 
 /// `definition`, `declaration`, `type_definition`, `implementation`: a paged list of
-/// locations.
+/// locations. `implementation` searches the workspace: it waits for the server to be ready
+/// and says whether its answer is `complete` (SPEC §25).
 pub(super) fn locations(call: &Call<'_>, target: &CodeTarget, method: &str) -> CommandResult {
     let mut texts = Texts::new(call.service);
     let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
-    let answer = call.service.code_request_with(target, &text, method, params)?;
+    let searches = method == "textDocument/implementation";
+    let answer = if searches {
+        call.service.ask_when_ready(target, &text, method, &params)?
+    } else {
+        call.service.code_request_with(target, &text, method, params)?
+    };
     let encoding = call.service.code_encoding(target.server());
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
         .filter_map(|l| texts.location(l, target.server(), encoding))
         .collect();
     sort_locations(&mut items);
-    Ok(tagged(page::page("locations", items, &call.args)?, target, &answer))
+    let out = page::page("locations", items, &call.args)?;
+    Ok(if searches { tagged_complete(out, target, &answer) } else { tagged(out, target, &answer) })
 }
 
 pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
@@ -946,8 +1151,7 @@ pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult 
     let (mut params, text) = text_position(call.service, target, &call.args, &mut texts)?;
     let declaration = call.args.get("includeDeclaration").and_then(Value::as_bool);
     params["context"] = json!({"includeDeclaration": declaration.unwrap_or(true)});
-    let answer =
-        call.service.code_request_with(target, &text, "textDocument/references", params)?;
+    let answer = call.service.ask_when_ready(target, &text, "textDocument/references", &params)?;
     let encoding = call.service.code_encoding(target.server());
     let mut items: Vec<Value> = as_list(&answer.result)
         .iter()
@@ -955,7 +1159,7 @@ pub(super) fn references(call: &Call<'_>, target: &CodeTarget) -> CommandResult 
         .collect();
     sort_locations(&mut items);
     items.dedup();
-    Ok(tagged(page::page("references", items, &call.args)?, target, &answer))
+    Ok(tagged_complete(page::page("references", items, &call.args)?, target, &answer))
 }
 
 /// LSP `SymbolKind` numbers as words.
@@ -1073,6 +1277,7 @@ pub(super) fn workspace_symbols(call: &Call<'_>, entities: Vec<Value>) -> Comman
         out["skipped"] = json!(skipped);
     }
     out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
+    out["complete"] = json!(!indexing && symbols.complete);
     Ok(out)
 }
 
@@ -1088,6 +1293,9 @@ pub(super) fn severity(value: &Value) -> &'static str {
 
 pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
     let service = call.service;
+    // Started and given the text first, so that its readiness is known.
+    service.code_sync(target)?;
+    service.await_ready(target.server(), target.spec.timeouts.request)?;
     let answer = service.code_diagnostics(target)?;
     let (found, indexing) = (as_list(&answer.result), answer.indexing);
     let encoding = service.code_encoding(target.server());
@@ -1096,76 +1304,15 @@ pub(super) fn diagnostics(call: &Call<'_>, target: &CodeTarget) -> CommandResult
     let wanted = call.args.get("severity").and_then(Value::as_str);
     let mut items: Vec<Value> = found
         .iter()
-        .map(|d| {
-            let mut item = json!({
-                "path": target.path,
-                "range": texts.range(&uri, &d["range"], encoding),
-                "severity": severity(&d["severity"]),
-                "message": d["message"],
-                "server": target.server(),
-            });
-            if let Some(code) = d.get("code").filter(|c| !c.is_null()) {
-                item["code"] = code.clone();
-            }
-            if let Some(source) = d.get("source").filter(|c| !c.is_null()) {
-                item["source"] = source.clone();
-            }
-            item
-        })
+        .map(|d| code_diagnostic(&mut texts, &uri, &target.path, target.server(), d, encoding))
         .filter(|item| wanted.is_none_or(|w| item["severity"] == w))
         .collect();
     sort_locations(&mut items);
     let mut out = page::page("diagnostics", items, &call.args)?;
     out["server"] = json!(target.server());
     out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
+    out["complete"] = json!(!indexing);
     Ok(out)
-}
-
-pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
-    let mut texts = Texts::new(call.service);
-    let (at, text) = text_position(call.service, target, &call.args, &mut texts)?;
-    let host = call.service.host(target.server())?;
-    let context_diagnostics: Vec<Value> = host
-        .published(target.server(), &target.file)
-        .map(|(_, ds)| {
-            ds.into_iter()
-                .filter(|d| {
-                    let line = at["position"]["line"].as_u64();
-                    d["range"]["start"]["line"].as_u64() <= line
-                        && d["range"]["end"]["line"].as_u64() >= line
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let params = json!({
-        "textDocument": at["textDocument"],
-        "range": {"start": at["position"], "end": at["position"]},
-        "context": {"diagnostics": context_diagnostics},
-    });
-    let answer =
-        call.service.code_request_with(target, &text, "textDocument/codeAction", params)?;
-    // Every action gets a handle for `code_action_preview`, bound to this session and to the
-    // text the server computed it on.
-    let items = as_list(&answer.result)
-        .iter()
-        .map(|a| {
-            let (handle, expires) = super::code_edit::mint(call, target, &text, a);
-            // A bare `Command` has a string `command`; a `CodeAction` may carry one beside
-            // (or instead of) its edit.
-            let command = a["command"].as_str().or_else(|| a["command"]["command"].as_str());
-            json!({
-                "title": a["title"],
-                "kind": a.get("kind").cloned().unwrap_or(Value::Null),
-                "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false),
-                "edit": a.get("edit").is_some_and(|e| !e.is_null()),
-                "command": command,
-                "handle": handle,
-                "expiresAt": crate::store::rfc3339(expires),
-                "server": target.server(),
-            })
-        })
-        .collect();
-    Ok(tagged(page::page("actions", items, &call.args)?, target, &answer))
 }
 
 pub(super) fn signature_help(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
@@ -1200,17 +1347,89 @@ pub(super) fn signature_help(call: &Call<'_>, target: &CodeTarget) -> CommandRes
     Ok(tagged(json!({"signatureHelp": help}), target, &answer))
 }
 
+/// The diagnostics the running servers have published for the store's code files (SPEC
+/// §25: `diagnostics {}` over the whole store), as the tool shows a code file's, each naming
+/// its `server`; each running server is waited for within its request timeout, and whether
+/// every one was ready is the answer's `complete`. A server that is not running has published
+/// nothing and is not started for this.
+pub(super) fn published_diagnostics(
+    call: &Call<'_>,
+    wanted: Option<&str>,
+) -> Result<(Vec<Value>, bool), CommandError> {
+    let service = call.service;
+    let Some(host) = &service.code.host else { return Ok((Vec::new(), true)) };
+    let servers = service.code_servers()?;
+    let config = call.snapshot.analysis.config();
+    let root = service.store.root();
+    let mut items = Vec::new();
+    let mut complete = true;
+    for server in servers.iter() {
+        let name = server.name();
+        // A server that is not running has published nothing, and is not started for this.
+        if host.readiness(name).is_some() {
+            let timeout = service.launch(server).map_or(Duration::ZERO, |s| s.timeouts.request);
+            if service.await_ready(name, timeout).is_err() {
+                complete = false;
+            }
+        }
+        let encoding = service.code_encoding(name);
+        let mut texts = Texts::new(service);
+        let publications = {
+            let _shared = service.not_speculating();
+            host.publications(name)
+        };
+        for (file, publication) in publications {
+            let Some(rel) = crate::scan::relative(root, &file) else { continue };
+            // Only the files this server covers now.
+            match codefiles::route(config, &servers, &rel) {
+                Ok(Owner::Server { server, .. }) if server == name => {}
+                _ => continue,
+            }
+            let uri = crate::ide::file_uri(&file);
+            for d in &publication.diagnostics {
+                let item = code_diagnostic(&mut texts, &uri, &rel, name, d, encoding);
+                if wanted.is_none_or(|w| item["severity"] == w) {
+                    items.push(item);
+                }
+            }
+        }
+    }
+    Ok((items, complete))
+}
+
+/// A server's diagnostic of the file at store path `path` (`uri`) as the `diagnostics` tool
+/// shows it.
+fn code_diagnostic(
+    texts: &mut Texts<'_>,
+    uri: &str,
+    path: &str,
+    server: &str,
+    d: &Value,
+    encoding: Encoding,
+) -> Value {
+    let mut item = json!({
+        "path": path,
+        "range": texts.range(uri, &d["range"], encoding),
+        "severity": severity(&d["severity"]),
+        "message": d["message"],
+        "server": server,
+    });
+    if let Some(code) = d.get("code").filter(|c| !c.is_null()) {
+        item["code"] = code.clone();
+    }
+    if let Some(source) = d.get("source").filter(|c| !c.is_null()) {
+        item["source"] = source.clone();
+    }
+    item
+}
+
 /// `incoming_calls` / `outgoing_calls`: the call hierarchy item at the position, then its
 /// callers or callees.
 pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> CommandResult {
     let mut texts = Texts::new(call.service);
     let (params, text) = text_position(call.service, target, &call.args, &mut texts)?;
-    let prepared = call.service.code_request_with(
-        target,
-        &text,
-        "textDocument/prepareCallHierarchy",
-        params,
-    )?;
+    let prepared =
+        call.service.ask_when_ready(target, &text, "textDocument/prepareCallHierarchy", &params)?;
     let encoding = call.service.code_encoding(target.server());
     let mut items = Vec::new();
     let mut indexing = prepared.indexing;
@@ -1251,6 +1470,7 @@ pub(super) fn calls(call: &Call<'_>, target: &CodeTarget, incoming: bool) -> Com
     let mut out = page::page("calls", items, &call.args)?;
     out["server"] = json!(target.server());
     out["readiness"] = json!(if indexing { "indexing" } else { "ready" });
+    out["complete"] = json!(!indexing);
     Ok(out)
 }
 

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, text_position};
+use super::code::{CodeTarget, Texts, as_list, mcp_position, severity, tagged, text_position};
 use super::preview::{self, Preview};
-use super::{Call, CommandError, CommandResult, Service};
+use super::{Call, CommandError, CommandResult, Service, page};
 use crate::codefiles::{self, Activity, CodeError, Owner, Publication};
 use crate::error::{Code, Error};
 use crate::store::saves::CodeSaves;
@@ -40,6 +40,31 @@ pub(super) struct FileEdit {
     pub target: CodeTarget,
     pub before: String,
     pub after: String,
+    /// The edit as byte spans of `before`, in order and apart: where a diagnostic of
+    /// `before` is in `after`.
+    pub spans: Vec<Span>,
+}
+
+/// One replaced span of a text: its start and end (bytes) and the length of what replaced it.
+pub(super) type Span = (usize, usize, usize);
+
+impl FileEdit {
+    /// A file changed from `before` to `after` as a whole (a save): its one minimal edit.
+    pub(super) fn whole(target: CodeTarget, before: String, after: String) -> FileEdit {
+        let edit = crate::text::diff::minimal_edit(&before, &after);
+        let spans = if edit.is_empty() {
+            Vec::new()
+        } else {
+            vec![(edit.start, edit.old_end, edit.new_end - edit.start)]
+        };
+        FileEdit { target, before, after, spans }
+    }
+
+    /// A file the edit does not touch, whose diagnostics it may change (it imports a touched
+    /// file, or names the renamed symbol): its text now, before and after.
+    fn untouched(target: CodeTarget, text: String) -> FileEdit {
+        FileEdit { target, before: text.clone(), after: text, spans: Vec::new() }
+    }
 }
 
 /// The speculative diagnostics delta of a code edit, as MCP shows diagnostics.
@@ -48,14 +73,27 @@ pub(super) enum Delta {
     Unknown(String),
 }
 
-/// `rename_preview` for a code file: the server's rename as a preview.
+/// What the server's `references` say of a rename's edit (SPEC §25): the places it reports
+/// that the edit leaves out, as the tools show locations, and the files that name the symbol.
+#[derive(Default)]
+struct Coverage {
+    missing: Vec<Value>,
+    /// The server answered the rename or its references while not ready.
+    indexing: bool,
+    /// URIs of the files the references are in.
+    referencing: Vec<String>,
+}
+
+/// `rename_preview` for a code file: the server's rename as a preview, made only on a ready
+/// server and checked against the server's own references of the same symbol.
 pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
     let service = call.service;
     let new_name = call.args.get("newName").and_then(Value::as_str).unwrap_or_default();
     let mut texts = Texts::new(service);
-    let (mut params, text) = text_position(service, target, &call.args, &mut texts)?;
+    let (place, text) = text_position(service, target, &call.args, &mut texts)?;
+    let mut params = place.clone();
     params["newName"] = json!(new_name);
-    let answer = service.code_request_with(target, &text, "textDocument/rename", params)?;
+    let answer = service.ask_when_ready(target, &text, "textDocument/rename", &params)?;
     if answer.result.is_null() {
         return Err(Error::Unsupported(format!(
             "{} cannot rename what is at that place of {}; prepare_rename says what can be \
@@ -65,17 +103,171 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
         ))
         .into());
     }
-    preview_edit(call, "rename_preview", target.server(), &answer.result)
+    let mut params = place;
+    params["context"] = json!({"includeDeclaration": true});
+    // A server without `references` cannot be checked against them; its rename stands alone.
+    let references = match service.ask_when_ready(target, &text, "textDocument/references", &params)
+    {
+        Ok(references) => references,
+        Err(err) if err.code() == Code::Unsupported => {
+            codefiles::CodeAnswer { result: Value::Null, indexing: false }
+        }
+        Err(err) => return Err(err),
+    };
+    let found = as_list(&references.result);
+    let encoding = service.code_encoding(target.server());
+    let missing = uncovered(&answer.result, &found)
+        .iter()
+        .filter_map(|l| texts.location(l, target.server(), encoding))
+        .collect();
+    let mut referencing: Vec<String> =
+        found.iter().filter_map(|l| l["uri"].as_str().map(str::to_owned)).collect();
+    referencing.sort();
+    referencing.dedup();
+    let coverage =
+        Coverage { missing, indexing: answer.indexing || references.indexing, referencing };
+    preview_edit(call, "rename_preview", target.server(), &answer.result, coverage)
+}
+
+/// The references (LSP `Location`s) that no edit of the `WorkspaceEdit` `edit` covers: a
+/// rename that leaves one out would leave a use of the old name behind.
+fn uncovered(edit: &Value, references: &[Value]) -> Vec<Value> {
+    let mut by_uri: HashMap<&str, Vec<&Value>> = HashMap::new();
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for change in changes {
+            let uri = change["textDocument"]["uri"].as_str().unwrap_or_default();
+            by_uri.entry(uri).or_default().extend(change["edits"].as_array().into_iter().flatten());
+        }
+    }
+    if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        for (uri, edits) in changes {
+            by_uri.entry(uri).or_default().extend(edits.as_array().into_iter().flatten());
+        }
+    }
+    let at = |p: &Value| (p["line"].as_u64().unwrap_or(0), p["character"].as_u64().unwrap_or(0));
+    references
+        .iter()
+        .filter(|r| {
+            let (start, end) = (at(&r["range"]["start"]), at(&r["range"]["end"]));
+            let edits = by_uri.get(r["uri"].as_str().unwrap_or_default());
+            !edits
+                .into_iter()
+                .flatten()
+                .any(|e| at(&e["range"]["start"]) <= start && end <= at(&e["range"]["end"]))
+        })
+        .cloned()
+        .collect()
 }
 
 /// The one way a server's `WorkspaceEdit` becomes a preview (a rename, a code action): whole
-/// file texts, their speculative diagnostics delta, held for the call's session.
-fn preview_edit(call: &Call<'_>, command: &str, server: &str, edit: &Value) -> CommandResult {
+/// file texts, their speculative diagnostics delta (over the files they touch and those
+/// that may break with them), held for the call's session.
+fn preview_edit(
+    call: &Call<'_>,
+    command: &str,
+    server: &str,
+    edit: &Value,
+    coverage: Coverage,
+) -> CommandResult {
     let service = call.service;
     let encoding = service.code_encoding(server);
     let files = workspace_edit(service, edit, encoding)?;
-    let delta = speculate(service, &files);
-    Ok(insert(call, command, files, delta))
+    let delta = match dependents(service, &files, &coverage.referencing) {
+        Ok(dependents) => speculate(service, &files, &dependents),
+        Err(reason) => Delta::Unknown(reason),
+    };
+    Ok(insert(call, command, files, delta, &coverage))
+}
+
+/// The most files a delta checks besides those the edit touches.
+pub const MAX_DEPENDENTS: usize = 300;
+
+/// The files whose diagnostics an edit of `files` may change without touching them (SPEC
+/// §25): those that name the renamed symbol (`referencing`, URIs) and those that import a
+/// touched file, among the code files of the touched files' servers. A file imports another
+/// when one of its lines with an import word (`import`, `from`, `require`, `include`, `use`,
+/// `mod`) names the other's module: its file name without the extension, or its folder's
+/// name for an `__init__`, `index` or `mod` file. A guess that errs on the side of more
+/// files: a file checked that did not need it only costs time. `Err`: more than
+/// [`MAX_DEPENDENTS`] of them.
+fn dependents(
+    service: &Service,
+    files: &[FileEdit],
+    referencing: &[String],
+) -> Result<Vec<FileEdit>, String> {
+    let touched: std::collections::HashSet<&str> =
+        files.iter().map(|f| f.target.path.as_str()).collect();
+    let servers: std::collections::HashSet<&str> =
+        files.iter().map(|f| f.target.server()).collect();
+    let modules: Vec<String> = files.iter().filter_map(|f| module_name(&f.target.path)).collect();
+    let roots = service.roots();
+    let mut paths: std::collections::BTreeSet<String> = referencing
+        .iter()
+        .filter_map(|uri| roots.uri_to_store_path(uri).ok().map(|r| r.path))
+        .filter(|p| !touched.contains(p.as_str()))
+        .collect();
+    let snapshot = service.store.snapshot();
+    let config = snapshot.analysis.config();
+    let Ok(all) = service.code_servers() else { return Ok(Vec::new()) };
+    let root = service.store.root();
+    let mut candidates = Vec::new();
+    crate::scan::find_file(root, config, codefiles::FIRST_FILE_BUDGET, |rel| {
+        if !touched.contains(rel)
+            && let Ok(Owner::Server { server, .. }) = codefiles::route(config, &all, rel)
+            && servers.contains(server)
+        {
+            candidates.push(rel.to_owned());
+        }
+        None::<()>
+    });
+    let texts = crate::scan::read_many(&candidates, |rel| {
+        service.code_file_text(&root.join(rel).to_string_lossy())
+    });
+    for (rel, text) in candidates.into_iter().zip(texts) {
+        if text.is_some_and(|t| imports_any(&t, &modules)) {
+            paths.insert(rel);
+        }
+    }
+    if paths.len() > MAX_DEPENDENTS {
+        return Err(format!(
+            "{} files besides those the edit touches import them or name the symbol; a delta \
+             checks at most {MAX_DEPENDENTS}",
+            paths.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        let Ok(target) = service.code_target(&path) else { continue };
+        let Ok(text) = service.code_text(&target) else { continue };
+        out.push(FileEdit::untouched(target, text.to_string()));
+    }
+    Ok(out)
+}
+
+/// The name other files import the code file at store path `path` by (see [`dependents`]).
+fn module_name(path: &str) -> Option<String> {
+    let p = std::path::Path::new(path);
+    let stem = p.file_stem()?.to_str()?;
+    let name = match stem {
+        "__init__" | "index" | "mod" => p.parent()?.file_name()?.to_str()?,
+        stem => stem,
+    };
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// Whether a line of `text` with an import word names one of `modules` as a word.
+fn imports_any(text: &str, modules: &[String]) -> bool {
+    const IMPORT_WORDS: [&str; 6] = ["import", "from", "require", "include", "use", "mod"];
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let has_word = |line: &str, w: &str| {
+        line.match_indices(w).any(|(i, _)| {
+            !line[..i].chars().next_back().is_some_and(word)
+                && !line[i + w.len()..].chars().next().is_some_and(word)
+        })
+    };
+    text.lines().any(|line| {
+        IMPORT_WORDS.iter().any(|w| has_word(line, w)) && modules.iter().any(|m| has_word(line, m))
+    })
 }
 
 /// The most code-action handles one session holds; the oldest go past it.
@@ -159,6 +351,55 @@ pub(super) fn mint(
     (id, SystemTime::now() + service.preview_lifetime)
 }
 
+/// `code_actions` for a code file: its server's actions at the place, each with a handle for
+/// `code_action_preview`.
+pub(super) fn code_actions(call: &Call<'_>, target: &CodeTarget) -> CommandResult {
+    let mut texts = Texts::new(call.service);
+    let (at, text) = text_position(call.service, target, &call.args, &mut texts)?;
+    let host = call.service.host(target.server())?;
+    let context_diagnostics: Vec<Value> = host
+        .published(target.server(), &target.file)
+        .map(|(_, ds)| {
+            ds.into_iter()
+                .filter(|d| {
+                    let line = at["position"]["line"].as_u64();
+                    d["range"]["start"]["line"].as_u64() <= line
+                        && d["range"]["end"]["line"].as_u64() >= line
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let params = json!({
+        "textDocument": at["textDocument"],
+        "range": {"start": at["position"], "end": at["position"]},
+        "context": {"diagnostics": context_diagnostics},
+    });
+    let answer =
+        call.service.code_request_with(target, &text, "textDocument/codeAction", params)?;
+    // Every action gets a handle for `code_action_preview`, bound to this session and to the
+    // text the server computed it on.
+    let items = as_list(&answer.result)
+        .iter()
+        .map(|a| {
+            let (handle, expires) = mint(call, target, &text, a);
+            // A bare `Command` has a string `command`; a `CodeAction` may carry one beside
+            // (or instead of) its edit.
+            let command = a["command"].as_str().or_else(|| a["command"]["command"].as_str());
+            json!({
+                "title": a["title"],
+                "kind": a.get("kind").cloned().unwrap_or(Value::Null),
+                "preferred": a.get("isPreferred").and_then(Value::as_bool).unwrap_or(false),
+                "edit": a.get("edit").is_some_and(|e| !e.is_null()),
+                "command": command,
+                "handle": handle,
+                "expiresAt": crate::store::rfc3339(expires),
+                "server": target.server(),
+            })
+        })
+        .collect();
+    Ok(tagged(page::page("actions", items, &call.args)?, target, &answer))
+}
+
 /// `code_action_preview {handle}`: the code action a listing offered, as a preview. An action
 /// with neither an edit nor a command is resolved (`codeAction/resolve`) when its server can;
 /// an action that only
@@ -170,6 +411,9 @@ pub(super) fn code_action_preview(call: &Call<'_>) -> CommandResult {
     let id = call.text("handle");
     let handle = lock(&service.actions).take(&id, call.session.id)?;
     let target = service.code_target(&handle.path)?;
+    // A preview is made only on a ready server (SPEC §25).
+    service.code_sync(&target)?;
+    service.await_ready(target.server(), target.spec.timeouts.request)?;
     let text = service.code_text(&target)?;
     if Version::of(text.as_bytes()) != handle.version {
         return Err(CommandError::ActionStale { path: handle.path });
@@ -205,7 +449,7 @@ pub(super) fn code_action_preview(call: &Call<'_>) -> CommandResult {
         ))
         .into());
     }
-    preview_edit(call, "code_action_preview", target.server(), &action["edit"])
+    preview_edit(call, "code_action_preview", target.server(), &action["edit"], Coverage::default())
 }
 
 fn only_a_command(target: &CodeTarget, title: &str, command: &str) -> Error {
@@ -276,14 +520,20 @@ pub(super) fn workspace_edit(
             ))
             .into());
         }
-        let after = apply(&before, &edits, encoding, &path)?;
-        files.push(FileEdit { target, before, after });
+        let (after, spans) = apply(&before, &edits, encoding, &path)?;
+        files.push(FileEdit { target, before, after, spans });
     }
     Ok(files)
 }
 
-/// `text` with LSP `TextEdit`s (ranges in `encoding`) applied; overlapping edits are refused.
-fn apply(text: &str, edits: &[Value], encoding: Encoding, path: &str) -> Result<String, Error> {
+/// `text` with LSP `TextEdit`s (ranges in `encoding`) applied, and the edit's byte spans (see
+/// [`FileEdit::spans`]); overlapping edits are refused.
+fn apply(
+    text: &str,
+    edits: &[Value],
+    encoding: Encoding,
+    path: &str,
+) -> Result<(String, Vec<Span>), Error> {
     let index = LineIndex::new(text);
     let offset = |at: &Value| -> Option<usize> {
         let position = Position {
@@ -320,33 +570,52 @@ fn apply(text: &str, edits: &[Value], encoding: Encoding, path: &str) -> Result<
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (start, end, new) in spans {
-        out.push_str(&text[at..start]);
+    for (start, end, new) in &spans {
+        out.push_str(&text[at..*start]);
         out.push_str(new);
-        at = end;
+        at = *end;
     }
     out.push_str(&text[at..]);
-    Ok(out)
+    Ok((out, spans.into_iter().map(|(start, end, new)| (start, end, new.len())).collect()))
 }
 
-/// The diagnostics the servers give for the edited texts against those for the texts now:
-/// every edited text is given to its server, each file's diagnostics collected, and the texts
-/// given back. Diagnostics are matched by file, severity, code and message (their ranges move
-/// with the edit); new ones are shown in the edited text, resolved ones in the text now.
-pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
+/// The diagnostics the servers give for the edited texts against those for the texts now,
+/// over the touched `files` and their `dependents` (files the edit leaves as they are, whose
+/// diagnostics it may change): every text is given to its server, each file's diagnostics
+/// collected, and the texts given back (a dependent the server did not have open is closed
+/// again). A diagnostic is the same before and after when its severity, code and range (the
+/// range before moved by the edit) agree, whatever its message (servers word one finding
+/// differently from one check to the next); new ones are shown in the edited text, resolved
+/// ones in the text now.
+pub(super) fn speculate(service: &Service, files: &[FileEdit], dependents: &[FileEdit]) -> Delta {
+    let all: Vec<&FileEdit> = files.iter().chain(dependents).collect();
     let _alone = service.speculating();
-    let before = match collect(service, files, |f| &f.before) {
+    let was_open: Vec<bool> = all
+        .iter()
+        .map(|f| {
+            let server = f.target.server();
+            service.host(server).is_ok_and(|h| h.version(server, &f.target.file).is_some())
+        })
+        .collect();
+    let before = match collect(service, &all, |f| &f.before) {
         Ok(found) => found,
         Err(err) => return Delta::Unknown(format!("before the edit: {err}")),
     };
-    let after = collect(service, files, |f| &f.after);
+    let after = collect(service, &all, |f| &f.after);
     // Back to the texts every session sees, whatever happened; a server that crashed is
     // given them again when it restarts.
-    for file in files {
+    for (file, was_open) in all.iter().zip(&was_open) {
+        let (server, path) = (file.target.server(), &file.target.path);
+        if !was_open && file.spans.is_empty() && service.code_buffer(path).is_none() {
+            if let Ok(host) = service.host(server) {
+                host.close(server, &file.target.file);
+            }
+            continue;
+        }
         let now =
             service.code_text(&file.target).map_or_else(|_| file.before.clone(), |t| t.to_string());
         if let Err(err) = service.code_give(&file.target, &now) {
-            tracing::warn!("cannot give {} its text back after a preview: {err}", file.target.path);
+            tracing::warn!("cannot give {path} its text back after a preview: {err}");
         }
     }
     let after = match after {
@@ -355,9 +624,9 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit]) -> Delta {
     };
     let mut new = Vec::new();
     let mut resolved = Vec::new();
-    for ((file, old), now) in files.iter().zip(&before).zip(&after) {
+    for ((file, old), now) in all.iter().zip(&before).zip(&after) {
         let encoding = service.code_encoding(file.target.server());
-        let (added, removed) = unmatched(old, now);
+        let (added, removed) = unmatched(file, old, now, encoding);
         let show = |text: &str, list: Vec<&Value>| -> Vec<Value> {
             let text: (Arc<str>, LineIndex) = (Arc::from(text), LineIndex::new(text));
             list.into_iter().map(|d| shown(&file.target, &text, d, encoding)).collect()
@@ -426,7 +695,7 @@ impl Waited {
 /// published for the text it has, and is idle, is answered at once.
 fn collect(
     service: &Service,
-    files: &[FileEdit],
+    files: &[&FileEdit],
     text_of: impl Fn(&FileEdit) -> &String,
 ) -> Result<Vec<Vec<Value>>, CommandError> {
     // What each server had published before it was given the text, and whether the text was
@@ -545,31 +814,95 @@ fn collect(
     Ok(found.into_iter().map(Option::unwrap_or_default).collect())
 }
 
-/// What matches a diagnostic across an edit.
-fn identity(d: &Value) -> (String, String, String) {
-    (severity(&d["severity"]).to_owned(), d["code"].to_string(), d["message"].to_string())
+/// What matches a diagnostic across an edit: its severity, its code and its range as byte
+/// offsets of the text after the edit.
+type Identity = (&'static str, String, usize, usize);
+
+/// The byte offset of the LSP position `at` (in `encoding`) in `text`; a position past its
+/// line's end (servers send them) is the line's end.
+fn byte_offset(text: &str, index: &LineIndex, at: &Value, encoding: Encoding) -> usize {
+    let position = Position {
+        line: u32::try_from(at["line"].as_u64().unwrap_or(0)).unwrap_or(u32::MAX),
+        column: u32::try_from(at["character"].as_u64().unwrap_or(0)).unwrap_or(u32::MAX),
+    };
+    let offset = index.offset(text, position, encoding).unwrap_or_else(|| {
+        index.line_span(text, position.line).map_or(crate::text::to_u32(text.len()), |s| s.end)
+    });
+    offset as usize
+}
+
+/// Where the byte `offset` of the text before an edit of `spans` is in the text after it. An
+/// offset inside an edited span goes to the start of what replaced it, or to its end for the
+/// end of a range (`end`), so a diagnostic of the renamed word covers the new word.
+fn shifted(spans: &[Span], offset: usize, end: bool) -> usize {
+    let mut delta: isize = 0;
+    let moved = |o: usize, delta: isize| o.saturating_add_signed(delta);
+    for &(start, stop, len) in spans {
+        if offset < start || (offset == start && (!end || stop > start)) {
+            return moved(offset, delta);
+        }
+        if offset < stop {
+            return moved(start, delta) + if end { len } else { 0 };
+        }
+        delta += len as isize - (stop - start) as isize;
+    }
+    moved(offset, delta)
+}
+
+/// The identities of `file`'s diagnostics: those of `before` (its text before the edit) moved
+/// by the edit, or those of `after`.
+fn identities(
+    file: &FileEdit,
+    diagnostics: &[Value],
+    before: bool,
+    encoding: Encoding,
+) -> Vec<Identity> {
+    let text = if before { &file.before } else { &file.after };
+    let index = LineIndex::new(text);
+    diagnostics
+        .iter()
+        .map(|d| {
+            let mut start = byte_offset(text, &index, &d["range"]["start"], encoding);
+            let mut end = byte_offset(text, &index, &d["range"]["end"], encoding);
+            if before {
+                start = shifted(&file.spans, start, false);
+                end = shifted(&file.spans, end, true);
+            }
+            (severity(&d["severity"]), d["code"].to_string(), start, end)
+        })
+        .collect()
 }
 
 /// The diagnostics of `after` not in `before` and those of `before` not in `after`, each
 /// counted: two equal diagnostics before and three after are one new.
-fn unmatched<'a>(before: &'a [Value], after: &'a [Value]) -> (Vec<&'a Value>, Vec<&'a Value>) {
-    (minus(after, before), minus(before, after))
+fn unmatched<'a>(
+    file: &FileEdit,
+    before: &'a [Value],
+    after: &'a [Value],
+    encoding: Encoding,
+) -> (Vec<&'a Value>, Vec<&'a Value>) {
+    let old = identities(file, before, true, encoding);
+    let now = identities(file, after, false, encoding);
+    (minus(after, &now, &old), minus(before, &old, &now))
 }
 
-/// The diagnostics of `from` left when each of `take` cancels one equal to it.
-fn minus<'a>(from: &'a [Value], take: &[Value]) -> Vec<&'a Value> {
-    let mut left: HashMap<(String, String, String), usize> = HashMap::new();
-    for d in take {
-        *left.entry(identity(d)).or_default() += 1;
+/// The diagnostics of `from` (with their identities `ids`) left when each identity of `take`
+/// cancels one equal to it.
+fn minus<'a>(from: &'a [Value], ids: &[Identity], take: &[Identity]) -> Vec<&'a Value> {
+    let mut left: HashMap<&Identity, usize> = HashMap::new();
+    for id in take {
+        *left.entry(id).or_default() += 1;
     }
     from.iter()
-        .filter(|d| match left.get_mut(&identity(d)) {
+        .zip(ids)
+        .filter(|(_, id)| match left.get_mut(id) {
             Some(n) if *n > 0 => {
                 *n -= 1;
                 false
             }
             _ => true,
         })
+        .map(|(d, _)| d)
         .collect()
 }
 
@@ -649,8 +982,12 @@ impl CodeSaves for MountCodeSaves {
         let (Ok(before), Ok(after)) = texts else {
             return code_errors(&[], Some(&format!("{rel} is not UTF-8 text")));
         };
-        let files = [FileEdit { target, before: before.to_owned(), after: after.to_owned() }];
-        match speculate(&service, &files) {
+        let files = [FileEdit::whole(target, before.to_owned(), after.to_owned())];
+        let dependents = match dependents(&service, &files, &[]) {
+            Ok(dependents) => dependents,
+            Err(reason) => return code_errors(&[], Some(&reason)),
+        };
+        match speculate(&service, &files, &dependents) {
             Delta::Known { new, .. } => code_errors(&new, None),
             Delta::Unknown(reason) => code_errors(&[], Some(&reason)),
         }
@@ -667,7 +1004,13 @@ impl Service {
 }
 
 /// Hold the preview of `files` for the call's session and answer it.
-fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) -> Value {
+fn insert(
+    call: &Call<'_>,
+    command: &str,
+    files: Vec<FileEdit>,
+    delta: Delta,
+    coverage: &Coverage,
+) -> Value {
     let service = call.service;
     let refuse = call.snapshot.analysis.config().refuse_code_errors;
     let lifetime = service.preview_lifetime;
@@ -675,7 +1018,35 @@ fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) ->
         Delta::Known { new, resolved } => (new, resolved, None),
         Delta::Unknown(reason) => (Vec::new(), Vec::new(), Some(reason)),
     };
-    let reasons = if refuse { code_errors(&new, unknown.as_deref()) } else { Vec::new() };
+    let mut reasons = if refuse { code_errors(&new, unknown.as_deref()) } else { Vec::new() };
+    // SPEC §25: an edit that leaves out a place the server's references report is refused.
+    if !coverage.missing.is_empty() {
+        let places: Vec<String> = coverage
+            .missing
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}:{}:{}",
+                    l["path"].as_str().unwrap_or(""),
+                    l["range"]["line"],
+                    l["range"]["column"]
+                )
+            })
+            .collect();
+        reasons.push(format!(
+            "incomplete: the edit leaves out {} place{} that the server's references report \
+             for the same symbol ({}); ask again once server_status shows the server ready",
+            places.len(),
+            if places.len() == 1 { "" } else { "s" },
+            places.join(", ")
+        ));
+    } else if coverage.indexing {
+        reasons.push(
+            "incomplete: the server was not ready when it answered, so the edit may leave out \
+             places it has not analysed; ask again once server_status shows it ready"
+                .to_owned(),
+        );
+    }
     let mut documents = Vec::with_capacity(files.len());
     let mut planned = Vec::with_capacity(files.len());
     for file in files {
@@ -705,6 +1076,9 @@ fn insert(call: &Call<'_>, command: &str, files: Vec<FileEdit>, delta: Delta) ->
         "committable": reasons.is_empty(),
         "reasons": reasons,
     });
+    if !coverage.missing.is_empty() {
+        json["incomplete"] = json!(coverage.missing);
+    }
     if let Some(reason) = unknown {
         json["diagnosticsUnknown"] = json!(true);
         json["diagnosticsUnknownReason"] = json!(reason);

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Call, CommandError, CommandResult, describe as describe_all};
+use super::{Call, CommandError, CommandResult, describe as describe_all, page};
 use crate::analysis::Analysis;
 use crate::answers;
 use crate::backup::{self, Phase};
@@ -89,6 +89,15 @@ pub(super) fn preview_confirm(call: &mut Call<'_>) -> CommandResult {
 
 pub(super) fn previews_list(call: &mut Call<'_>) -> CommandResult {
     Ok(call.service.previews_list(call.session))
+}
+
+/// `preview_get`: a page of an open preview's documents, from `offset` (an agent's answer to
+/// a mutation shows the first page; `nextOffset` says where the rest starts).
+pub(super) fn preview_get(call: &mut Call<'_>) -> CommandResult {
+    let preview = call.service.preview_json(call.session, &call.text("previewId"))?;
+    let (limit, offset) = page::window(&call.args)?;
+    let at = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    Ok(page::preview_page(preview, at(offset), at(limit)))
 }
 
 pub(super) fn preview_discard(call: &mut Call<'_>) -> CommandResult {

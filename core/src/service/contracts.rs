@@ -80,7 +80,8 @@ const AGENTS: &[Front] = &[Front::Mcp];
 const COMMAND_LINE: &[Front] = &[Front::Cli];
 
 /// Every command and tool: the commands in the order of SPEC §7, the navigation tools in
-/// the order of SPEC §13, then the command line's operations.
+/// the order of SPEC §13, `preview_get` (an agent's pages of a preview), then the command
+/// line's operations.
 pub fn registry() -> &'static [Contract] {
     static REGISTRY: OnceLock<Vec<Contract>> = OnceLock::new();
     REGISTRY.get_or_init(build)
@@ -152,7 +153,7 @@ impl Spec {
 
 fn build() -> Vec<Contract> {
     let specs = reads().into_iter().chain(mutations()).chain(previews()).chain(changes());
-    specs.chain(navigation()).chain(operations()).map(compile).collect()
+    specs.chain(navigation()).chain(preview_pages()).chain(operations()).map(compile).collect()
 }
 
 fn compile(spec: Spec) -> Contract {
@@ -215,6 +216,13 @@ fn id() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 200})
 }
 
+/// An id described: what the argument names.
+fn id_of(what: &str) -> Value {
+    let mut schema = id();
+    schema["description"] = json!(what);
+    schema
+}
+
 fn preview_result() -> Value {
     let ids = json!({"type": "array", "items": {"type": "string"}});
     let version = nullable("string");
@@ -232,8 +240,17 @@ fn preview_result() -> Value {
                     "change": {"enum": ["created", "changed", "deleted"]},
                     "before": version, "after": version,
                     "diff": {"type": "string"},
+                    "diffTruncated": {"type": "boolean", "description": "the diff alone is over a page: only its beginning is here"},
+                    "diffBytes": {"type": "integer", "description": "the whole diff's size, when it was cut"},
                 },
             }},
+            "total": {"type": "integer", "description": "how many documents the preview changes (an agent's answer pages `documents`)"},
+            "nextOffset": {
+                "anyOf": [{"type": "integer"}, {"type": "null"}],
+                "description": "the first document not in this answer; read from there with preview_get {previewId, offset}; null when every document is here",
+            },
+            "pageShrunk": {"type": "boolean", "description": "`documents` was cut to fit one 64 KiB page"},
+            "omitted": {"type": "object", "description": "lists cut to fit one page, with how many items each left out"},
             "entities": {"type": "object", "properties": {"created": ids, "changed": ids, "deleted": ids}},
             "resolved": {"type": "object", "additionalProperties": {"type": "string"}},
             "diagnostics": {"type": "object", "properties": {
@@ -241,6 +258,7 @@ fn preview_result() -> Value {
             }},
             "committable": {"type": "boolean"},
             "reasons": {"type": "array", "items": {"type": "string"}},
+            "incomplete": {"type": "array", "items": {"type": "object"}},
         },
     })
 }
@@ -262,16 +280,16 @@ fn paged(key: &str) -> Value {
 /// `limit` and `offset` of a query (the query engine's bound on `limit`).
 fn query_page() -> Value {
     json!({
-        "limit": {"type": "integer", "minimum": 0, "maximum": crate::query::MAX_LIMIT},
-        "offset": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer", "minimum": 0, "maximum": crate::query::MAX_LIMIT, "description": "rows in the page, instead of the query's own limit (default 100)"},
+        "offset": {"type": "integer", "minimum": 0, "description": "rows skipped before the page, instead of the query's own offset (default 0)"},
     })
 }
 
 /// `limit` and `offset` of a navigation tool's list (SPEC §13's page bounds).
 fn tool_page() -> Value {
     json!({
-        "limit": {"type": "integer", "minimum": 0, "maximum": page::MAX_LIMIT, "default": page::DEFAULT_LIMIT},
-        "offset": {"type": "integer", "minimum": 0, "default": 0},
+        "limit": {"type": "integer", "minimum": 0, "maximum": page::MAX_LIMIT, "default": page::DEFAULT_LIMIT, "description": "items in the page"},
+        "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "items skipped before the page"},
     })
 }
 
@@ -310,7 +328,10 @@ fn reads() -> Vec<Spec> {
             "Evaluate an expression",
             Effect::Read,
             object(
-                json!({"expression": {"type": "string", "minLength": 1}, "entity": id()}),
+                json!({
+                    "expression": {"type": "string", "minLength": 1, "description": "the expression, e.g. @book/dune.author.name"},
+                    "entity": id_of("an entity whose fields bare names read"),
+                }),
                 &["expression"],
             ),
             json!({"type": "object", "required": ["value"]}),
@@ -328,7 +349,7 @@ fn reads() -> Vec<Spec> {
             "stardust.entity.get",
             "Get an entity",
             Effect::Read,
-            object(json!({"id": id()}), &["id"]),
+            object(json!({"id": id_of("the entity's id")}), &["id"]),
             json!({
                 "type": "object",
                 "required": ["id", "value", "path", "range", "version"],
@@ -358,7 +379,7 @@ fn mutations() -> Vec<Spec> {
             "Create entities",
             Effect::Mutation,
             object(
-                json!({"entities": {"type": "array", "minItems": 1, "items": document("entity")}}),
+                json!({"entities": {"type": "array", "minItems": 1, "items": document("entity"), "description": "the new entities; an id may be a temporary name ?name, resolved at commit, and @?name refers to it"}}),
                 &["entities"],
             ),
             preview_result(),
@@ -372,7 +393,7 @@ fn mutations() -> Vec<Spec> {
                 json!({
                     "document": document("query"),
                     "set": {"type": "object", "description": "fields to set (dotted keys set nested fields)"},
-                    "unset": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "unset": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "fields to remove"},
                 }),
                 &["document"],
             ),
@@ -391,7 +412,10 @@ fn mutations() -> Vec<Spec> {
             "stardust.entity.rename",
             "Rename an entity and every reference to it",
             Effect::Mutation,
-            object(json!({"id": id(), "newId": id()}), &["id", "newId"]),
+            object(
+                json!({"id": id_of("the entity's id"), "newId": id_of("its new id")}),
+                &["id", "newId"],
+            ),
             preview_result(),
             commands::entity_rename,
         ),
@@ -401,10 +425,10 @@ fn mutations() -> Vec<Spec> {
             Effect::Mutation,
             object(
                 json!({
-                    "id": id(),
-                    "include": {"type": "array", "items": {"type": "string", "minLength": 1}},
-                    "target": {"type": "string", "minLength": 1},
-                    "keep": {"type": "integer", "minimum": 1},
+                    "id": id_of("the definition's id, e.g. backup/nightly"),
+                    "include": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "globs of store-relative paths to archive; default every file"},
+                    "target": {"type": "string", "minLength": 1, "description": "the folder archives are written to, outside the store"},
+                    "keep": {"type": "integer", "minimum": 1, "description": "how many of the newest archives to keep; default 7"},
                 }),
                 &["id", "target"],
             ),
@@ -415,8 +439,12 @@ fn mutations() -> Vec<Spec> {
 }
 
 fn previews() -> Vec<Spec> {
-    let preview_id =
-        || object(json!({"previewId": {"type": "string", "minLength": 1}}), &["previewId"]);
+    let preview_id = || {
+        object(
+            json!({"previewId": {"type": "string", "minLength": 1, "description": "the preview's id"}}),
+            &["previewId"],
+        )
+    };
     vec![
         Spec::new(
             "stardust.preview.confirm",
@@ -454,7 +482,10 @@ fn changes() -> Vec<Spec> {
         "stardust.changes.since",
         "List what changed after a seq",
         Effect::Read,
-        object(json!({"seq": {"type": "integer", "minimum": 0}}), &["seq"]),
+        object(
+            json!({"seq": {"type": "integer", "minimum": 0, "description": "what changed after this seq"}}),
+            &["seq"],
+        ),
         json!({
             "type": "object",
             "required": ["seq"],
@@ -496,7 +527,7 @@ fn navigation() -> Vec<Spec> {
         tool_page(),
         json!({
             "path": {"type": "string", "description": "only this document; every document when absent"},
-            "severity": {"enum": ["error", "warning"]},
+            "severity": {"enum": ["error", "warning"], "description": "only diagnostics of this severity"},
         }),
     );
     let references_args = with(
@@ -516,32 +547,32 @@ fn navigation() -> Vec<Spec> {
     };
     vec![
         read("diagnostics", "List diagnostics", object(diagnostics_args, &[]), paged("diagnostics"), nav::diagnostics)
-            .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs."),
+            .tool("The problems Stardust finds in one document or the whole store (syntax, schema, dangling references, ...), in path and source order. `data` carries what a repair needs. Answers for code files too: a code file's `path` gives its language server's diagnostics, and the whole store (no `path`) includes every code file's diagnostics its server published, each naming its `server`; `complete: false` while a server is still indexing."),
         read("hover", "Describe what is at a place", object(address(), &[]), hover, nav::hover)
-            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity.")
+            .tool("What the key or value at a place is: the schema's description and type of a field, or the summary of a referenced entity. Answers for code files too: at a place of a code file, its language server's hover (a symbol's type and documentation).")
             .quick(),
         read("definition", "Go to the definition", object(address(), &[]), paged("locations"), nav::definition)
-            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema.")
+            .tool("Where the reference or type at a place is defined: the referenced entity's id, or the type's schema. Answers for code files too: at a place of a code file, where its language server says the symbol is defined.")
             .quick(),
         read("references", "Find references", object(references_args, &[]), paged("references"), nav::references)
-            .tool("Every reference to the entity whose id or reference is at a place, in path and source order.")
+            .tool("Every reference to the entity whose id or reference is at a place, in path and source order. Answers for code files too: at a place of a code file, every reference its language server finds in the workspace, asked once the server is ready; `complete: false` if it was not.")
             .quick(),
         read(
             "document_symbols",
             "Outline a document",
-            object(with(tool_page(), json!({"path": {"type": "string"}})), &["path"]),
+            object(with(tool_page(), json!({"path": {"type": "string", "description": "the document or code file"}})), &["path"]),
             paged("symbols"),
             nav::document_symbols,
         )
-        .tool("A document's entities by id, each with its members and their ranges."),
+        .tool("A document's entities by id, each with its members and their ranges. Answers for code files too: a code file's symbols from its language server."),
         read("workspace_symbols", "Find entities by id or title", object(workspace_args, &[]), paged("symbols"), nav::workspace_symbols)
-            .tool("Entities whose id or title matches the query fuzzily, best first."),
+            .tool("Entities whose id or title matches the query fuzzily, best first. Answers for code files too: every language server's workspace symbols matching the query (each naming its `server`), asked once the server is ready; `complete: false` if one was not."),
         read("code_actions", "List repairs at a place", object(with(address(), tool_page()), &[]), paged("actions"), nav::code_actions)
             .tool("The repairs Stardust offers for the diagnostics at a place (closest id for a dangling reference, allowed values, a missing required field with its default, an unknown field removed, a bareword quoted), each with its exact text edits, and whether the document can be converted to the other notation. Read-only: apply a repair with patch_apply (set/unset) or by saving the edited document through the mount. For a code file: its language server's actions at the place, each with a `handle` for code_action_preview."),
         read(
             "describe_type",
             "Describe an entity type",
-            object(json!({"type": {"type": "string", "minLength": 1}}), &["type"]),
+            object(json!({"type": {"type": "string", "minLength": 1, "description": "the entity type, e.g. book"}}), &["type"]),
             json!({"type": "object", "required": ["type", "schema", "required", "fields"]}),
             nav::describe_type,
         )
@@ -551,13 +582,13 @@ fn navigation() -> Vec<Spec> {
         read("type_definition", "Go to the type's definition", object(with(address(), tool_page()), &[]), paged("locations"), nav::type_definition)
             .tool("Where the type of the symbol at a place of a code file is defined, from its language server (for a document: its definition)."),
         read("implementation", "Find implementations", object(with(address(), tool_page()), &[]), paged("locations"), nav::implementation)
-            .tool("The implementations of the interface, class or method at a place of a code file, from its language server."),
+            .tool("The implementations of the interface, class or method at a place of a code file, from its language server, asked once the server is ready; `complete: false` if it was not."),
         read("signature_help", "Show the signature being called", object(address(), &[]), json!({"type": "object", "required": ["signatureHelp"], "properties": {"signatureHelp": nullable("object")}}), nav::signature_help)
             .tool("The signatures of the call at a place of a code file and the active parameter, from its language server."),
         read("incoming_calls", "List the callers", object(with(address(), tool_page()), &[]), paged("calls"), nav::incoming_calls)
-            .tool("The functions that call the function at a place of a code file, each with the ranges of its calls."),
+            .tool("The functions that call the function at a place of a code file, each with the ranges of its calls, asked once its language server is ready; `complete: false` if it was not."),
         read("outgoing_calls", "List the callees", object(with(address(), tool_page()), &[]), paged("calls"), nav::outgoing_calls)
-            .tool("The functions the function at a place of a code file calls, each with the ranges of the calls."),
+            .tool("The functions the function at a place of a code file calls, each with the ranges of the calls, asked once its language server is ready; `complete: false` if it was not."),
         read("prepare_rename", "Check a rename", object(address(), &[]), json!({"type": "object", "required": ["rename"], "properties": {"rename": nullable("object")}}), nav::prepare_rename)
             .tool("Whether the symbol (or entity id) at a place can be renamed: its range and current name, or null."),
         Spec::new(
@@ -568,7 +599,7 @@ fn navigation() -> Vec<Spec> {
             preview_result(),
             nav::rename_preview,
         )
-        .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts without writing them. Nothing is written until preview_confirm."),
+        .tool("Rename the symbol at a place of a code file everywhere its language server finds it (or the entity id at a place of a document, with every reference), as a preview: each file's diff, and the diagnostics the edit would add or resolve, checked by the language server on the edited texts (and on the files that import them or name the symbol) without writing them. For a code file the server must be ready (else `busy`), and a rename that leaves out a place the server's references report is `committable: false` with an `incomplete` reason listing them. Nothing is written until preview_confirm."),
         Spec::new(
             "code_action_preview",
             "Preview a code action",
@@ -585,16 +616,32 @@ fn navigation() -> Vec<Spec> {
             paged("servers"),
             nav::server_status,
         )
-        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state, pids, restarts, capabilities and progress.")
+        .tool("The language servers configured for this store's code files: where each table comes from, whether it may start (trust, program), its state (starting, indexing, ready, crashed) and since when, pids, restarts, capabilities and progress.")
         .quick(),
         read(
             "server_restart",
             "Restart a language server",
-            object(json!({"server": {"type": "string", "minLength": 1}}), &["server"]),
+            object(json!({"server": {"type": "string", "minLength": 1, "description": "the server's table name, as server_status lists it"}}), &["server"]),
             json!({"type": "object", "required": ["server"], "properties": {"server": {"type": "object"}}}),
             nav::server_restart,
         )
         .tool("Stop a language server with its whole process tree and start it again, clearing its crash count (a server past max_restarts is only started again this way)."),
+    ]
+}
+
+// An agent's pages of a preview.
+
+/// `preview_get`: the documents of an open preview from `offset`, for a preview whose answer
+/// (one 64 KiB page) did not hold them all.
+fn preview_pages() -> Vec<Spec> {
+    let arguments = with(
+        tool_page(),
+        json!({"previewId": {"type": "string", "minLength": 1, "description": "the previewId a mutation tool answered"}}),
+    );
+    vec![
+        Spec::new("preview_get", "Page through a preview", Effect::Read, object(arguments, &["previewId"]), preview_result(), commands::preview_get)
+            .tool("An open preview of this session again, with its documents (each with its diff) from `offset`: a mutation's answer holds as many as fit in 64 KiB and gives `total` and `nextOffset`; call this with `offset: nextOffset` until `nextOffset` is null. Reads only: preview_confirm commits every document of the preview, whichever pages were read.")
+            .quick(),
     ]
 }
 
@@ -702,6 +749,7 @@ mod tests {
                 "code_action_preview",
                 "server_status",
                 "server_restart",
+                "preview_get",
             ]
         );
         assert_eq!(cli[..15], lsp[..]);

@@ -88,6 +88,21 @@ pub enum CommandError {
     /// A language server may not start: untrusted, or its program is missing.
     #[error(transparent)]
     Launch(crate::codefiles::LaunchError),
+    /// A language server was not ready within the timeout (SPEC §25): its answer would miss
+    /// what it has not analysed yet.
+    #[error(
+        "language server '{server}' is {} (since {}) and was not ready within {}s, so its \
+         answer could be incomplete; ask again once server_status shows it ready",
+        readiness.as_str(),
+        rfc3339(*since),
+        waited.as_secs()
+    )]
+    NotReady {
+        server: String,
+        readiness: crate::codefiles::Readiness,
+        since: SystemTime,
+        waited: Duration,
+    },
 }
 
 impl CommandError {
@@ -107,6 +122,7 @@ impl CommandError {
             CommandError::TooLarge { .. } => Code::Unsupported,
             CommandError::Server(e) => e.code,
             CommandError::Launch(e) => e.code(),
+            CommandError::NotReady { .. } => Code::Busy,
         }
     }
 
@@ -123,6 +139,11 @@ impl CommandError {
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),
+            CommandError::NotReady { server, readiness, since, .. } => json!({
+                "server": server,
+                "readiness": readiness.as_str(),
+                "since": rfc3339(*since),
+            }),
             _ => json!({}),
         }
     }
@@ -382,6 +403,8 @@ impl Service {
         };
         let session = Session { id, front, client, capabilities };
         lock(&self.sessions).insert(id, session.clone());
+        // A session attaching warms the servers up (SPEC §25), in the background.
+        self.warm_up();
         session
     }
 
@@ -406,6 +429,31 @@ impl Service {
             Some(dir) => roots.with_mount(std::path::Path::new(dir)),
             None => roots,
         }
+    }
+
+    /// The recent decisions, oldest first: this core's (confirms, the mutation gate) and the
+    /// saves the store refused through the mount, each with where its bytes are kept.
+    fn decisions(&self) -> Vec<Value> {
+        let mut all: Vec<Value> = lock(&self.decisions).iter().cloned().collect();
+        all.extend(self.store.refusals().into_iter().map(|r| {
+            json!({
+                "time": r.time,
+                "kind": "save",
+                "allowed": false,
+                "subject": format!("mount: {}", r.path),
+                "reason": format!(
+                    "{} [{}]; the bytes are kept at {}/{}/{}",
+                    r.message,
+                    r.code,
+                    crate::store::PRIVATE_DIR,
+                    crate::store::REJECTED_DIR,
+                    r.kept
+                ),
+            })
+        }));
+        all.sort_by(|a, b| a["time"].as_str().cmp(&b["time"].as_str()));
+        let skip = all.len().saturating_sub(RECENT_DECISIONS);
+        all.split_off(skip)
     }
 
     /// Record a decision (save authority, mutation gate) for `stardust.status`.
@@ -472,7 +520,7 @@ impl Service {
             "sessions": sessions,
             "previews": lock(&self.previews).len(),
             "mount": *lock(&self.mount),
-            "decisions": lock(&self.decisions).iter().cloned().collect::<Vec<_>>(),
+            "decisions": self.decisions(),
         })
     }
 
@@ -511,6 +559,15 @@ impl Service {
             Err(err) => self.record_decision("save", false, &subject, &err.to_string()),
         }
         outcome
+    }
+
+    /// Preview `id` as it was answered (every document), if `session` may act on it.
+    fn preview_json(&self, session: &Session, id: &str) -> CommandResult {
+        match lock(&self.previews).get(id, session.id, self.may_share(session)) {
+            Ok(preview) => Ok(preview.to_json()),
+            Err(true) => Err(CommandError::PreviewExpired(id.to_owned())),
+            Err(false) => Err(CommandError::PreviewNotFound(id.to_owned())),
+        }
     }
 
     /// Drop preview `id` of `session`; whether there was one.

@@ -27,6 +27,7 @@ pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
         None => analysis.documents().map(|d| &**d).collect(),
     };
     let severity = text(args, "severity");
+    let whole_store = !args.contains_key("path");
     let mut items = Vec::new();
     for doc in docs {
         for d in analysis.diagnostics_of(&doc.path) {
@@ -39,7 +40,19 @@ pub(super) fn diagnostics(call: &mut Call<'_>) -> CommandResult {
             }
         }
     }
-    Ok(page::page("diagnostics", items, args)?)
+    if !whole_store {
+        return Ok(page::page("diagnostics", items, args)?);
+    }
+    // The whole store: the code files' diagnostics their servers published too (SPEC §25).
+    let severity = severity.map(str::to_owned);
+    let (code, complete) = code::published_diagnostics(call, severity.as_deref())?;
+    items.extend(code);
+    // Stable: each file's diagnostics keep their order.
+    items.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    let mut out = page::page("diagnostics", items, &call.args)?;
+    out["complete"] = json!(complete);
+    out["readiness"] = json!(if complete { "ready" } else { "indexing" });
+    Ok(out)
 }
 
 pub(super) fn hover(call: &mut Call<'_>) -> CommandResult {
@@ -108,7 +121,7 @@ pub(super) fn workspace_symbols(call: &mut Call<'_>) -> CommandResult {
 
 pub(super) fn code_actions(call: &mut Call<'_>) -> CommandResult {
     if let Some(target) = code::target_of(call)? {
-        return code::code_actions(call, &target);
+        return super::code_edit::code_actions(call, &target);
     }
     let (analysis, root, args) = call.parts();
     let (doc, offset) = place(analysis, root, args)?;

@@ -6,7 +6,7 @@
 use crate::error::Error;
 use serde_json::{Map, Value, json};
 
-use super::{CommandError, CommandResult, Service, Session, contract};
+use super::{CommandError, CommandResult, Effect, Service, Session, contract};
 
 pub const DEFAULT_LIMIT: u64 = 100;
 pub const MAX_LIMIT: u64 = 500;
@@ -64,48 +64,157 @@ pub fn page(key: &str, items: Vec<Value>, args: &Map<String, Value>) -> Result<V
     Ok(Value::Object(out))
 }
 
-/// An answer that is not a page, made to fit in 64 KiB: when it is larger, its longest
-/// top-level lists keep only the items that fit, and `omitted` counts, per list, the items
-/// left out. Nothing is dropped without being counted there.
+/// An answer that is not a page, made to fit in 64 KiB: when it is larger, its longest lists
+/// (top-level, or one level down as `diagnostics.new`) keep only the items that fit, and
+/// `omitted` counts, per list, the items left out. Nothing is dropped without being counted
+/// there.
 pub fn fit(value: Value) -> Value {
     let total = serde_json::to_vec(&value).map_or(0, |b| b.len());
     fit_measured(value, total)
 }
 
 /// [`fit`] of a value already measured at `total` bytes of JSON.
-fn fit_measured(mut value: Value, total: usize) -> Value {
-    let size = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+fn fit_measured(value: Value, total: usize) -> Value {
+    fit_within(value, total, MAX_PAGE_BYTES)
+}
+
+/// [`fit`] into `cap` bytes of a value measured at `total`.
+fn fit_within(mut value: Value, total: usize, cap: usize) -> Value {
     let Some(map) = value.as_object_mut() else { return value };
-    if total <= MAX_PAGE_BYTES {
+    if total <= cap {
         return value;
     }
-    let mut lists: Vec<(String, usize)> =
-        map.iter().filter(|(_, v)| v.is_array()).map(|(k, v)| (k.clone(), size(v))).collect();
-    lists.sort_by_key(|(_, size)| std::cmp::Reverse(*size));
-    let mut over = total + 256 - MAX_PAGE_BYTES;
-    let mut omitted = Map::new();
-    for (key, _) in lists {
+    // Every list by its place (`key`, or `key.inner`) and size, longest first.
+    let mut lists: Vec<(String, Option<String>, usize)> = Vec::new();
+    for (key, v) in map.iter() {
+        match v {
+            Value::Array(_) => lists.push((key.clone(), None, size(v))),
+            Value::Object(inner) => lists.extend(
+                inner
+                    .iter()
+                    .filter(|(_, v)| v.is_array())
+                    .map(|(k, v)| (key.clone(), Some(k.clone()), size(v))),
+            ),
+            _ => {}
+        }
+    }
+    lists.sort_by_key(|(_, _, size)| std::cmp::Reverse(*size));
+    let mut over = (total + 256).saturating_sub(cap);
+    let mut omitted = match map.remove("omitted") {
+        Some(Value::Object(counts)) => counts,
+        _ => Map::new(),
+    };
+    for (key, inner, _) in lists {
         if over == 0 {
             break;
         }
-        let Some(Value::Array(items)) = map.get_mut(&key) else { continue };
+        let list = match &inner {
+            None => map.get_mut(&key),
+            Some(inner) => map.get_mut(&key).and_then(|v| v.get_mut(inner)),
+        };
+        let Some(Value::Array(items)) = list else { continue };
         let mut dropped = 0;
         while over > 0 {
             let Some(item) = items.pop() else { break };
             over = over.saturating_sub(size(&item) + 1);
             dropped += 1;
         }
-        omitted.insert(key, json!(dropped));
+        let place = match inner {
+            None => key,
+            Some(inner) => format!("{key}.{inner}"),
+        };
+        omitted.insert(place, json!(dropped));
     }
     map.insert("omitted".into(), Value::Object(omitted));
     value
 }
 
+fn size(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(0, |b| b.len())
+}
+
+/// A preview (SPEC §7) as one page of an agent's answer: its `documents` from `offset` (at
+/// most `limit` of them), as many as fit in 64 KiB beside the rest of the preview, with
+/// `total` (how many documents the preview changes) and `nextOffset` (the first one left
+/// out, `null` when none is; `preview_get` reads on from there), and `pageShrunk` when the
+/// page was cut to fit rather than by `limit`. The preview itself keeps every document: a
+/// confirm commits the whole of it, whatever page was shown.
+///
+/// The rest of the preview (entities, diagnostics, reasons) keeps at most half a page, its
+/// lists cut as [`fit`] does (counted in `omitted`). A document whose diff alone does not fit
+/// keeps the diff's beginning, with `diffTruncated: true` and the whole diff's `diffBytes`.
+pub fn preview_page(mut preview: Value, offset: usize, limit: usize) -> Value {
+    let Some(map) = preview.as_object_mut() else { return preview };
+    let documents = match map.remove("documents") {
+        Some(Value::Array(documents)) => documents,
+        _ => Vec::new(),
+    };
+    for key in ["total", "nextOffset", "pageShrunk"] {
+        map.remove(key);
+    }
+    let total = documents.len();
+    let mut rest = Value::Object(std::mem::take(map));
+    let rest_bytes = size(&rest);
+    if rest_bytes > MAX_PAGE_BYTES / 2 {
+        rest = fit_within(rest, rest_bytes, MAX_PAGE_BYTES / 2);
+    }
+    // What the page's other fields (`documents`, `total`, ...) and their keys take.
+    const ENVELOPE: usize = 128;
+    let budget = MAX_PAGE_BYTES - size(&rest) - ENVELOPE;
+    let start = offset.min(total);
+    let end = start.saturating_add(limit).min(total);
+    let mut kept = Vec::new();
+    let mut used = 0;
+    let mut shrunk = false;
+    for document in documents.into_iter().skip(start).take(end - start) {
+        let bytes = size(&document) + 1;
+        if used + bytes > budget {
+            if kept.is_empty() {
+                kept.push(cut_diff(document, budget));
+            }
+            shrunk = start + kept.len() < end;
+            break;
+        }
+        used += bytes;
+        kept.push(document);
+    }
+    let next = start + kept.len();
+    let Value::Object(mut map) = rest else { unreachable!("the rest of an object is one") };
+    map.insert("documents".into(), Value::Array(kept));
+    map.insert("total".into(), json!(total));
+    map.insert("nextOffset".into(), if next < total { json!(next) } else { Value::Null });
+    if shrunk {
+        map.insert("pageShrunk".into(), json!(true));
+    }
+    Value::Object(map)
+}
+
+/// A preview's document whose JSON is over `budget` bytes with its diff cut to fit (at a
+/// line's end where there is one), marked as cut.
+fn cut_diff(mut document: Value, budget: usize) -> Value {
+    let Some(diff) = document.get("diff").and_then(Value::as_str).map(str::to_owned) else {
+        return document;
+    };
+    let others = size(&document) - size(&json!(diff));
+    // JSON escapes may double a byte: keep half of what is left, with room for the marks.
+    let room = budget.saturating_sub(others + 64) / 2;
+    let mut end = room.min(diff.len());
+    while !diff.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = diff[..end].rfind('\n').map_or(end, |n| n + 1);
+    document["diff"] = json!(&diff[..end]);
+    document["diffTruncated"] = json!(true);
+    document["diffBytes"] = json!(diff.len());
+    document
+}
+
 impl Service {
     /// Run command `name` for a session whose answers must each fit one page (an agent's):
     /// `limit` gets its default and bound, a page of `rows` over 64 KiB is asked again with
-    /// fewer rows (`pageShrunk`), other lists are cut with counts (`fit`), and an answer still
-    /// over 64 KiB (one huge value) is refused with its size rather than cut.
+    /// fewer rows (`pageShrunk`), a preview pages its documents (`preview_page`), other lists
+    /// are cut with counts (`fit`), and an answer still over 64 KiB (one huge value) is
+    /// refused with its size rather than cut.
     pub fn execute_paged(
         &self,
         session: &Session,
@@ -147,6 +256,13 @@ impl Service {
             args.insert("limit".into(), json!(fit.clamp(1, rows - 1)));
             shrunk = true;
         };
+        // A mutation's preview pages its documents, whatever its size: an agent always sees
+        // how many there are and where the rest starts.
+        if contract(name).is_some_and(|c| c.effect == Effect::Mutation) {
+            let value = preview_page(value, 0, usize::MAX);
+            let json = serde_json::to_string(&value).unwrap_or_default();
+            return Ok((value, json));
+        }
         if json.len() <= MAX_PAGE_BYTES {
             return Ok((value, json));
         }

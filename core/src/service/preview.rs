@@ -154,6 +154,21 @@ impl Previews {
         }
     }
 
+    /// Preview `id`, left in place, on the terms of [`Previews::take`]: `Err(true)` when it
+    /// has expired, `Err(false)` when there is none this session may see.
+    pub fn get(&self, id: &str, session: u64, any: bool) -> Result<&Preview, bool> {
+        match self.by_id.get(id) {
+            Some(p) if any || p.session == session => {
+                if Instant::now() >= p.expires {
+                    Err(true)
+                } else {
+                    Ok(p)
+                }
+            }
+            _ => Err(false),
+        }
+    }
+
     /// Every preview that has not expired, oldest first (then by id).
     pub fn open(&self) -> Vec<&Preview> {
         let now = Instant::now();

@@ -1,50 +1,53 @@
 //! The exclusive lock that makes one process the owner of a store.
 //!
-//! The lock is an advisory `flock` on `.stardust/lock`, held for as long as the [`StoreLock`]
-//! lives; the kernel releases it when the process dies, so a crash never leaves a store
-//! locked. The file holds the owner's pid so a second opener can say who owns the store.
+//! The lock is an advisory `flock` on the store's folder itself, held for as long as the
+//! [`StoreLock`] lives; the kernel releases it when the process dies, so a crash never leaves a
+//! store locked. It is taken on the folder, not on a file inside `.stardust/`, because tools
+//! delete that folder (`git clean -fdx`, SPEC §24): a lock on a deleted file would let a second
+//! core open the store beside the first. `.stardust/lock` only names the owner's pid, so a
+//! second opener can say who owns the store.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::{File, TryLockError};
 use std::path::Path;
 
 use super::error::{StoreError, StoreResult};
 
+/// The file inside the private folder that names the owner's pid.
+const PID_FILE: &str = "lock";
+
 #[derive(Debug)]
 pub struct StoreLock {
-    _file: File,
+    _folder: File,
 }
 
 impl StoreLock {
-    /// Take the lock of the store whose private folder is `private_dir`, or fail with `busy`.
+    /// Take the lock of the store at `store` (whose private folder is `private_dir`), or fail
+    /// with `busy` naming the owner's pid when it is known.
     pub fn acquire(store: &Path, private_dir: &Path) -> StoreResult<StoreLock> {
-        let path = private_dir.join("lock");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| {
-                StoreError::io(format!("cannot open the lock file {}", path.display()), e)
-            })?;
-        match file.try_lock() {
+        let folder = File::open(store).map_err(|e| {
+            StoreError::io(format!("cannot open the store's folder {}", store.display()), e)
+        })?;
+        match folder.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                let pid = text.trim().parse().ok();
+                let pid = std::fs::read_to_string(private_dir.join(PID_FILE))
+                    .ok()
+                    .and_then(|text| text.trim().parse().ok());
                 return Err(StoreError::Busy { store: store.to_owned(), pid });
             }
             Err(TryLockError::Error(e)) => {
-                return Err(StoreError::io(format!("cannot lock {}", path.display()), e));
+                return Err(StoreError::io(format!("cannot lock {}", store.display()), e));
             }
         }
-        let written = file
-            .set_len(0)
-            .and_then(|()| file.seek(SeekFrom::Start(0)))
-            .and_then(|_| write!(file, "{}", std::process::id()));
-        written.map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
-        Ok(StoreLock { _file: file })
+        let lock = StoreLock { _folder: folder };
+        lock.write_pid(private_dir)?;
+        Ok(lock)
+    }
+
+    /// Name this process as the owner in `private_dir` (again, after the folder was deleted).
+    pub fn write_pid(&self, private_dir: &Path) -> StoreResult<()> {
+        let path = private_dir.join(PID_FILE);
+        std::fs::write(&path, std::process::id().to_string())
+            .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))
     }
 }

@@ -492,6 +492,37 @@ impl LogWriter {
         }
     }
 
+    /// Whether the log this writer appends to is still at `path` (the same file, not deleted
+    /// or replaced).
+    pub fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.file.metadata(), std::fs::metadata(path)) {
+            (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+            _ => false,
+        }
+    }
+
+    /// Write the whole log, from the file this writer still holds open, to a new file at
+    /// `path` and append there from now on (SPEC §24: a tool deleted the private folder while
+    /// the core ran; the history it held open is written back). The new file is synced, then
+    /// named by renaming it into place, so `path` never holds part of the history.
+    pub fn relink(&mut self, path: &Path) -> io::Result<()> {
+        let temp = path.with_extension("relink");
+        let mut copy =
+            OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&temp)?;
+        self.file.seek(SeekFrom::Start(0))?;
+        io::copy(&mut (&self.file).take(self.len), &mut copy)?;
+        copy.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        if let Some(dir) = path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        copy.seek(SeekFrom::Start(self.len))?;
+        self.file = copy;
+        self.reserved = self.len;
+        Ok(())
+    }
+
     /// Whether a failed append may have left bytes after the last record; nothing more may
     /// be appended then.
     pub fn is_broken(&self) -> bool {

@@ -36,6 +36,7 @@ mod feed;
 mod fsio;
 mod lock;
 mod log;
+mod paths;
 pub mod projections;
 mod reaper;
 pub mod remote;
@@ -183,6 +184,18 @@ impl Change {
     }
 }
 
+/// How the save authority treats a commit.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Authority {
+    /// The rule applies (SPEC §6, §24): a new problem in the store's data whose code
+    /// `[save] refuse` lists refuses the change; the commit is durable before it returns.
+    Guard,
+    /// Recorded history coming back (a git operation in progress, SPEC §24): committed as an
+    /// `external` transaction, never refused, and not synced, like every external record (a
+    /// lost one is found again as a difference at the next open).
+    History,
+}
+
 /// An analysis of a change set made on the snapshot at `seq`, for [`Store::commit_prepared`].
 #[derive(Clone, Debug)]
 pub struct Prepared {
@@ -263,6 +276,9 @@ struct Inner {
     /// Which files are code files for saves made as file operations, and the language
     /// servers' `code-error` rule for them (SPEC §18), installed by the service.
     code_saves: RwLock<Option<Arc<dyn saves::CodeSaves>>>,
+    /// The latest refused saves made as file operations, for `stardust.status` (SPEC §24: a
+    /// refused save of data is never silent).
+    refusals: Mutex<std::collections::VecDeque<saves::KeptRefusal>>,
 }
 
 struct Writer {
@@ -275,7 +291,7 @@ struct Writer {
     poisoned: Option<String>,
     /// Set by [`Store::close`]: the process is stopping and takes no more commits.
     closed: bool,
-    _lock: StoreLock,
+    lock: StoreLock,
 }
 
 impl Store {
@@ -292,12 +308,9 @@ impl Store {
             _ => StoreError::io(format!("cannot open the store {}", root.display()), e),
         })?;
         let ctx = Arc::new(StoreContext::load(&root)?);
-        let private = root.join(PRIVATE_DIR);
-        let log_dir = private.join("log");
-        std::fs::create_dir_all(&log_dir)
-            .map_err(|e| StoreError::io(format!("cannot create {}", log_dir.display()), e))?;
+        let private = make_private(&root)?;
         let lock = StoreLock::acquire(&root, &private)?;
-        let log_path = log_dir.join(log::LOG_FILE);
+        let log_path = private.join("log").join(log::LOG_FILE);
         let disk = Disk::new(root.clone(), options.fail.clone());
         // Under the lock, before recovery writes anything.
         disk.clear_replaced();
@@ -343,6 +356,7 @@ impl Store {
             reaper,
             remote,
             code_saves: RwLock::new(None),
+            refusals: Mutex::default(),
         });
         if inner.remote.is_some() {
             let mut writer = inner.writer()?;
@@ -414,7 +428,13 @@ impl Store {
         } else {
             changes
         };
-        self.inner.commit(origin, changes, prepared)
+        // What a git operation writes through the mount is history coming back (SPEC §24).
+        let authority = if origin == Origin::Mount && saves::git_operation(&self.inner.root) {
+            Authority::History
+        } else {
+            Authority::Guard
+        };
+        self.inner.commit(origin, changes, prepared, authority)
     }
 
     /// Compare every document on disk with the current snapshot and record the differences as
@@ -620,7 +640,7 @@ fn recover(
         applied: seq,
         poisoned: None,
         closed: false,
-        _lock: lock,
+        lock,
     };
     Ok((writer, Snapshot { seq, analysis }, offsets, found, restarted))
 }
@@ -715,6 +735,21 @@ fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
     state.valid_len = reader.offset();
     state.last_seq = reader.last_seq();
     Ok(state)
+}
+
+/// Make the store's private folder with its log folder, and the `.gitignore` that keeps git
+/// from listing it (SPEC §24: `git add -A` would stage the log). Returns the folder.
+fn make_private(root: &Path) -> StoreResult<PathBuf> {
+    let private = root.join(PRIVATE_DIR);
+    let log_dir = private.join("log");
+    std::fs::create_dir_all(&log_dir)
+        .map_err(|e| StoreError::io(format!("cannot create {}", log_dir.display()), e))?;
+    let ignore = private.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, "# Stardust's private state: never committed.\n*\n")
+            .map_err(|e| StoreError::io(format!("cannot write {}", ignore.display()), e))?;
+    }
+    Ok(private)
 }
 
 /// Documents by store-relative path, with their content.
@@ -1073,14 +1108,39 @@ impl Inner {
         self.rescan()
     }
 
+    /// Put the private folder back if a tool deleted it while the store is open (SPEC §24:
+    /// `git clean -fdx`, `rm -rf .stardust`): the log is written back from the file the writer
+    /// holds open, with the folder's `.gitignore` and the owner's pid, so the history stays one
+    /// and the core stays the one every later process attaches to (the lock is on the store's
+    /// folder, which the delete did not touch). Run under the writer lock, before a commit
+    /// writes anything and when the watcher sees the folder go.
+    fn restore_private(&self, writer: &mut Writer) -> StoreResult<()> {
+        if writer.log.is_at(&self.log_path) {
+            return Ok(());
+        }
+        let private = make_private(&self.root)?;
+        writer.log.relink(&self.log_path).map_err(|e| {
+            StoreError::io(format!("cannot write the log back to {}", self.log_path.display()), e)
+        })?;
+        writer.lock.write_pid(&private)?;
+        self.disk.clear_replaced();
+        tracing::warn!(
+            "the store's private folder {} was deleted while the store was open; it is back, \
+             with the whole history",
+            private.display()
+        );
+        Ok(())
+    }
+
     fn writer(&self) -> StoreResult<MutexGuard<'_, Writer>> {
-        let writer = sync::lock(&self.writer);
+        let mut writer = sync::lock(&self.writer);
         if let Some(reason) = &writer.poisoned {
             return Err(StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() });
         }
         if writer.closed {
             return Err(StoreError::Closed { store: self.root.clone() });
         }
+        self.restore_private(&mut writer)?;
         Ok(writer)
     }
 
@@ -1115,7 +1175,12 @@ impl Inner {
         origin: Origin,
         mut changes: Vec<Change>,
         prepared: Option<Prepared>,
+        authority: Authority,
     ) -> StoreResult<Committed> {
+        let origin = match authority {
+            Authority::Guard => origin,
+            Authority::History => Origin::External,
+        };
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         if let Some(pair) = changes.windows(2).find(|w| w[0].path == w[1].path) {
             return Err(StoreError::InvalidArguments(format!(
@@ -1159,6 +1224,7 @@ impl Inner {
                 changes,
                 prepared.take(),
                 &code,
+                authority,
             )? {
                 Some(committed) => return Ok(committed),
                 None => {
@@ -1188,6 +1254,7 @@ impl Inner {
         changes: Vec<Change>,
         prepared: Option<Prepared>,
         code: &HashMap<String, Option<Version>>,
+        authority: Authority,
     ) -> StoreResult<Option<Committed>> {
         let mut code = code.clone();
         // Edits made on disk to these documents since the snapshot are history too: record
@@ -1256,16 +1323,33 @@ impl Inner {
             _ if documents.is_empty() => before.clone(),
             _ => before.with_changes(documents),
         };
-        let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
-        let problems = analysis::new_problems(before, &after, &paths, &before.config().refuse);
-        if !problems.is_empty() {
-            return Err(StoreError::Refused { problems });
+        // Whether the commit must be durable before it returns (see below).
+        let mut durable = authority == Authority::Guard;
+        if authority == Authority::Guard {
+            let paths: Vec<String> = effective.iter().map(|(path, _)| path.clone()).collect();
+            let guarded = saves::guarded(before, &after, &paths);
+            let problems =
+                analysis::new_problems(before, &after, &guarded, &before.config().refuse);
+            if !problems.is_empty() {
+                return Err(StoreError::Refused { problems });
+            }
+            // A file operation that touches none of the store's data (a project's own JSON,
+            // code) is as durable as the folder makes it (SPEC §24: at the folder's speed): its
+            // record is not synced, and a record a crash loses is found again at the next open
+            // as a difference, recorded `external`. The store's data, and every change an
+            // editor's or agent's confirm makes, is durable before it is acknowledged.
+            if origin == Origin::Mount && guarded.is_empty() {
+                durable = false;
+            }
         }
         // A code file saved through the mount passes its language server's `code-error` rule
         // here (a confirmed code edit passed it when its preview was made). It runs under the
         // writer lock, so the text checked is the one replaced; the wait is bounded by the
         // server's.
-        if origin == Origin::Mount && before.config().refuse_code_errors {
+        if authority == Authority::Guard
+            && origin == Origin::Mount
+            && before.config().refuse_code_errors
+        {
             let check = sync::read(&self.code_saves).clone();
             if let Some(check) = check {
                 let mut errors = Vec::new();
@@ -1282,7 +1366,8 @@ impl Inner {
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective, &code);
-        let Some(offset) = self.write(writer, &txn, &contents(&effective), &previous)? else {
+        let written = self.write(writer, &txn, &contents(&effective), &previous, durable)?;
+        let Some(offset) = written else {
             return Ok(None);
         };
         self.publish(&txn, Snapshot { seq, analysis: after }, offset);
@@ -1302,6 +1387,7 @@ impl Inner {
         txn: &Transaction,
         contents: &[&[u8]],
         previous: &HashMap<String, Option<Vec<u8>>>,
+        durable: bool,
     ) -> StoreResult<Option<u64>> {
         if let Some(remote) = &self.remote {
             if let remote::Appended::Behind { .. } = remote.append(txn, contents)? {
@@ -1319,7 +1405,7 @@ impl Inner {
                 }
             };
         }
-        self.write_local(writer, txn, contents, previous, true).map(Some)
+        self.write_local(writer, txn, contents, previous, durable).map(Some)
     }
 
     /// Write a transaction's log record (synced when it is the commit point) and documents;

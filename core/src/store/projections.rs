@@ -29,7 +29,7 @@ use crate::syntax::{self, Lang};
 use crate::text::Span;
 
 use super::error::{StoreError, StoreResult};
-use super::saves::{PathKind, is_scratch_name};
+use super::paths::{PathKind, is_scratch_name};
 use super::{Change, ChangeKind, DocumentNotice, EntityNotice, Op, PRIVATE_DIR, Version};
 
 /// The folder of JSON projections inside [`PRIVATE_DIR`].

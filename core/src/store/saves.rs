@@ -11,16 +11,81 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use crate::analysis::Analysis;
 use crate::scan;
 use crate::text::{Encoding, LineIndex};
 
 use super::error::{StoreError, StoreResult};
+pub use super::paths::{PathKind, is_scratch_name};
 use super::{Change, Op as ChangeOp, PRIVATE_DIR, Store, projections, rfc3339};
+
+/// The changed `paths` whose new problems the save authority refuses (SPEC §24): the
+/// store's data, i.e. documents that are data before or after the change (they hold entities,
+/// a schema governs them, they are schemas: [`Analysis::is_data`]), and new documents under a
+/// `[types.*] dir`. Every other file (code, a project's own JSON) is committed as it is; its
+/// problems are diagnostics.
+pub fn guarded(before: &Analysis, after: &Analysis, paths: &[String]) -> Vec<String> {
+    let types = &before.config().types;
+    paths
+        .iter()
+        .filter(|path| {
+            let new = before.document(path).is_none() && after.document(path).is_some();
+            before.is_data(path)
+                || after.is_data(path)
+                || (new
+                    && types.values().any(|t| {
+                        let dir = t.dir.trim_end_matches('/');
+                        dir.is_empty()
+                            || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+                    }))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Whether a git operation is under way in the repository the store at `root` is in (SPEC
+/// §24): git holds its index's lock (`index.lock`) from before it writes the first file of a
+/// checkout, reset, stash, merge or rebase until after the last. What it writes meanwhile is
+/// recorded history coming back, not an edit: recorded as `external`, never refused.
+pub fn git_operation(root: &Path) -> bool {
+    for dir in root.ancestors() {
+        let dot_git = dir.join(".git");
+        match fs::symlink_metadata(&dot_git) {
+            Ok(meta) if meta.is_dir() => return dot_git.join("index.lock").exists(),
+            Ok(meta) if meta.is_file() => {
+                // A worktree's or submodule's `.git` file names its own git directory, which
+                // holds its index.
+                let Ok(text) = fs::read_to_string(&dot_git) else { return false };
+                let Some(linked) = text.strip_prefix("gitdir:") else { return false };
+                return dir.join(linked.trim()).join("index.lock").exists();
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// How many refused saves [`Store::refusals`] remembers.
+const RECENT_REFUSALS: usize = 50;
+
+/// A refused save made as a file operation, as `stardust.status` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptRefusal {
+    /// UTC, RFC 3339.
+    pub time: String,
+    /// The store-relative path saved.
+    pub path: String,
+    /// The error's code and message.
+    pub code: String,
+    pub message: String,
+    /// The kept bytes' file name inside [`Store::rejected_dir`].
+    pub kept: String,
+}
 
 /// Where refused saves are kept, inside [`PRIVATE_DIR`].
 pub const REJECTED_DIR: &str = "rejected";
@@ -38,59 +103,6 @@ pub trait CodeSaves: Send + Sync {
     fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String>;
 }
 
-/// What a store-relative path names, for a front that shows the store as files.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum PathKind {
-    /// A document, or a code file (a file a language server covers, see [`CodeSaves`]): every
-    /// save goes through the save authority as one transaction. A code file's bytes are
-    /// committed as they are, never analysed by the store.
-    Document,
-    /// An editor's or a tool's temporary file: held outside the store until it is renamed onto
-    /// a document path, and never written into the store.
-    Scratch,
-    /// Stardust's private folder or something in it (read-only).
-    Private,
-    /// A derived file (SPEC §19: `.stardust/json/<path>.json`, `.stardust/entities/<id>.json`,
-    /// see `projections`): read as generated JSON; a save, a create or a delete of it is a
-    /// change of the document it derives from, through the save authority.
-    Derived,
-    /// Any other file: passed through as an ordinary file, never validated.
-    Plain,
-}
-
-/// Whether a file name (one path component) is a temporary file of a common editor or tool:
-/// Vim's swap files (`.x.swp`) and write probe (`4913`, a name of digits), backups (`x~`),
-/// `sed -i` (`sedAbC123`), Python's `mkstemp` (`tmpk3j_x9a1`, with any suffix), `.tmp`
-/// prefixes and suffixes, GIO's `.goutputstream-XXXXXX`, and Emacs' `.#x` and `#x#`.
-pub fn is_scratch_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let digits = !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit);
-    let vim_swap = name.starts_with('.')
-        && name.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && ext.len() == 3
-                && ext.starts_with("sw")
-                && ext.as_bytes()[2].is_ascii_lowercase()
-        });
-    let sed = bytes.len() == 9
-        && name.starts_with("sed")
-        && bytes[3..].iter().all(u8::is_ascii_alphanumeric);
-    let mkstemp = bytes.len() >= 11
-        && name.starts_with("tmp")
-        && bytes[3..11].iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
-        && (bytes.len() == 11 || bytes[11] == b'.');
-    let emacs =
-        name.starts_with(".#") || (bytes.len() > 2 && name.starts_with('#') && name.ends_with('#'));
-    digits
-        || vim_swap
-        || sed
-        || mkstemp
-        || emacs
-        || name.ends_with('~')
-        || name.starts_with(".tmp")
-        || name.ends_with(".tmp")
-        || name.starts_with(".goutputstream-")
-}
 
 /// What a path holds in the mount when a file operation arrives.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -122,7 +134,7 @@ pub enum Refusal {
     Exists,
     /// The target (or the file deleted) is a folder.
     IsFolder,
-    /// Only a regular file can become a document.
+    /// Only a regular file can become a document, or replace one.
     NotRegular,
     /// A document or scratch name must be a regular file the mount holds (no links, devices,
     /// FIFOs or sockets).
@@ -178,10 +190,9 @@ pub enum RenameEffect {
     /// held away (except the target, which the save replaced) and its open handles follow it
     /// to the new name; a file on disk is removed.
     Save { from: Source },
-    /// The target is a scratch name: the bytes are held in memory there, outside the store. A
-    /// memory file moves, and the documents it holds away follow it; a file on disk is read
-    /// into memory and removed.
-    Scratch { from: Source },
+    /// A memory file renamed to a scratch name: it moves, and the documents it holds away
+    /// follow it (a file on disk renamed to a scratch name is a plain rename).
+    Scratch,
     /// The target is an ordinary file. A memory file is written there, then releases the
     /// documents it held away (if that fails, the written file is removed again); a file on
     /// disk is renamed on disk.
@@ -226,7 +237,7 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
             }
             match r.to_kind {
                 PathKind::Document | PathKind::Derived => Save { from: Source::Memory },
-                PathKind::Scratch => Scratch { from: Source::Memory },
+                PathKind::Scratch => Scratch,
                 // Private is refused above.
                 PathKind::Plain | PathKind::Private => Plain { from: Source::Memory },
             }
@@ -241,17 +252,22 @@ pub fn rename_effect(r: &Rename<'_>) -> RenameEffect {
             if r.from_kind == PathKind::Derived {
                 return Refuse(Refusal::CrossDerived);
             }
+            // A link (or a FIFO) keeps what it is whatever its names: only the name changes,
+            // but never over a document, whose deletion is the store's to decide.
+            if !regular {
+                return match (r.to_kind, r.to_held) {
+                    (PathKind::Derived, _) => Refuse(Refusal::CrossDerived),
+                    (PathKind::Document, Held::File) => Refuse(Refusal::NotRegular),
+                    _ => Plain { from: Source::Disk },
+                };
+            }
             match (r.from_kind == PathKind::Document && regular, r.to_kind) {
                 (true, PathKind::Document) => MoveDocument,
                 (true, PathKind::Derived) => Refuse(Refusal::CrossDerived),
                 (true, PathKind::Scratch) => BackupAway,
                 (true, PathKind::Plain | PathKind::Private) => LeaveDocuments,
-                (false, PathKind::Document | PathKind::Derived) if regular => {
-                    Save { from: Source::Disk }
-                }
-                (false, PathKind::Document | PathKind::Derived) => Refuse(Refusal::NotRegular),
-                (false, PathKind::Scratch) if regular => Scratch { from: Source::Disk },
-                // A link or a FIFO keeps what it is: only the name changes.
+                (false, PathKind::Document | PathKind::Derived) => Save { from: Source::Disk },
+                // A file on disk keeps being one under a temporary name (SPEC §24).
                 (false, _) => Plain { from: Source::Disk },
             }
         }
@@ -365,14 +381,25 @@ pub fn delete_effect(kind: PathKind, held: Held) -> Result<DeleteEffect, Refusal
     }
 }
 
-/// Whether a special file (a link, a device, a FIFO, a socket, a hard link) may be made at a
-/// path of kind `kind`: only at a plain path, since the store never follows links and a
-/// document has exactly one path.
+/// Whether a special file (a device, a FIFO, a socket, a hard link) may be made at a path of
+/// kind `kind`: only at a plain path, since a document has exactly one path.
 pub fn special_file(kind: PathKind) -> Result<(), Refusal> {
     match kind {
         PathKind::Private => Err(Refusal::ReadOnly),
         PathKind::Plain => Ok(()),
         PathKind::Document | PathKind::Derived | PathKind::Scratch => Err(Refusal::NotPlain),
+    }
+}
+
+/// Whether a symbolic link may be made at a path of kind `kind` (SPEC §24): at any path of
+/// the store's own files, whatever its name (`l.py`, `x.json`: repositories hold such links,
+/// and `git checkout` makes them). A link is never a document itself: the store never follows
+/// links, so it is neither scanned nor saved, only shown, renamed and deleted as a link.
+pub fn symbolic_link(kind: PathKind) -> Result<(), Refusal> {
+    match kind {
+        PathKind::Private => Err(Refusal::ReadOnly),
+        PathKind::Derived => Err(Refusal::NotPlain),
+        PathKind::Plain | PathKind::Document | PathKind::Scratch => Ok(()),
     }
 }
 
@@ -409,12 +436,32 @@ pub fn resize_effect(kind: PathKind, in_memory: bool) -> ResizeEffect {
     }
 }
 
-/// Whether a memory file with `open` handles left at a path of kind `kind` is kept. A
-/// document's memory file only bridges the time until its first commit (or its last close):
-/// after that the disk holds it, or there is nothing to keep. A scratch file lives until it is
-/// deleted or renamed.
-pub fn keeps_memory_file(kind: PathKind, open: u32) -> bool {
-    open > 0 || !matches!(kind, PathKind::Document | PathKind::Derived)
+/// What becomes of a memory file when a handle of it closes, it is renamed, or the document
+/// it held away settles.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum MemoryFate {
+    /// It stays in memory.
+    Keep,
+    /// It goes: a document's memory file only bridges the time until its first commit (or its
+    /// last close); after that the disk holds it, or there is nothing to keep.
+    Drop,
+    /// Its bytes are written to disk at its path, as a plain file (SPEC §24): a temporary name
+    /// (`x~`, `build.tmp`, `2020`) is as often a file a tool leaves behind as an editor's
+    /// scratch file, and nothing a tool leaves may be lost.
+    ToDisk,
+}
+
+/// The fate of a memory file at a path of kind `kind` with `open` handles left, which holds
+/// the bytes of a document away (Vim's backup) when `holds_away`: a scratch file stays in
+/// memory while a handle has it open (an editor's swap file, a `sed -i` temporary until its
+/// rename) or while the document it holds is away; then it is written to disk.
+pub fn memory_fate(kind: PathKind, open: u32, holds_away: bool) -> MemoryFate {
+    match kind {
+        _ if open > 0 => MemoryFate::Keep,
+        PathKind::Document | PathKind::Derived => MemoryFate::Drop,
+        _ if holds_away => MemoryFate::Keep,
+        PathKind::Scratch | PathKind::Plain | PathKind::Private => MemoryFate::ToDisk,
+    }
 }
 
 /// Documents renamed onto a scratch name (Vim's backup before it writes anew, see
@@ -436,6 +483,16 @@ impl Away {
     /// Whether `path` is a document the mount hides.
     pub fn is_away(&self, path: &str) -> bool {
         self.holders.contains_key(path)
+    }
+
+    /// Whether the scratch file `holder` holds the bytes of a document away.
+    pub fn holds(&self, holder: &str) -> bool {
+        self.holders.values().any(|h| h == holder)
+    }
+
+    /// The scratch file holding the bytes of the away document `doc`, if it is away.
+    pub fn holder_of(&self, doc: &str) -> Option<&str> {
+        self.holders.get(doc).map(String::as_str)
     }
 
     /// A save (or a delete) replaced the document at `doc`: it is no longer away.
@@ -496,18 +553,21 @@ pub struct Pending {
     holds: Holds,
     written: bool,
     truncated: bool,
+    /// A decision was made through this handle (whatever its answer).
+    decided: bool,
 }
 
 impl Pending {
     /// A document's handle, opened with `O_TRUNC` or not.
     pub fn document(truncated: bool) -> Pending {
-        Pending { holds: Holds::Document, written: false, truncated }
+        Pending { holds: Holds::Document, written: false, truncated, decided: false }
     }
 
-    /// A memory file's handle. An open that truncates leaves nothing to decide: a new
-    /// document closed without content is never offered to the store.
+    /// A memory file's handle. An open that truncates leaves nothing to decide before the
+    /// last close: a new document created empty (`touch x.json`, `tar` of an empty file) is
+    /// offered to the store as it is at its last close, as the folder would keep it (SPEC §24).
     pub fn memory() -> Pending {
-        Pending { holds: Holds::Memory, written: false, truncated: false }
+        Pending { holds: Holds::Memory, written: false, truncated: false, decided: false }
     }
 
     /// Bytes were written through the handle.
@@ -540,7 +600,11 @@ impl Pending {
         let Some(kind) = kind else { return false };
         match self.holds {
             Holds::Document => self.written || (self.truncated && when != Moment::Flush),
-            Holds::Memory => self.written && matches!(kind, PathKind::Document | PathKind::Derived),
+            Holds::Memory => match kind {
+                PathKind::Document => self.written || (when == Moment::Release && !self.decided),
+                PathKind::Derived => self.written,
+                _ => false,
+            },
         }
     }
 
@@ -549,6 +613,7 @@ impl Pending {
     pub fn decided(&mut self) {
         self.written = false;
         self.truncated = false;
+        self.decided = true;
     }
 }
 
@@ -603,6 +668,10 @@ impl Store {
     /// listing why (`path:line:col: severity[code] message` per problem, or the error's
     /// message). Both are synced before this returns. Returns the kept file's name inside
     /// [`Store::rejected_dir`].
+    ///
+    /// The same bytes refused again for the same path (a handle decided at `flush` and again at
+    /// `release`, an editor retrying) are kept once: the name of the copy already kept is
+    /// returned.
     pub fn keep_rejected(&self, path: &str, bytes: &[u8], why: &StoreError) -> StoreResult<String> {
         let dir = self.rejected_dir();
         fs::create_dir_all(&dir)
@@ -610,6 +679,11 @@ impl Store {
         let time = rfc3339(SystemTime::now());
         let stamp: String = time.chars().filter(|c| !matches!(c, '-' | ':')).collect();
         let flat = path.replace('%', "%25").replace('/', "%2F");
+        if let Some(kept) = last_kept(&dir, &flat)
+            && fs::read(dir.join(&kept)).is_ok_and(|k| k == bytes)
+        {
+            return Ok(kept);
+        }
         loop {
             let n = REJECTED_COUNTER.fetch_add(1, Ordering::Relaxed);
             let name = format!("{stamp}-{n}-{flat}");
@@ -632,8 +706,24 @@ impl Store {
                 // Best effort: the files themselves are synced.
                 let _ = folder.sync_all();
             }
+            let mut refusals = crate::sync::lock(&self.inner.refusals);
+            if refusals.len() == RECENT_REFUSALS {
+                refusals.pop_front();
+            }
+            refusals.push_back(KeptRefusal {
+                time: time.clone(),
+                path: path.to_owned(),
+                code: why.code().to_string(),
+                message: why.to_string(),
+                kept: name.clone(),
+            });
             return Ok(name);
         }
+    }
+
+    /// The latest refused saves kept by [`Store::keep_rejected`], oldest first.
+    pub fn refusals(&self) -> Vec<KeptRefusal> {
+        crate::sync::lock(&self.inner.refusals).iter().cloned().collect()
     }
 
     fn why_text(&self, path: &str, bytes: &[u8], why: &StoreError, time: &str) -> String {
@@ -693,6 +783,31 @@ impl Store {
         }
         out
     }
+}
+
+/// The name of the newest refused save of the path flattened as `flat` kept in `dir`: names
+/// start with their time stamp and a counter, so the greatest name among those ending in
+/// `-<flat>` is the newest.
+fn last_kept(dir: &Path, flat: &str) -> Option<String> {
+    let suffix = format!("-{flat}");
+    fs::read_dir(dir)
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            name.strip_suffix(&suffix)
+                .and_then(|head| head.rsplit_once('-'))
+                .is_some_and(|(_, n)| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .max_by(|a, b| kept_order(a).cmp(&kept_order(b)))
+}
+
+/// A kept name's time stamp and counter, which order kept saves (the counter restarts with the
+/// process, the stamp does not).
+fn kept_order(name: &str) -> (&str, u64) {
+    let mut parts = name.splitn(3, '-');
+    let stamp = parts.next().unwrap_or("");
+    let n = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    (stamp, n)
 }
 
 fn write_new(path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
@@ -785,9 +900,17 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with("books/a.json:2:3: error[syntax] ")), "{why}");
         assert!(lines.iter().any(|l| l.starts_with("a.json:1:8: error[duplicate-id] ")), "{why}");
 
-        // A second refusal of the same path in the same millisecond gets its own file.
+        // The same bytes refused again are kept once; other bytes of the same path in the
+        // same millisecond get their own file.
+        assert_eq!(store.keep_rejected("books/a.json", &bad, &err).unwrap(), name);
         let other = store.keep_rejected("books/a.json", b"x", &err).unwrap();
         assert_ne!(other, name);
+        let kept = fs::read_dir(store.rejected_dir()).unwrap().count();
+        assert_eq!(kept, 4, "two saves, each with its .why");
+        // Each kept refusal is listed for `stardust.status`.
+        let listed: Vec<(String, String)> =
+            store.refusals().into_iter().map(|r| (r.path, r.kept)).collect();
+        assert_eq!(listed, [("books/a.json".to_owned(), name), ("books/a.json".to_owned(), other)]);
     }
 
     /// The kind of `path` under the default configuration with `ignore = ["vendor/**"]`, as
@@ -920,14 +1043,14 @@ mod tests {
                 ("books/4913", Memory),
                 ("books/dune.json~", Nothing),
                 Replace,
-                Scratch { from: Source::Memory },
+                Scratch,
             ),
             (
-                "a plain file on disk renamed to a scratch name",
+                "a plain file on disk renamed to a scratch name stays on disk",
                 ("books/dune.bak", File),
                 ("books/dune.json~", Nothing),
                 Replace,
-                Scratch { from: Source::Disk },
+                Plain { from: Source::Disk },
             ),
             (
                 "a scratch file renamed to a plain name lands on disk",
@@ -1102,16 +1225,12 @@ mod tests {
                         effect,
                         E::Refuse(_)
                             | E::Nothing
-                            | E::Scratch { .. }
+                            | E::Scratch
                             | E::BackupAway
                             | E::MoveFolder
                             | E::Plain { from: Source::Disk }
                     ),
                     "a scratch name stays out of the store: {case}"
-                );
-                assert!(
-                    !matches!(effect, E::Plain { .. }) || from_held == Held::Special,
-                    "only a link or a FIFO keeps a scratch name on disk: {case}"
                 );
             }
             if from_held == Held::Memory && !matches!(effect, E::Refuse(_) | E::Nothing) {
@@ -1119,7 +1238,7 @@ mod tests {
                     matches!(
                         effect,
                         E::Save { from: Source::Memory }
-                            | E::Scratch { from: Source::Memory }
+                            | E::Scratch
                             | E::Plain { from: Source::Memory }
                     ),
                     "a memory file's bytes move as a memory file's: {case}"
@@ -1127,7 +1246,7 @@ mod tests {
             }
         }
         // Every effect is reachable.
-        assert_eq!(seen.len(), 17, "{seen:?}");
+        assert_eq!(seen.len(), 16, "{seen:?}");
     }
 
     /// From kind, from held, to kind, to held, mode, and whether both are the same path.
@@ -1191,7 +1310,7 @@ mod tests {
         assert_eq!(delete_effect(Derived, File), Ok(DeleteEffect::Document));
         assert_eq!(resize_effect(Derived, false), ResizeEffect::Save);
         assert_eq!(special_file(Derived), Err(Refusal::NotPlain));
-        assert!(!keeps_memory_file(Derived, 0));
+        assert_eq!(memory_fate(Derived, 0, false), MemoryFate::Drop);
         let mut pending = Pending::memory();
         pending.write();
         assert!(pending.due(Moment::Flush, Some(Derived)));
@@ -1289,14 +1408,26 @@ mod tests {
 
     #[test]
     fn memory_files_live_until() {
+        use MemoryFate::*;
         let rows = [
-            ("books/a.json", 1, true),
-            ("books/a.json", 0, false),
-            ("books/.a.json.swp", 0, true),
-            ("books/4913", 0, true),
+            ("books/a.json", 1, false, Keep),
+            ("books/a.json", 0, false, Drop),
+            ("books/.a.json.swp", 1, false, Keep),
+            ("books/4913", 1, true, Keep),
+            // Left behind by a tool: written to disk, never lost.
+            ("books/.a.json.swp", 0, false, ToDisk),
+            ("books/2020", 0, false, ToDisk),
+            ("books/build.tmp", 0, false, ToDisk),
+            // Vim's backup holds a document away until the new save settles it.
+            ("books/a.json~", 0, true, Keep),
+            ("books/a.json~", 0, false, ToDisk),
         ];
-        for (path, open, kept) in rows {
-            assert_eq!(keeps_memory_file(kind(path), open), kept, "{path} with {open} open");
+        for (path, open, holds_away, fate) in rows {
+            assert_eq!(
+                memory_fate(kind(path), open, holds_away),
+                fate,
+                "{path} with {open} open, holding away: {holds_away}"
+            );
         }
     }
 
@@ -1361,11 +1492,18 @@ mod tests {
             ),
             ("unlinked while open", Pending::document(false), &[Write], None, [false; 3]),
             ("a new document written", Pending::memory(), &[Write], doc, [true; 3]),
-            ("a new document closed empty", Pending::memory(), &[], doc, [false; 3]),
+            ("a new document closed empty", Pending::memory(), &[], doc, [false, false, true]),
             (
                 "a new document written then truncated to nothing",
                 Pending::memory(),
                 &[Write, Resize(0)],
+                doc,
+                [false, false, true],
+            ),
+            (
+                "a new document decided, then closed",
+                Pending::memory(),
+                &[Write, Decide(Fsync)],
                 doc,
                 [false; 3],
             ),
@@ -1433,10 +1571,11 @@ mod tests {
         away.settle(doc);
         assert!(!handle.due(Moment::Flush, Some(kind(doc))));
         assert!(!handle.due(Moment::Release, Some(kind(doc))));
-        assert!(keeps_memory_file(kind(backup), 0), "the backup lives until deleted");
-        assert!(!keeps_memory_file(kind(doc), 0), "the document's memory file goes at close");
-        // unlink(dune.json~): a memory file, holding nothing away any more.
-        assert_eq!(delete_effect(kind(backup), Held::Memory), Ok(DeleteEffect::Memory));
+        assert_eq!(memory_fate(kind(doc), 0, false), MemoryFate::Drop, "goes at close");
+        // Holding nothing away any more, the backup is a file left behind: on disk.
+        assert_eq!(memory_fate(kind(backup), 0, away.holds(backup)), MemoryFate::ToDisk);
+        // unlink(dune.json~): a file on disk, holding nothing away.
+        assert_eq!(delete_effect(kind(backup), Held::File), Ok(DeleteEffect::Disk));
         assert_eq!(away.released(backup, None), Vec::<String>::new());
     }
 

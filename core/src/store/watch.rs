@@ -32,6 +32,8 @@ struct Batch {
     paths: BTreeSet<String>,
     /// Events were lost: compare the whole store.
     rescan: bool,
+    /// Something of the private folder was removed: put it back (see `Inner::restore_private`).
+    private: bool,
 }
 
 impl Watcher {
@@ -58,6 +60,12 @@ impl Watcher {
             .spawn(move || {
                 while let Some(batch) = next_batch(&rx, &root, debounce) {
                     let Some(inner) = inner.upgrade() else { return };
+                    if batch.private {
+                        // Taking the writer puts the private folder back.
+                        if let Err(err) = inner.writer() {
+                            tracing::error!("cannot put the store's private folder back: {err}");
+                        }
+                    }
                     let config = inner.ctx();
                     let reconfigure = batch.paths.iter().any(|rel| config.config.is_rule_file(rel));
                     let result = if reconfigure {
@@ -146,7 +154,12 @@ fn add(batch: &mut Batch, event: notify::Result<notify::Event>, root: &Path) -> 
             // The root itself: anything may have happened.
             batch.rescan = true;
             relevant = true;
-        } else if rel != PRIVATE_DIR && !rel.starts_with(".stardust/") {
+        } else if rel == PRIVATE_DIR || rel.starts_with(".stardust/") {
+            if matches!(event.kind, EventKind::Remove(_)) {
+                batch.private = true;
+                relevant = true;
+            }
+        } else {
             batch.paths.insert(rel);
             relevant = true;
         }

@@ -1,14 +1,27 @@
 //! The tolerant JSON parser: strict RFC 8259, with the common mistakes (comments, trailing or
 //! missing commas, unquoted or single-quoted strings, malformed numbers, unclosed brackets)
-//! reported and read anyway.
+//! reported and read anyway; and its JSONC mode (SPEC §23), JSON with comments as VS Code and
+//! TypeScript read it: `//` and `/* */` comments (recorded in the parse's `comments`, which do
+//! not nest) and trailing commas in arrays and objects are accepted, the rest is JSON.
 
 use serde_json::Value;
 
 use super::lex::{self, Dialect, JSON_WORD as WORD, node};
 use super::{MAX_DEPTH, Node, NodeKind, Parse, SyntaxError};
+use crate::text::Span;
 
 /// Parses `text` as JSON. Never fails: the result holds what could be read and every error.
 pub fn parse_json(text: &str) -> Parse {
+    parse_with(text, false)
+}
+
+/// Parses `text` as JSON with comments (JSONC): comments and trailing commas are accepted.
+/// Never fails: the result holds what could be read and every error.
+pub fn parse_jsonc(text: &str) -> Parse {
+    parse_with(text, true)
+}
+
+fn parse_with(text: &str, jsonc: bool) -> Parse {
     if let Some(parse) = lex::refuse_too_large(text) {
         return parse;
     }
@@ -16,6 +29,8 @@ pub fn parse_json(text: &str) -> Parse {
         text,
         bytes: text.as_bytes(),
         pos: lex::bom_len(text),
+        jsonc,
+        comments: Vec::new(),
         errors: Vec::new(),
         open: Vec::new(),
         unterminated_end: usize::MAX,
@@ -51,10 +66,14 @@ pub fn parse_json(text: &str) -> Parse {
         value,
         root,
         implicit_object: false,
-        comments: Vec::new(),
+        comments: p.comments,
         errors: lex::sorted(p.errors),
     }
 }
+
+/// Where comments may be written, for the messages about a comment in plain JSON.
+const COMMENTS_ALLOWED: &str =
+    "comments are allowed in .jsonc files and in .json files matched by [store] jsonc";
 
 /// Whether `b` begins a value (or a key): a bracket, a quote or an unquoted token.
 fn starts_value(b: u8) -> bool {
@@ -111,6 +130,10 @@ struct Parser<'a> {
     text: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// JSONC: comments and trailing commas are accepted.
+    jsonc: bool,
+    /// The comments read, in source order (JSONC only: in JSON each is an error instead).
+    comments: Vec<Span>,
     errors: Vec<SyntaxError>,
     /// The closers of the containers being read, innermost last; its length is the depth.
     open: Vec<u8>,
@@ -147,41 +170,72 @@ impl Parser<'_> {
         self.pos += 1;
     }
 
-    /// Skips whitespace, and comments with an error each.
+    /// Skips whitespace and comments: recorded in JSONC, an error each in JSON.
     fn skip_ws(&mut self) {
         loop {
             while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
                 self.pos += 1;
             }
-            if self.peek() != Some(b'/') {
+            if self.peek() != Some(b'/') || !self.comment() {
                 return;
             }
-            let start = self.pos;
-            let end = match self.bytes.get(start + 1) {
-                Some(b'/') => lex::line_end(self.bytes, start),
-                Some(b'*') => match lex::block_comment_end(self.text, start) {
-                    Some(end) => end,
-                    None => {
-                        self.error(
-                            start,
-                            self.bytes.len(),
-                            "unterminated comment: add '*/' (and note that comments are not \
-                             allowed in JSON)"
-                                .into(),
-                        );
-                        self.pos = self.bytes.len();
-                        return;
-                    }
-                },
-                _ => return,
-            };
+        }
+    }
+
+    /// Reads the comment at the cursor (a `/`), if one starts there; whether one did. Kept out
+    /// of [`Parser::skip_ws`]'s loop, which runs between every two tokens.
+    #[inline(never)]
+    fn comment(&mut self) -> bool {
+        let start = self.pos;
+        let end = match self.bytes.get(start + 1) {
+            Some(b'/') => lex::line_end(self.bytes, start),
+            Some(b'*') => match lex::block_comment_end(self.text, start) {
+                Some(end) => end,
+                None => {
+                    let message = if self.jsonc {
+                        "unterminated comment: add '*/' where it ends".into()
+                    } else {
+                        format!("unterminated comment: add '*/' ({COMMENTS_ALLOWED})")
+                    };
+                    self.error(start, self.bytes.len(), message);
+                    self.pos = self.bytes.len();
+                    return false;
+                }
+            },
+            _ => return false,
+        };
+        if self.jsonc {
+            self.comments.push(lex::span(start, end));
+        } else {
             self.error(
                 start,
                 end,
-                "comments are not allowed in JSON; remove it or use DUST".into(),
+                format!("comments are not allowed in JSON; remove it ({COMMENTS_ALLOWED})"),
             );
-            self.pos = end;
         }
+        self.pos = end;
+        true
+    }
+
+    /// The end of the unquoted token starting at `start`. In JSONC a comment ends it (`1// c`);
+    /// in JSON a `/` inside a token is part of it (`http://x`), the whole token being an error.
+    fn word_end(&self, start: usize) -> usize {
+        let end = self.bytes[start..]
+            .iter()
+            .position(|&b| !WORD[usize::from(b)])
+            .map_or(self.bytes.len(), |n| start + n);
+        if !self.jsonc {
+            return end;
+        }
+        // A token never starts with a comment (whitespace and comments are skipped first), and
+        // must not be empty.
+        let from = (start + 1).min(end);
+        (from..end).find(|&i| self.comment_at(i)).unwrap_or(end)
+    }
+
+    /// Whether a comment starts at `at`.
+    fn comment_at(&self, at: usize) -> bool {
+        self.bytes.get(at) == Some(&b'/') && matches!(self.bytes.get(at + 1), Some(b'/' | b'*'))
     }
 
     /// After the root value: only whitespace may follow.
@@ -243,7 +297,10 @@ impl Parser<'_> {
     fn number(&mut self) -> (Node, Value) {
         let start = self.pos;
         match lex::number_end(self.bytes, start) {
-            Some((end, integer)) if !self.bytes.get(end).is_some_and(|&b| WORD[usize::from(b)]) => {
+            Some((end, integer))
+                if !self.bytes.get(end).is_some_and(|&b| WORD[usize::from(b)])
+                    || (self.jsonc && self.comment_at(end)) =>
+            {
                 self.pos = end;
                 let token = &self.text[start..end];
                 match lex::number_value(token, integer) {
@@ -272,10 +329,7 @@ impl Parser<'_> {
     /// missing its quotes.
     fn word(&mut self) -> (Node, Value) {
         let start = self.pos;
-        let end = self.bytes[start..]
-            .iter()
-            .position(|&b| !WORD[usize::from(b)])
-            .map_or(self.bytes.len(), |n| start + n);
+        let end = self.word_end(start);
         self.pos = end;
         let word = &self.text[start..end];
         let error_node = (node(start, end, NodeKind::Error), Value::Null);
@@ -357,9 +411,11 @@ impl Parser<'_> {
         }
     }
 
-    /// Reports the comma of `sep` as trailing, if it is one.
+    /// Reports the comma of `sep` as trailing, if it is one (JSONC allows it).
     fn trailing_comma(&mut self, sep: Sep, closer: char) {
-        if let Sep::Comma(at) = sep {
+        if let Sep::Comma(at) = sep
+            && !self.jsonc
+        {
             self.error(at, at + 1, format!("trailing comma before '{closer}'; remove it"));
         }
     }
@@ -508,10 +564,7 @@ impl Parser<'_> {
                 return None;
             }
             _ => {
-                let end = self.bytes[key_start..]
-                    .iter()
-                    .position(|&b| !WORD[usize::from(b)])
-                    .map_or(self.bytes.len(), |n| key_start + n);
+                let end = self.word_end(key_start);
                 let key = &self.text[key_start..end];
                 let quoted = serde_json::to_string(key).unwrap_or_default();
                 self.error(key_start, end, format!("JSON keys must be quoted: write {quoted}"));

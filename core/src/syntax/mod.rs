@@ -24,7 +24,7 @@ use crate::diagnostics::DiagnosticCode;
 use crate::text::Span;
 
 pub use dust::parse_dust;
-pub use json::parse_json;
+pub use json::{parse_json, parse_jsonc};
 
 /// Containers nested deeper than this are a syntax error; their content is skipped.
 pub const MAX_DEPTH: usize = 256;
@@ -33,26 +33,38 @@ pub const MAX_DEPTH: usize = 256;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Lang {
     Json,
+    /// JSON with comments and trailing commas (SPEC §23).
+    Jsonc,
     Dust,
 }
 
 impl Lang {
-    /// The notation of a path by its extension, if it is a document at all.
+    /// The notation of a path by its extension alone, if it is a document at all. A store's
+    /// `[store] jsonc` globs make some `.json` documents JSONC: `scan::lang_of` decides that.
     pub fn from_path(path: &str) -> Option<Lang> {
         if path.ends_with(".json") {
             Some(Lang::Json)
         } else if path.ends_with(".dust") {
             Some(Lang::Dust)
+        } else if path.ends_with(".jsonc") {
+            Some(Lang::Jsonc)
         } else {
             None
         }
     }
 
+    /// Its name, which is also the extension of its files and its LSP `languageId`.
     pub fn as_str(self) -> &'static str {
         match self {
             Lang::Json => "json",
+            Lang::Jsonc => "jsonc",
             Lang::Dust => "dust",
         }
+    }
+
+    /// Whether it is written in JSON's grammar (JSON or JSONC).
+    pub fn is_json(self) -> bool {
+        matches!(self, Lang::Json | Lang::Jsonc)
     }
 }
 
@@ -60,6 +72,7 @@ impl Lang {
 pub fn parse(text: &str, lang: Lang) -> Parse {
     match lang {
         Lang::Json => parse_json(text),
+        Lang::Jsonc => parse_jsonc(text),
         Lang::Dust => parse_dust(text),
     }
 }
@@ -74,7 +87,8 @@ pub struct Parse {
     pub root: Option<Node>,
     /// Whether the root is a DUST top-level object written without braces.
     pub implicit_object: bool,
-    /// DUST comments in source order (JSON has none: a comment there is a syntax error).
+    /// Comments in source order: DUST's and JSONC's (plain JSON has none: a comment there is
+    /// a syntax error).
     pub comments: Vec<Span>,
     /// Syntax errors in source order. Duplicate keys are reported here too.
     pub errors: Vec<SyntaxError>,

@@ -131,7 +131,12 @@ fn check_invariants(text: &str, parse: &Parse) {
     for comment in &parse.comments {
         check_span(*comment, "comment");
         let slice = &text[comment.range()];
-        assert!(slice.starts_with(';') && !slice.contains(['\n', '\r']), "comment {slice:?}");
+        let line = slice.starts_with([';']) || slice.starts_with("//");
+        assert!(
+            (line && !slice.contains(['\n', '\r']))
+                || (slice.starts_with("/*") && slice.ends_with("*/") && slice.len() >= 4),
+            "comment {slice:?}"
+        );
     }
     assert!(parse.comments.windows(2).all(|w| w[0].end <= w[1].start));
     match &parse.root {
@@ -404,12 +409,14 @@ proptest! {
     #[test]
     fn arbitrary_text_parses_without_panicking(text in any::<String>()) {
         check_invariants(&text, &parse_json(&text));
+        check_invariants(&text, &parse_jsonc(&text));
         check_invariants(&text, &parse_dust(&text));
     }
 
     #[test]
     fn grammar_soup_parses_without_panicking(text in grammar_soup()) {
         check_invariants(&text, &parse_json(&text));
+        check_invariants(&text, &parse_jsonc(&text));
         let dust = parse_dust(&text);
         check_invariants(&text, &dust);
         prop_assert!(dust.root.is_some());
@@ -418,6 +425,121 @@ proptest! {
     #[test]
     fn near_json_parses_without_panicking(text in near_json()) {
         check_invariants(&text, &parse_json(&text));
+        check_invariants(&text, &parse_jsonc(&text));
         check_invariants(&text, &parse_dust(&text));
+    }
+
+    /// The oracle for JSONC: the same data written with comments and trailing commas (JSONC)
+    /// and without them (JSON) reads as one value, the value `serde_json` reads from the JSON;
+    /// every comment is recorded and nothing else is; plain JSON refuses the JSONC text.
+    #[test]
+    fn jsonc_reads_as_json_without_its_comments(
+        value in arb_value(),
+        trivia in prop::collection::vec(0..TRIVIA.len(), 1..64),
+    ) {
+        let mut writer = JsoncWriter::new(trivia.into_iter().cycle());
+        writer.value(&value);
+        writer.gap();
+        let (jsonc, json) = (writer.jsonc, writer.json);
+        let parse = parse_jsonc(&jsonc);
+        check_invariants(&jsonc, &parse);
+        prop_assert!(parse.is_clean(), "{jsonc}: {:?}", parse.errors);
+        prop_assert_eq!(&parse.value, &serde_json::from_str::<Value>(&json).unwrap());
+        prop_assert_eq!(&parse.value, &parse_json(&json).value);
+        let comments: Vec<&str> = parse.comments.iter().map(|c| &jsonc[c.range()]).collect();
+        prop_assert_eq!(comments, writer.comments);
+        prop_assert_eq!(
+            parse_json(&jsonc).is_clean(),
+            writer.trailing_commas == 0 && parse.comments.is_empty()
+        );
+    }
+}
+
+/// What the JSONC oracle writes between tokens; the comment markers inside the strings of
+/// the data must not count.
+const TRIVIA: [&str; 8] =
+    ["", " ", "\n  ", "// line\n", "/* block */", "/* two\n lines */ ", "/**/", "//\n"];
+
+/// The JSONC text of a value with comments between its tokens and trailing commas, beside
+/// its plain JSON text.
+struct JsoncWriter<I> {
+    trivia: I,
+    jsonc: String,
+    json: String,
+    comments: Vec<&'static str>,
+    trailing_commas: usize,
+}
+
+impl<I: Iterator<Item = usize>> JsoncWriter<I> {
+    fn new(trivia: I) -> Self {
+        let (jsonc, json, comments) = (String::new(), String::new(), Vec::new());
+        JsoncWriter { trivia, jsonc, json, comments, trailing_commas: 0 }
+    }
+
+    fn gap(&mut self) {
+        let piece = TRIVIA[self.trivia.next().unwrap_or(0)];
+        self.jsonc.push_str(piece);
+        self.json.push(' ');
+        // The comments of a piece, without the line break that ends a line comment.
+        let mut rest = piece;
+        while let Some(at) = rest.find('/') {
+            rest = &rest[at..];
+            let end = if rest.starts_with("//") {
+                rest.find('\n').unwrap_or(rest.len())
+            } else {
+                rest.find("*/").unwrap() + 2
+            };
+            self.comments.push(&rest[..end]);
+            rest = &rest[end..];
+        }
+    }
+
+    fn token(&mut self, text: &str) {
+        self.jsonc.push_str(text);
+        self.json.push_str(text);
+    }
+
+    fn value(&mut self, value: &Value) {
+        self.gap();
+        match value {
+            Value::Array(items) => {
+                self.token("[");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.token(",");
+                    }
+                    self.value(item);
+                }
+                self.close("]", !items.is_empty());
+            }
+            Value::Object(map) => {
+                self.token("{");
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        self.token(",");
+                    }
+                    self.gap();
+                    self.token(&Value::String(key.clone()).to_string());
+                    self.gap();
+                    self.token(":");
+                    self.value(item);
+                }
+                self.close("}", !map.is_empty());
+            }
+            scalar => self.token(&scalar.to_string()),
+        }
+        self.gap();
+    }
+
+    /// The closer, after a trailing comma when the container holds something and the trivia
+    /// says so.
+    fn close(&mut self, closer: &str, any: bool) {
+        self.gap();
+        if any && self.trivia.next().unwrap_or(0).is_multiple_of(2) {
+            self.jsonc.push(',');
+            self.trailing_commas += 1;
+            self.gap();
+        }
+        self.token(closer);
     }
 }

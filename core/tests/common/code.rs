@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use expect_test::Expect;
 use serde_json::{Value, json};
 use stardust_core::codefiles::{
-    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication,
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, LaunchSpec, Publication, Readiness,
 };
 use stardust_core::service::{Front, Service, Session};
 use stardust_core::text::Encoding;
@@ -56,6 +56,9 @@ pub struct Canned {
     /// `publication <file name>` for each publication read, `sync <text>` for each text
     /// given, in order.
     pub log: Mutex<Vec<String>>,
+    /// How many more looks at its readiness answer `indexing` (SPEC §25) before it is not
+    /// said any more (0: never indexing; `u32::MAX`: indexing forever).
+    pub indexing_polls: Mutex<u32>,
 }
 
 /// How many looks at its activity the pushing double takes to finish a staged check.
@@ -199,7 +202,31 @@ impl CodeHost for Canned {
             done_at: work.done_at,
             last_heard: None,
             stopped: work.stopped.clone(),
+            ..Activity::default()
         })
+    }
+
+    fn readiness(&self, _: &str) -> Option<(Readiness, std::time::Instant)> {
+        let mut left = self.indexing_polls.lock().unwrap();
+        match *left {
+            0 => None,
+            u32::MAX => Some((Readiness::Indexing, std::time::Instant::now())),
+            n => {
+                *left = n - 1;
+                Some((Readiness::Indexing, std::time::Instant::now()))
+            }
+        }
+    }
+
+    fn publications(&self, server: &str) -> Vec<(PathBuf, Publication)> {
+        let paths: Vec<PathBuf> = self.published.lock().unwrap().keys().cloned().collect();
+        paths
+            .into_iter()
+            .filter_map(|path| {
+                let (version, diagnostics) = self.published(server, &path)?;
+                Some((path, Publication { version, diagnostics, at: 0 }))
+            })
+            .collect()
     }
 
     fn status(&self) -> Vec<Value> {
@@ -253,6 +280,11 @@ pub struct Fixture {
 }
 
 pub fn fixture(files: &[(&str, &str)]) -> Fixture {
+    fixture_with(files, "")
+}
+
+/// [`fixture`] with `extra` keys in the `[servers.canned]` table (`timeouts = ...`).
+pub fn fixture_with(files: &[(&str, &str)], extra: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let store = base.join("store");
@@ -261,13 +293,14 @@ pub fn fixture(files: &[(&str, &str)]) -> Fixture {
         write(&store, rel, text);
     }
     let config = base.join("config");
-    // The command is never run (the host is canned), but must be an executable file.
+    // The command is never run (the host is canned), but must be an executable file. Lazy:
+    // what each test gives the server is its own (the warm-up has tests of its own).
     let command = std::env::current_exe().unwrap();
     write(
         &config,
         "servers.toml",
         &format!(
-            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\n",
+            "[servers.canned]\ncommand = {:?}\nlanguages = {{ py = \"python\", txt = \"plaintext\" }}\nstart = \"lazy\"\n{extra}",
             command.to_str().unwrap()
         ),
     );

@@ -98,4 +98,18 @@ check('the commit is notified', vim.wait(10000, function()
   return false
 end, 50))
 
+-- JSON with comments (a .jsonc file, filetype jsonc): served, and its comments and trailing
+-- comma are no syntax error.
+local notes = store .. '/notes.jsonc'
+vim.fn.writefile({ '// a note', '{"id": "book/notes", "type": "book", "author": "@person/nobody", /* who */}' }, notes)
+vim.cmd('edit ' .. notes)
+local jsonc = vim.api.nvim_get_current_buf()
+check('a .jsonc file is served', vim.bo[jsonc].filetype == 'jsonc' and vim.wait(10000, function()
+  local codes = {}
+  for _, d in ipairs(vim.diagnostic.get(jsonc)) do
+    codes[d.code] = true
+  end
+  return codes['dangling-ref'] and not codes['syntax']
+end, 50))
+
 vim.cmd('qa!')

@@ -2,8 +2,9 @@
 --
 -- Install: copy this file to ~/.config/nvim/lua/stardust.lua and add
 --   require('stardust').setup()
--- to init.lua (or `:luafile stardust.lua` once). The server starts for `.dust` and `.json`
--- files inside a store (a folder with stardust.toml or .stardust/), one per store.
+-- to init.lua (or `:luafile stardust.lua` once). The server starts for `.dust`, `.json` and
+-- `.jsonc` files (filetypes dust, json and jsonc) inside a store (a folder with stardust.toml
+-- or .stardust/), one per store; the server decides which are JSON with comments.
 --
 -- Commands:
 --   :Stardust NAME [JSON]   run a command of the registry, e.g.
@@ -123,7 +124,7 @@ function M.setup(opts)
   })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
-    pattern = { 'dust', 'json' },
+    pattern = { 'dust', 'json', 'jsonc' },
     callback = function(args)
       start(args.buf, opts)
     end,

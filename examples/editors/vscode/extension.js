@@ -1,7 +1,8 @@
 // Stardust for VS Code. The DUST language itself (grammar, comments, brackets) is declared in
-// package.json; this starts the Stardust language server, `stardust lsp`, for the DUST and JSON
+// package.json; this starts the Stardust language server, `stardust lsp`, for the DUST, JSON
+// and JSON-with-comments (VS Code's `jsonc`: tsconfig.json, .vscode/*.json, .jsonc files)
 // documents of the store open in the workspace (the server finds the store from the
-// workspace folder and leaves other files alone).
+// workspace folder, decides which documents are JSONC, and leaves other files alone).
 const vscode = require('vscode');
 const { LanguageClient, TransportKind } = require('vscode-languageclient/node');
 
@@ -17,6 +18,7 @@ function activate() {
       documentSelector: [
         { scheme: 'file', language: 'dust' },
         { scheme: 'file', language: 'json' },
+        { scheme: 'file', language: 'jsonc' },
       ],
       middleware: { resolveCodeLens },
     },

@@ -37,9 +37,9 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
 use stardust_core::Code;
 use stardust_core::store::saves::{
-    Away, CreateEffect, DeleteEffect, Held, Moment, OpenEffect, Pending, Refusal, ResizeEffect,
-    create_effect, delete_effect, hard_link, keeps_memory_file, open_effect, resize_effect,
-    special_file,
+    Away, CreateEffect, DeleteEffect, Held, MemoryFate, Moment, OpenEffect, Pending, Refusal,
+    ResizeEffect, create_effect, delete_effect, hard_link, memory_fate, open_effect, resize_effect,
+    special_file, symbolic_link,
 };
 use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError, Version};
 use stardust_core::views::Live;
@@ -381,6 +381,24 @@ impl StardustFs {
         }
     }
 
+    /// [`StardustFs::decide`] for bytes written through a handle: a save that replaced a
+    /// document away (Vim's new file after its backup rename) leaves the backup holding
+    /// nothing, and a backup nobody deletes is a file left behind (Vim's `backup` option).
+    fn decide_written(
+        &self,
+        ino: u64,
+        path: &str,
+        content: Vec<u8>,
+        errno: Errno,
+    ) -> Result<(), Errno> {
+        let holder = lock(&self.away).holder_of(path).map(str::to_owned);
+        self.decide(ino, path, content, errno)?;
+        if let Some(holder) = holder {
+            self.rest_memory_file(&holder);
+        }
+        Ok(())
+    }
+
     /// Log a failed save, keep its bytes, and choose the answer.
     fn failed(&self, path: &str, content: Option<&[u8]>, err: &StoreError, errno: Errno) -> Errno {
         let kept = content.map(|bytes| self.store.keep_rejected(path, bytes, err));
@@ -580,17 +598,53 @@ impl StardustFs {
     /// Close one handle of a memory file.
     fn release_mem(&self, ino: u64) {
         let Some(path) = lock(&self.nodes).path(ino) else { return };
+        if let Some(file) = lock(&self.mem).get_mut(&path) {
+            file.open = file.open.saturating_sub(1);
+        }
+        self.rest_memory_file(&path);
+    }
+
+    /// Carry out what the core says becomes of the memory file at `path` now (after a close,
+    /// a rename, or the document it held away settling): kept, dropped, or written to disk.
+    pub(super) fn rest_memory_file(&self, path: &str) {
         let mut mem = lock(&self.mem);
-        let Some(file) = mem.get_mut(&path) else { return };
-        file.open = file.open.saturating_sub(1);
-        if !keeps_memory_file(self.kind(&path), file.open) {
-            mem.remove(&path);
-            drop(mem);
-            if self.disk_meta(&path).is_err() {
-                self.forget_path(&path);
-                self.send(Inval::Entry(ino_parent(&self.nodes, &path), nodes_name(&path)));
+        let Some(file) = mem.get(path) else { return };
+        let holds_away = lock(&self.away).holds(path);
+        let ino = self.ino_of(path);
+        match memory_fate(self.kind(path), file.open, holds_away) {
+            MemoryFate::Keep => {}
+            MemoryFate::Drop => {
+                mem.remove(path);
+                drop(mem);
+                if self.disk_meta(path).is_err() {
+                    self.forget_path(path);
+                    self.send(Inval::Entry(ino_parent(&self.nodes, path), nodes_name(path)));
+                }
+                self.send(Inval::Inode(ino));
             }
-            self.send(Inval::Inode(ino));
+            MemoryFate::ToDisk => {
+                let written = rename::write_file(&self.abs(path), &file.content, file.perm)
+                    .and_then(|()| {
+                        let times =
+                            fs::FileTimes::new().set_accessed(file.atime).set_modified(file.mtime);
+                        fs::File::options().write(true).open(self.abs(path))?.set_times(times)
+                    });
+                match written {
+                    Ok(()) => {
+                        let (uid, gid) = (file.uid, file.gid);
+                        mem.remove(path);
+                        drop(mem);
+                        if let Err(e) =
+                            std::os::unix::fs::lchown(self.abs(path), Some(uid), Some(gid))
+                        {
+                            tracing::debug!("cannot give {path} to uid {uid}: {e}");
+                        }
+                        self.send(Inval::Inode(ino));
+                    }
+                    // Kept in memory rather than lost; the next close or rename tries again.
+                    Err(e) => tracing::warn!("cannot write the file {path} left behind: {e}"),
+                }
+            }
         }
     }
 
@@ -601,7 +655,7 @@ impl StardustFs {
             Handle::Doc { ino, content, pending } => {
                 let Some(path) = self.due_path(*ino, pending, when) else { return Ok(()) };
                 pending.decided();
-                self.decide(*ino, &path, content.clone(), errno)
+                self.decide_written(*ino, &path, content.clone(), errno)
             }
             Handle::Mem { ino, pending } => {
                 let Some(path) = self.due_path(*ino, pending, when) else { return Ok(()) };
@@ -609,7 +663,7 @@ impl StardustFs {
                     return Ok(());
                 };
                 pending.decided();
-                self.decide(*ino, &path, content, errno)
+                self.decide_written(*ino, &path, content, errno)
             }
             Handle::Disk { file, .. } => {
                 if when == Moment::Fsync {
@@ -676,9 +730,10 @@ impl StardustFs {
                 entries.push((name.to_owned(), FileType::RegularFile));
             }
         }
-        if path.is_empty() {
-            entries.push((PRIVATE_DIR.to_owned(), FileType::Directory));
-        }
+        // The virtual `.stardust/` is reachable by name but left out of the root's listing
+        // (SPEC §24), so tools that walk the tree (`git clean -fdx`, `rm -rf .`, `find`,
+        // `grep -r`, `tar`, `rsync`) never enter it and no recursive delete reaches a derived
+        // file.
         Ok(entries)
     }
 
@@ -1106,7 +1161,7 @@ impl Filesystem for StardustFs {
         reply: ReplyEntry,
     ) {
         let result = self.child(parent, link_name).and_then(|path| {
-            special_file(self.kind(&path)).map_err(refusal_errno)?;
+            symbolic_link(self.kind(&path)).map_err(refusal_errno)?;
             let abs = self.abs(&path);
             std::os::unix::fs::symlink(target, &abs).map_err(io_errno)?;
             chown_to(&abs, req);

@@ -53,8 +53,7 @@ impl StardustFs {
             RenameEffect::Nothing => Ok(()),
             RenameEffect::Save { from: Source::Memory } => self.save_memory_file(from, to),
             RenameEffect::Save { from: Source::Disk } => self.save_file(from, to),
-            RenameEffect::Scratch { from: Source::Memory } => self.move_memory_file(from, to),
-            RenameEffect::Scratch { from: Source::Disk } => self.hold_file(from, to, meta()?),
+            RenameEffect::Scratch => self.move_memory_file(from, to),
             RenameEffect::Plain { from: Source::Memory } => self.write_memory_file(from, to),
             RenameEffect::Plain { from: Source::Disk } => self.rename_on_disk(from, to),
             RenameEffect::MoveDocument => self.move_document(from, to),
@@ -106,6 +105,7 @@ impl StardustFs {
         drop(mem);
         lock(&self.away).follow(from, to);
         self.move_path(from, to);
+        self.rest_memory_file(to);
         Ok(())
     }
 
@@ -132,16 +132,6 @@ impl StardustFs {
         self.decide(ino, to, content, Errno::EINVAL)?;
         fs::remove_file(self.abs(from)).map_err(io_errno)?;
         self.moved_on_disk(from, to);
-        Ok(())
-    }
-
-    /// A file on disk renamed to a scratch name: its bytes move into a memory file.
-    fn hold_file(&self, from: &str, to: &str, meta: &fs::Metadata) -> Result<(), Errno> {
-        let mut file = self.mem_from_meta(meta);
-        file.content = fs::read(self.abs(from)).map_err(io_errno)?;
-        lock(&self.mem).insert(to.to_owned(), file);
-        fs::remove_file(self.abs(from)).map_err(io_errno)?;
-        self.move_path(from, to);
         Ok(())
     }
 
@@ -323,7 +313,7 @@ fn merge_move(from: &Path, to: &Path) -> io::Result<()> {
     fs::remove_dir(from)
 }
 
-fn write_file(path: &Path, content: &[u8], perm: u16) -> io::Result<()> {
+pub(super) fn write_file(path: &Path, content: &[u8], perm: u16) -> io::Result<()> {
     let file = fs::OpenOptions::new()
         .write(true)
         .create(true)

@@ -9,12 +9,18 @@
 //! - `--leak PIDFILE`: leaves a daemon grandchild (double fork + `setsid`) that sleeps for an
 //!   hour and writes its pid to PIDFILE;
 //! - `--progress-at-start MS`: reports `$/progress` work for MS milliseconds after `initialized`;
+//! - `--indexing-forever`: begins `$/progress` work after `initialized` and never ends it;
+//! - `--crash-after MS`: exits with code 3 MS milliseconds after `initialized` (a crash while
+//!   warming up);
+//! - `--pid-log FILE`: appends its pid and a newline to FILE when it starts (how many started);
 //! - `--encodings a,b`: the position encodings it supports (default `utf-16`).
 //!
-//! Requests besides the lifecycle: `textDocument/hover` (echoes the document's version and
+//! Requests besides the lifecycle: `textDocument/references` (the first character of the
+//! document asked about), `textDocument/hover` (echoes the document's version and
 //! text length; never answers when the document's text contains `fake:hang-on-hover`, exits
-//! with code 3 when it contains `fake:crash-on-hover`: faults a client reaches through the
-//! ordinary tools, as the core's MCP tests do), `fake/state` (documents, cancelled ids, pid and process group),
+//! with code 3 when it contains `fake:crash-on-hover`, answers RequestCancelled (-32800) for
+//! `fake:cancel-on-hover` and InternalError (-32603) for `fake:fail-on-hover`: faults a client
+//! reaches through the ordinary tools, as the core's MCP tests do), `fake/state` (documents, cancelled ids, pid and process group),
 //! `fake/ask {method, params}` (asks the client and answers with the client's answer),
 //! `fake/slow {ms}`, `fake/never`, `fake/modified {key, times}` (ContentModified to the first `times`
 //! requests with that key), `fake/server-cancelled {key, times}`, `fake/crash` (exit 3 at once), `fake/close-stdout`
@@ -92,6 +98,11 @@ fn main() {
         }
     }
     eprintln!("fake-lsp: started with {args:?}");
+    if let Some(log) = arg_value(&args, "--pid-log") {
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        writeln!(file, "{}", std::process::id()).unwrap();
+    }
+    let crash_after: Option<u64> = arg_value(&args, "--crash-after").and_then(|v| v.parse().ok());
     let encodings: Vec<String> = arg_value(&args, "--encodings")
         .unwrap_or_else(|| "utf-16".into())
         .split(',')
@@ -188,6 +199,23 @@ fn main() {
                     json!({"jsonrpc": "2.0", "id": 1, "method": "workspace/configuration",
                            "params": {"items": [{"section": "fake"}, {}]}}),
                 );
+                if let Some(ms) = crash_after {
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(ms));
+                        eprintln!("fake-lsp: crashing while warming up, as asked");
+                        std::process::exit(3);
+                    });
+                }
+                if flag("--indexing-forever") {
+                    send(
+                        &out,
+                        json!({"jsonrpc": "2.0", "id": 2, "method": "window/workDoneProgress/create", "params": {"token": "forever"}}),
+                    );
+                    send(
+                        &out,
+                        json!({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "forever", "value": {"kind": "begin", "title": "indexing forever"}}}),
+                    );
+                }
                 if let Some(ms) = progress_ms {
                     send(
                         &out,
@@ -236,10 +264,23 @@ fn main() {
             "textDocument/didClose" => {
                 documents.remove(params["textDocument"]["uri"].as_str().unwrap_or(""));
             }
+            "textDocument/references" => {
+                let uri = params["textDocument"]["uri"].clone();
+                let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}});
+                reply(json!([{"uri": uri, "range": range}]));
+            }
             "textDocument/hover" => {
                 let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
                 let text = documents.get(uri).and_then(|d| d["text"].as_str()).unwrap_or("");
                 if text.contains("fake:hang-on-hover") {
+                    continue;
+                }
+                if text.contains("fake:cancel-on-hover") {
+                    reply_error(-32800, "the request was cancelled, as the document asks");
+                    continue;
+                }
+                if text.contains("fake:fail-on-hover") {
+                    reply_error(-32603, "the fake server failed, as the document asks");
                     continue;
                 }
                 if text.contains("fake:crash-on-hover") {

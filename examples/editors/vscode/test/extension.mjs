@@ -60,7 +60,7 @@ check("the language configuration has ';' comments, brackets and auto-closed quo
 });
 
 let resolveCodeLens;
-check('activating the extension starts `stardust lsp` for dust and json documents', () => {
+check('activating the extension starts `stardust lsp` for dust, json and jsonc documents', () => {
   const calls = [];
   class LanguageClient {
     constructor(id, name, server, client) {
@@ -97,7 +97,7 @@ check('activating the extension starts `stardust lsp` for dust and json document
     assert.deepEqual(made.server, { command: 'stardust', args: ['lsp'], transport: 0 });
     assert.deepEqual(
       made.client.documentSelector.map((s) => s.language),
-      ['dust', 'json'],
+      ['dust', 'json', 'jsonc'],
     );
     resolveCodeLens = made.client.middleware.resolveCodeLens;
     extension.deactivate();

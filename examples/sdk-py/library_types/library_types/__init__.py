@@ -9,7 +9,26 @@ from __future__ import annotations
 import json
 from typing import Literal, NewType, NotRequired, TypedDict
 
-from stardust_sdk import Client, Column, ConnectOptions, Decls, Entity, SyncClient
+from ._runtime import (
+    Client as Client,
+    Code as Code,
+    Column as Column,
+    Committed as Committed,
+    ConnectOptions as ConnectOptions,
+    Decls as Decls,
+    DecodeError as DecodeError,
+    Entity as Entity,
+    Event as Event,
+    Page as Page,
+    Preview as Preview,
+    Shape as Shape,
+    StardustError as StardustError,
+    Subscription as Subscription,
+    SyncClient as SyncClient,
+    SyncSubscription as SyncSubscription,
+    check as check,
+    find_stardust as find_stardust,
+)
 
 # Ids (`type/slug`) and references (`@type/slug`) of each entity type.
 AwardId = NewType("AwardId", str)
@@ -315,7 +334,7 @@ class SeriesColumns:
 
 
 class Store(Client):
-    """A connection to the store's core, typed by its schemas (see `stardust_sdk.Client`)."""
+    """A connection to the store's core, typed by its schemas (see `Client`)."""
 
     async def get_award(self, id: str) -> Entity[Award]:
         """One `award` by id, its value checked against `Award`."""
