@@ -104,7 +104,7 @@ fn passthrough_reads_show_the_committed_content_after_every_change() {
     // The kernel reads the file on disk itself: an edit made in place in the folder shows at
     // once to a reader that has the file open, even where it read the same bytes before (a
     // read through the mount's page cache would show them again).
-    let mut notes = File::open(mnt.join("notes.md")).unwrap();
+    let notes = File::open(mnt.join("notes.md")).unwrap();
     let mut before = [0u8; 5];
     notes.read_exact_at(&mut before, 0).unwrap();
     assert_eq!(&before, b"first");

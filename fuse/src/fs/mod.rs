@@ -16,7 +16,7 @@
 //! the handle map's lock is never held while waiting for a handle's lock (a handle stays
 //! locked for the whole of a commit).
 
-use stardust_core::sync::lock;
+use stardust_core::sync::{self, lock};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -24,7 +24,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -113,6 +113,11 @@ pub struct StardustFs {
     /// Shared with the invalidation thread, which maps store paths to inode numbers.
     nodes: Arc<Mutex<Nodes>>,
     mem: Mutex<HashMap<String, MemFile>>,
+    /// Held for reading by deletes and renames, for writing by a release that may move a
+    /// closed memory file to disk: the kernel does not wait for a close's release, so without
+    /// it a delete or a rename looking at the memory file and then the disk could find the
+    /// file in neither, or act on a memory file that has just left.
+    moving: RwLock<()>,
     /// Documents hidden while a scratch file holds their bytes (Vim's backup rename).
     away: Mutex<Away>,
     handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
@@ -180,6 +185,7 @@ impl StardustFs {
             max_size,
             nodes,
             mem: Mutex::new(HashMap::new()),
+            moving: RwLock::new(()),
             away: Mutex::new(Away::default()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
@@ -1058,6 +1064,7 @@ impl Filesystem for StardustFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _moving = sync::read(&self.moving);
         let result = self.child(parent, name).and_then(|path| {
             let meta = self.disk_meta(&path);
             let held = self.held_with(&path, &meta);
@@ -1409,6 +1416,7 @@ impl Filesystem for StardustFs {
             let _ = self.decide_handle(&mut handle, Moment::Release);
             if let Handle::Mem { .. } = &*handle {
                 drop(handle);
+                let _moving = sync::write(&self.moving);
                 self.release_mem(ino.0);
             }
         }
