@@ -666,11 +666,13 @@ fn the_private_folder_deleted_during_a_commit_loses_nothing() {
     };
     let store =
         Store::open(dir.path(), OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
-    let first = store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]);
+    let first =
+        store.commit(mcp(), vec![Change::put("people/ann.json", person("person/ann", "A"))]);
     assert_eq!(first.unwrap().seq, 2);
     assert!(*deleted.lock().unwrap());
     assert_eq!(read(dir.path(), "people/ann.json").unwrap(), person("person/ann", "A"));
-    let second = store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
+    let second =
+        store.commit(mcp(), vec![Change::put("people/bob.json", person("person/bob", "B"))]);
     assert_eq!(second.unwrap().seq, 3);
     let verified = verify_log(dir.path()).unwrap();
     assert_eq!((verified.transactions, verified.damage), (3, None));

@@ -103,7 +103,6 @@ pub trait CodeSaves: Send + Sync {
     fn refusals(&self, rel: &str, before: Option<&[u8]>, after: &[u8]) -> Vec<String>;
 }
 
-
 /// What a path holds in the mount when a file operation arrives.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Held {
