@@ -109,6 +109,42 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
+    /// Print a file of the store as of a seq (default: the latest): any document, or any file
+    /// the log records.
+    Show {
+        /// The store directory.
+        store: PathBuf,
+        /// The file's path, relative to the store root.
+        path: String,
+        /// The seq after which to read it.
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Print unified diffs of what transactions changed: `SEQ` alone, or `SEQ..SEQ` (both
+    /// included), optionally only some paths.
+    Diff {
+        /// The store directory.
+        store: PathBuf,
+        /// A seq, or a range of seqs `FIRST..LAST`.
+        seqs: String,
+        /// Only these files (store-relative paths).
+        paths: Vec<String>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
+    /// Preview undoing a transaction (merged around later changes that do not overlap it);
+    /// with `--yes`, commit it through the save authority. Exit 1 when refused.
+    Revert {
+        /// The store directory.
+        store: PathBuf,
+        /// The transaction to undo.
+        seq: u64,
+        /// Commit at once instead of only previewing.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
     /// Run the store's one core: LSP, MCP and the command line attach to it over a Unix
     /// socket (recorded in STORE/.stardust/run/daemon.json) until SIGINT or SIGTERM.
     Serve {
@@ -283,6 +319,13 @@ fn main() -> ExitCode {
         Command::Log { store, since, format, .. } => cmd::log::run(&store, since, format),
         Command::Apply { store, patch, yes, format } => {
             cmd::apply::run(&store, &patch, yes, format)
+        }
+        Command::Show { store, path, at } => cmd::history::show(&store, &path, at),
+        Command::Diff { store, seqs, paths, format } => {
+            cmd::history::diff(&store, &seqs, &paths, format)
+        }
+        Command::Revert { store, seq, yes, format } => {
+            cmd::history::revert(&store, seq, yes, format)
         }
         Command::Serve { store, mount, idle_exit, mcp_http, share_previews } => {
             cmd::serve::run(&store, mount.as_deref(), idle_exit, mcp_http, share_previews)

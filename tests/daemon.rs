@@ -671,3 +671,42 @@ fn git_clean_while_serving_leaves_one_core_and_one_history() {
     drop(agent);
     assert!(serve.stop().success());
 }
+
+/// Two `serve` started at the same moment on one store (SPEC §24): one serves, the other
+/// exits with `busy` naming the pid of the one that serves.
+#[test]
+fn two_serves_started_at_once_one_wins_and_the_other_names_it() {
+    let dir = store();
+    let store = dir.path().canonicalize().unwrap();
+    let spawn = || {
+        exe()
+            .arg("serve")
+            .arg(&store)
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut serves = [spawn(), spawn()];
+    wait_until("one of the two has exited", || {
+        serves.iter_mut().any(|s| s.try_wait().unwrap().is_some())
+    });
+    let (loser, winner) = match serves[0].try_wait().unwrap() {
+        Some(_) => (0, 1),
+        None => (1, 0),
+    };
+    let winner_pid = serves[winner].id();
+    let mut stderr = String::new();
+    serves[loser].stderr.as_mut().unwrap().read_to_string(&mut stderr).unwrap();
+    let status = serves[loser].wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[busy]"), "{stderr}");
+    assert!(stderr.contains(&format!("process {winner_pid}")), "names the winner: {stderr}");
+    assert!(serves[winner].try_wait().unwrap().is_none(), "the winner serves on");
+    wait_until("the winner's record", || {
+        record(&store).is_some_and(|r| r["pid"].as_u64() == Some(u64::from(winner_pid)))
+    });
+    Command::new("kill").args(["-TERM", &winner_pid.to_string()]).status().unwrap();
+    assert!(serves[winner].wait().unwrap().success());
+}

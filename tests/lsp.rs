@@ -604,14 +604,14 @@ fn commands_are_advertised_with_their_contracts() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    assert_eq!(commands.len(), 15, "{commands:?}");
+    assert_eq!(commands.len(), 20, "{commands:?}");
     assert!(commands.contains(&"stardust.preview.confirm"));
     let stardust = &caps["experimental"]["stardust"];
     assert_eq!(stardust["protocolVersion"], 1);
     assert_eq!(stardust["readOnly"], false);
     assert_eq!(stardust["notifications"], json!(["documentsChanged", "entitiesChanged"]));
     let contracts = stardust["commands"].as_array().unwrap();
-    assert_eq!(contracts.len(), 15);
+    assert_eq!(contracts.len(), 20);
     let names: Vec<&str> = contracts.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, commands);
     assert!(contracts.iter().all(|c| c["arguments"]["type"] == "object"), "{contracts:?}");
@@ -869,7 +869,7 @@ fn a_store_owned_by_another_process_is_served_read_only() {
     assert_eq!(busy["error"]["data"]["code"], "busy", "{busy}");
     assert!(busy["error"]["message"].as_str().unwrap().contains("in use"), "{busy}");
     let described = second.run("stardust.commands.describe", json!([]));
-    assert_eq!(described["commands"].as_array().unwrap().len(), 15);
+    assert_eq!(described["commands"].as_array().unwrap().len(), 20);
     // Editor features still work on the documents as they are on disk.
     let uri = second.open("books/x.dust", "id book/x\ntype book\nauthor @person/nobody\n");
     assert!(codes(&second.published(&uri, 1)).contains(&"dangling-ref".to_owned()));

@@ -129,21 +129,27 @@ impl Pair {
         let store = store.canonicalize().unwrap();
         let dir = tmp.path().join("mnt");
         fs::create_dir(&dir).unwrap();
-        let serve = Command::new(env!("CARGO_BIN_EXE_stardust"))
-            .arg("serve")
-            .arg(&store)
-            .arg("--mount")
-            .arg(&dir)
-            .env("RUST_LOG", "stardust=info,stardust_fuse=info")
-            .stdout(std::process::Stdio::null())
-            .stderr(fs::File::create(tmp.path().join("serve.log")).unwrap())
-            .spawn()
-            .unwrap();
+        let serve = serve(&store, &dir, &tmp.path().join("serve.log"));
         let pair = Pair { plain, store, dir, serve, tmp };
-        wait_until("the store is mounted", || {
-            is_mounted(&pair.dir) && pair.dir.join(".stardust/store.json").is_file()
-        });
+        pair.wait_mounted();
         pair
+    }
+
+    fn wait_mounted(&self) {
+        wait_until("the store is mounted", || {
+            is_mounted(&self.dir) && self.dir.join(".stardust/store.json").is_file()
+        });
+    }
+
+    /// `kill -9` the core serving the mount, as a crash would, and serve it again.
+    fn crash_and_restart(&mut self) {
+        self.serve.kill().unwrap();
+        self.serve.wait().unwrap();
+        // The kernel keeps a dead FUSE connection mounted: detach it, as a user would.
+        let _ = Command::new("fusermount3").arg("-uz").arg(&self.dir).status();
+        wait_until("the dead mount is gone", || !is_mounted(&self.dir));
+        self.serve = serve(&self.store, &self.dir, &self.tmp.path().join("serve-again.log"));
+        self.wait_mounted();
     }
 
     fn log(&self) -> String {
@@ -200,6 +206,20 @@ impl Pair {
         // The store's folder holds what the mount shows.
         assert_eq!(tree(&self.store), mount, "after {after}: the store's folder");
     }
+}
+
+/// `stardust serve STORE --mount DIR`, its log in `log`.
+fn serve(store: &Path, dir: &Path, log: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_stardust"))
+        .arg("serve")
+        .arg(store)
+        .arg("--mount")
+        .arg(dir)
+        .env("RUST_LOG", "stardust=info,stardust_fuse=info")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
 }
 
 impl Drop for Pair {
@@ -321,4 +341,141 @@ fn npm_install_leaves_the_same_tree() {
     pair.same(&format!("echo '{manifest}' > package.json"));
     pair.same("npm install --offline --no-audit --no-fund --loglevel=error");
     pair.same("test -f node_modules/is-number/index.js");
+}
+
+/// Links that loop (to themselves, to each other, to a parent folder) and links out of the
+/// store (to a file, to a folder) made in the mount are links there as in the folder: tools
+/// walking the tree end, and the core never reads through them (SPEC §24).
+#[test]
+fn links_that_loop_or_leave_the_store_stay_links() {
+    let pair = Pair::new();
+    let outside = pair.tmp.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("secret.json"), "{\"id\": \"thing/secret\", \"type\": \"thing\"}")
+        .unwrap();
+    let links = format!(
+        "ln -s self.json self.json; ln -s b.json a.json; ln -s a.json b.json; ln -s .. data/up; \
+         ln -s {0}/secret.json out.json; ln -s {0} outdir",
+        outside.display()
+    );
+    pair.same(&links);
+    for step in [
+        "ls -laR . > /dev/null",
+        "find . -name '*.json' -not -path './.git/*' | sort",
+        "find -L . -name '*.json' > /dev/null",
+        "cat self.json",
+        "cat a.json",
+        "readlink out.json outdir data/up",
+        "tar -cf - --exclude=.git . | tar -tf - | sort",
+    ] {
+        pair.same(step);
+    }
+    // The core read none of them: no document behind a link, no diagnostic of one.
+    let mut agent = util::mcp::Mcp::open(&pair.store, &[], "e2e-agent");
+    let missing = agent.fail("entity_get", json!({"id": "thing/secret"}));
+    assert_eq!(missing["code"], "not-found", "a link out of the store was followed: {missing}");
+    let diagnostics = agent.ok("diagnostics", json!({}));
+    for link in ["self.json", "a.json", "b.json", "out.json", "outdir", "data/up"] {
+        assert!(
+            !diagnostics.to_string().contains(&format!("\"{link}")),
+            "{link} was read: {diagnostics}"
+        );
+    }
+}
+
+/// A tool writing 100,000 small files through the mount: every one arrives whole in the
+/// store's folder, and the core still answers at once afterwards.
+#[test]
+fn a_tool_writing_100000_small_files() {
+    let pair = Pair::new();
+    let script = "import os\nfor i in range(100000):\n    d = f'many/{i // 1000}'\n    \
+                  os.makedirs(d, exist_ok=True)\n    \
+                  open(f'{d}/f{i}.txt', 'w').write(f'file {i}\\n')\n";
+    must(&pair.dir, &format!("python3 -c \"{script}\""));
+    let (mut files, mut wrong) = (0, Vec::new());
+    for entry in walkdir::WalkDir::new(pair.store.join("many")) {
+        let entry = entry.unwrap();
+        if entry.file_type().is_file() {
+            files += 1;
+            let name = entry.file_name().to_str().unwrap();
+            let i = &name[1..name.len() - 4];
+            if fs::read_to_string(entry.path()).unwrap() != format!("file {i}\n") {
+                wrong.push(name.to_owned());
+            }
+        }
+    }
+    assert_eq!((files, wrong), (100_000, Vec::<String>::new()));
+    let mut agent = util::mcp::Mcp::open(&pair.store, &[], "e2e-agent");
+    agent.ok("status", json!({}));
+}
+
+/// `kill -9` of the core in the middle of a `git checkout` run in the mount: after a restart
+/// every file holds what git wrote or what it held before (or is absent, where git had
+/// removed it to write it again), never a part; the log verifies; the checkout finishes and
+/// leaves the tree a plain clone has.
+#[test]
+fn a_core_killed_during_git_checkout_leaves_no_half_file() {
+    let mut pair = Pair::new();
+    // Two versions of 1,500 files of 2 to 40 KiB: data, plain JSON and text.
+    let version = |v: usize, i: usize| -> String {
+        let body = format!("{v}-{i}-").repeat(300 + (i * 37 + v * 11) % 6000);
+        match i % 3 {
+            0 => format!("{{\"id\": \"thing/m{i}\", \"type\": \"thing\", \"name\": \"{body}\"}}"),
+            1 => format!("{{\"v\": \"{body}\"}}"),
+            _ => body,
+        }
+    };
+    let path = |i: usize| match i % 3 {
+        0 | 1 => format!("many/m{i}.json"),
+        _ => format!("many/m{i}.txt"),
+    };
+    for v in [1, 2] {
+        for i in 0..1500 {
+            let file = pair.plain.join(path(i));
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(file, version(v, i)).unwrap();
+        }
+        must(&pair.plain, &format!("git add -A && git commit -qm v{v} && git tag m{v}"));
+    }
+    must(&pair.plain, "git checkout -q m1");
+    must(&pair.dir, &format!("git fetch -q {} --tags && git checkout -q m1", pair.plain.display()));
+
+    let mut git = Command::new("git")
+        .args(["checkout", "-q", "m2"])
+        .current_dir(&pair.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = (0..1500).step_by(3).map(|i| pair.store.join(path(i)));
+    let started: Vec<PathBuf> = started.collect();
+    wait_until("git has written some files", || {
+        started.iter().filter(|f| fs::read_to_string(f).is_ok_and(|t| t.contains("\"2-"))).count()
+            > 20
+    });
+    pair.crash_and_restart();
+    let _ = git.wait();
+
+    let mut absent = 0;
+    for i in 0..1500 {
+        match fs::read_to_string(pair.store.join(path(i))) {
+            Ok(text) => assert!(
+                text == version(1, i) || text == version(2, i),
+                "{} is neither version ({} bytes)",
+                path(i),
+                text.len()
+            ),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => absent += 1,
+            Err(err) => panic!("{}: {err}", path(i)),
+        }
+    }
+    eprintln!("{absent} files absent after the kill");
+    let log = util::stardust(&["log", pair.store.to_str().unwrap(), "--verify"]);
+    assert_eq!(log.status.code(), Some(0), "{}{}", text(&log.stdout), text(&log.stderr));
+
+    // git finishes the job in the mount, as in the folder.
+    let _ = fs::remove_file(pair.dir.join(".git/index.lock"));
+    must(&pair.dir, "git checkout -q -f m2");
+    must(&pair.plain, "git checkout -q m2");
+    pair.same_trees("the checkout after the crash");
 }

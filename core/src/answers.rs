@@ -60,3 +60,16 @@ pub fn location_json(analysis: &Analysis, path: &str, span: Span) -> Value {
     }
     out
 }
+
+/// The unified diff (3 lines of context) of a file from `before` to `after` (`None`: absent),
+/// as previews, `stardust diff` and `stardust.transaction.diff` show it.
+pub fn unified_diff(path: &str, before: Option<&str>, after: Option<&str>) -> String {
+    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &if before.is_some() { format!("a/{path}") } else { "/dev/null".into() },
+            &if after.is_some() { format!("b/{path}") } else { "/dev/null".into() },
+        )
+        .to_string()
+}

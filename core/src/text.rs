@@ -7,6 +7,7 @@
 use std::fmt;
 
 pub mod diff;
+pub mod merge;
 
 /// A half-open byte range `start..end` into a document's text.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

@@ -91,14 +91,19 @@ fn describe_lists_every_command_of_the_spec_with_schemas() {
             "stardust.preview.discard",
             "stardust.previews.list",
             "stardust.changes.since",
+            "stardust.history.list",
+            "stardust.document.at",
+            "stardust.entity.at",
+            "stardust.transaction.diff",
+            "stardust.transaction.revert",
         ]
     "#]]
     .assert_debug_eq(&names);
     assert_eq!(names, shown_in(Front::Lsp).map(|c| c.name).collect::<Vec<_>>());
-    assert_eq!(names.len(), 15);
+    assert_eq!(names.len(), 20, "SPEC §7 and the history commands of §26");
     assert_eq!(
         registry().len(),
-        15 + 8 + 9 + 2 + 1 + 1,
+        20 + 8 + 9 + 2 + 1 + 1,
         "the navigation tools (SPEC §13, §17), rename_preview and code_action_preview (§18), \
          preview_get (an agent's pages of a preview) and stardust.backup.run"
     );
@@ -491,7 +496,7 @@ fn dispatch_goes_through_the_contract_shown_in_the_sessions_front() {
     // answers the commands, a navigation tool answers a page.
     for session in [&editor, &agent, &cli] {
         let described = run(&service, session, "stardust.commands.describe", json!({}));
-        assert_eq!(described["commands"].as_array().unwrap().len(), 15);
+        assert_eq!(described["commands"].as_array().unwrap().len(), 20);
     }
     let symbols = run(&service, &agent, "workspace_symbols", json!({"query": "dune"}));
     assert_eq!(symbols["symbols"][0]["id"], "book/dune", "{symbols}");

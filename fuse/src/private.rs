@@ -1,6 +1,7 @@
 //! The virtual, read-only `.stardust/` folder of the mount: `transactions/<seq>.json` (one
 //! file per transaction, 20-digit seq), `rejected/` (the refused saves the core kept) and
-//! `store.json` (which store and which daemon socket the mount belongs to). Its derived
+//! `store.json` (which store and which daemon socket the mount belongs to), and `at/<seq>/`:
+//! every file as of that seq, read-only (SPEC §26). Its derived
 //! folders `json/` and `entities/` are listed here and shown by `fs/projections.rs`.
 
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use stardust_core::store::{PRIVATE_DIR, Store, projections};
 const TRANSACTIONS: &str = "transactions";
 const REJECTED: &str = "rejected";
 const STORE_JSON: &str = "store.json";
+const AT: &str = "at";
 
 /// What a path inside the virtual folder is.
 #[derive(Debug)]
@@ -27,11 +29,12 @@ pub fn resolve(store: &Store, mountpoint: &std::path::Path, path: &str) -> Optio
     let rest = if rest.is_empty() { "" } else { rest.strip_prefix('/')? };
     match rest.split_once('/') {
         None => match rest {
-            "" | TRANSACTIONS | REJECTED => Some(Entry::Dir),
+            "" | TRANSACTIONS | REJECTED | AT => Some(Entry::Dir),
             STORE_JSON => Some(Entry::File(store_json(store, mountpoint))),
             _ => None,
         },
         Some((TRANSACTIONS, name)) => transaction(store, name).map(Entry::File),
+        Some((AT, rest)) => at(store, rest),
         Some((REJECTED, name)) if !name.contains('/') && !name.starts_with('.') => {
             let file = store.rejected_dir().join(name);
             file.is_file().then_some(Entry::OnDisk(file))
@@ -50,7 +53,9 @@ pub fn list(store: &Store, path: &str) -> Option<Vec<(String, bool)>> {
             (TRANSACTIONS.to_owned(), true),
             (REJECTED.to_owned(), true),
             (STORE_JSON.to_owned(), false),
+            (AT.to_owned(), true),
         ]),
+        "/at" => Some((1..=store.head_seq()).map(|seq| (seq.to_string(), true)).collect()),
         "/transactions" => {
             let head = store.snapshot().seq;
             Some((1..=head).map(|seq| (file_name(seq), false)).collect())
@@ -68,8 +73,55 @@ pub fn list(store: &Store, path: &str) -> Option<Vec<(String, bool)>> {
             names.sort();
             Some(names)
         }
-        _ => None,
+        _ => {
+            let rest = rest.strip_prefix("/at/")?;
+            let (seq, dir) = rest.split_once('/').unwrap_or((rest, ""));
+            list_at(store, parse_seq(seq)?, dir)
+        }
     }
+}
+
+/// A seq as `at/` names it: decimal digits, no sign or leading zeros.
+fn parse_seq(name: &str) -> Option<u64> {
+    let canonical = !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_digit())
+        && (name == "0" || !name.starts_with('0'));
+    canonical.then(|| name.parse().ok()).flatten()
+}
+
+/// `at/<seq>[/<path>]`: the folder of a seq, a file as of it, or a folder above files.
+fn at(store: &Store, rest: &str) -> Option<Entry> {
+    let (seq, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let seq = parse_seq(seq)?;
+    if seq == 0 || seq > store.head_seq() {
+        return None;
+    }
+    if path.is_empty() {
+        return Some(Entry::Dir);
+    }
+    if let Ok(found) = store.document_at(path, seq) {
+        return Some(Entry::File(found.bytes));
+    }
+    let prefix = format!("{path}/");
+    let files = store.files_at(seq).ok()?;
+    files.iter().any(|f| f.starts_with(&prefix)).then_some(Entry::Dir)
+}
+
+/// The names in `at/<seq>/<dir>`: the files and folders as of `seq` directly under `dir`.
+fn list_at(store: &Store, seq: u64, dir: &str) -> Option<Vec<(String, bool)>> {
+    let files = store.files_at(seq).ok()?;
+    let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+    let mut names: Vec<(String, bool)> = Vec::new();
+    for file in files.iter().filter_map(|f| f.strip_prefix(&prefix)) {
+        let entry = match file.split_once('/') {
+            Some((folder, _)) => (folder.to_owned(), true),
+            None => (file.to_owned(), false),
+        };
+        if names.last() != Some(&entry) {
+            names.push(entry);
+        }
+    }
+    (!names.is_empty() || dir.is_empty()).then_some(names)
 }
 
 /// The file name of transaction `seq`.

@@ -239,9 +239,15 @@ fn finish_initialize(
     };
     let paths = Paths::new(roots, client_root(params).as_deref());
     let diagnostics = DiagnosticsMode::of(&params.capabilities);
+    let editor = session.clone();
     let connection =
         Connection::new(paths, buffers, session, wants, renames_files, diagnostics, encoding);
     shared.install(connection)?;
+    // A revert refuses a file this editor holds with unsaved text (SPEC §26).
+    if let Some((service, session)) = editor {
+        service
+            .register_editor(&session, Arc::new(crate::state::EditorTexts(Arc::downgrade(shared))));
+    }
     if let Some(service) = shared.connection().and_then(|c| c.service()) {
         crate::relay::start(shared, client.clone(), service, &params.capabilities);
     }

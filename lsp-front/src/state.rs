@@ -330,3 +330,13 @@ pub(crate) struct RelayState {
     /// Whether the client takes `LocationLink`s (else links become `Location`s).
     pub(crate) links: OnceLock<bool>,
 }
+
+/// The texts this connection's editor holds open, for the service (a revert of a file held
+/// with unsaved text is a `conflict`, SPEC §26). Weak: the service outlives no connection.
+pub(crate) struct EditorTexts(pub(crate) std::sync::Weak<Shared>);
+
+impl stardust_core::service::EditorTexts for EditorTexts {
+    fn text(&self, path: &str) -> Option<String> {
+        self.0.upgrade()?.connection()?.buffers.text_of(path)
+    }
+}

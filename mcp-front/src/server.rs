@@ -227,7 +227,7 @@ fn headline(tool: &str, value: &Value) -> String {
         }
         return line;
     }
-    let list = ["rows", "diagnostics", "references", "locations", "symbols"]
+    let list = ["rows", "diagnostics", "references", "locations", "symbols", "transactions"]
         .iter()
         .find_map(|key| value.get(*key).and_then(Value::as_array));
     if let (Some(total), Some(list)) = (value.get("total"), list) {

@@ -35,7 +35,7 @@ pub(crate) fn run(
     if !yes {
         match format {
             OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&preview)?)?,
-            OutputFormat::Text => write!(out, "{}", preview_text(&preview))?,
+            OutputFormat::Text => write!(out, "{}", preview_text(&preview, "patch"))?,
         }
         return Ok(if preview["committable"] == true {
             ExitCode::SUCCESS
@@ -59,14 +59,14 @@ pub(crate) fn run(
 
 /// Where the commands run: through the store's running core when there is one (so this never
 /// races it), else on the store opened here.
-enum Core {
+pub(crate) enum Core {
     Attached(Client),
     // Boxed: a service and a session are much larger than a client.
     Local(Box<(Service, Session)>),
 }
 
 impl Core {
-    fn open(store: &Path) -> anyhow::Result<Core> {
+    pub(crate) fn open(store: &Path) -> anyhow::Result<Core> {
         if let Ok(root) = store.canonicalize()
             && attach::running(&root)
         {
@@ -80,7 +80,7 @@ impl Core {
         Ok(Core::Local(Box::new((service, session))))
     }
 
-    fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
+    pub(crate) fn call(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
         match self {
             Core::Attached(client) => client.call(command, arguments),
             Core::Local(local) => Ok(local.0.execute(&local.1, command, arguments)?),
@@ -90,14 +90,14 @@ impl Core {
 
 /// The preview for people: each document's diff, the resolved names, the diagnostics delta,
 /// and whether it can be committed.
-fn preview_text(preview: &Value) -> String {
+pub(crate) fn preview_text(preview: &Value, what: &str) -> String {
     let mut out = String::new();
     let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
     for doc in list(&preview["documents"]) {
         out.push_str(doc["diff"].as_str().unwrap_or_default());
     }
     if preview["documents"].as_array().is_none_or(Vec::is_empty) {
-        out.push_str("the patch changes nothing\n");
+        out.push_str(&format!("the {what} changes nothing\n"));
     }
     for (name, id) in preview["resolved"].as_object().into_iter().flatten() {
         out.push_str(&format!("resolved {name} -> {}\n", id.as_str().unwrap_or_default()));
@@ -118,7 +118,7 @@ fn preview_text(preview: &Value) -> String {
     if preview["committable"] == true {
         out.push_str("nothing written; run again with --yes to commit\n");
     } else {
-        out.push_str("nothing written; the save authority would refuse this patch:\n");
+        out.push_str(&format!("nothing written; the save authority would refuse this {what}:\n"));
         for reason in list(&preview["reasons"]) {
             out.push_str(&format!("  {}\n", reason.as_str().unwrap_or_default()));
         }

@@ -6,6 +6,7 @@ pub(crate) mod check;
 pub(crate) mod db;
 pub(crate) mod eval;
 pub(crate) mod fmt;
+pub(crate) mod history;
 pub(crate) mod init;
 pub(crate) mod log;
 pub(crate) mod lsp;

@@ -776,7 +776,7 @@ impl Analysis {
         !doc.entities.is_empty()
             || self.is_schema(path)
             || doc.named_schema().is_some_and(|(uri, _)| {
-                matches!(self.schema_set.target(&self.docs, uri), Target::Key(_))
+                matches!(self.schema_set.target(&self.ctx.config, &self.docs, uri), Target::Key(_))
             })
             || self.ctx.config.schema_globs.iter().any(|g| g.matcher.is_match(path))
     }
@@ -1118,7 +1118,7 @@ fn compile_schemas(
     // against a schema that refers to that part.
     for doc in docs.values() {
         if let Some((uri, _)) = doc.named_schema()
-            && let Target::Key(key) = set.target(docs, uri)
+            && let Target::Key(key) = set.target(config, docs, uri)
             && key == uri
         {
             jobs.push((key, Some(json!({"$ref": uri}))));
@@ -1134,8 +1134,13 @@ fn compile_schemas(
             }
             let doc = docs.get(key.as_str())?;
             let compiled = if doc.parse.root.is_none() || !doc.parse.errors.is_empty() {
+                let message = if doc.parse.errors.is_empty() {
+                    "the schema holds no value, only comments; write the schema's object"
+                } else {
+                    "the schema has syntax errors; fix them first"
+                };
                 Compiled::Invalid {
-                    message: "the schema has syntax errors; fix them first".to_owned(),
+                    message: message.to_owned(),
                     pointer: Vec::new(),
                     data: json!({}),
                 }
@@ -1220,7 +1225,7 @@ fn validate_document(
                 .and_then(|(_, v)| v.as_str())
                 .unwrap_or(uri)
                 .to_owned();
-            associated.push((set.target(docs, uri), written, *span));
+            associated.push((set.target(config, docs, uri), written, *span));
         }
         Some((SchemaName::Invalid(name), span)) => out.push(unavailable(
             *span,

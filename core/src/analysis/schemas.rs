@@ -272,11 +272,20 @@ impl Schemas {
 
     /// Where the schema named by `uri` (resolved, maybe with a fragment) is, for validating a
     /// document against it.
-    pub(super) fn target(&self, docs: &Docs, uri: &str) -> Target {
+    pub(super) fn target(&self, config: &Config, docs: &Docs, uri: &str) -> Target {
         let (base, fragment) = uri.split_once('#').unwrap_or((uri, ""));
         let whole = fragment.is_empty();
         if let Some(path) = schema::path_of(base) {
             if !docs.contains_key(path) {
+                // A schema inside `node_modules/` (`./node_modules/x/schema.json`, as tools'
+                // configuration files name theirs) is left out like everything there.
+                if config.is_ignored(path, false) {
+                    return Target::Unavailable(format!(
+                        "'{path}' is ignored ([store] ignore or the project's ignore rules), so \
+                         the store does not read it; copy the schema to a folder that is not \
+                         ignored and name it by that path or its $id"
+                    ));
+                }
                 return Target::Unavailable(format!(
                     "'{path}' is not a document of the store; create it or fix the path"
                 ));

@@ -64,6 +64,19 @@ pub(crate) fn document(text: &str, parse: &Parse, spelling: Spelling) -> Option<
     }
 }
 
+/// The canonical text of a JSONC text that holds no value: its comments, each on its own
+/// line(s) as written; nothing for an empty text.
+pub(crate) fn comments_only(text: &str, parse: &Parse) -> String {
+    let mut comments = parse.comments.clone();
+    comments.sort_by_key(|c| c.start);
+    let mut out = String::new();
+    for comment in comments {
+        out.push_str(text.get(comment.range()).unwrap_or_default().trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// Without a tree (no value was read), the value's canonical layout with every comment after
 /// its content.
 fn from_value_with_comments(source: &Source, value: &Value, comments: &[Span]) -> Option<Document> {

@@ -36,6 +36,12 @@ pub enum FormatError {
          wrap the value in an array or keep the document in JSON"
     )]
     TopLevelScalar(&'static str),
+    /// A JSONC text holding only comments (or nothing) has no value to write in another
+    /// notation.
+    #[error(
+        "the document holds no value, only comments; add a value (such as {{}}) before converting it"
+    )]
+    NoValue,
 }
 
 fn syntax_message(errors: &[SyntaxError]) -> String {
@@ -51,7 +57,7 @@ impl FormatError {
     pub fn code(&self) -> crate::Code {
         match self {
             FormatError::Syntax(_) => crate::Code::InvalidArguments,
-            FormatError::TopLevelScalar(_) => crate::Code::Unsupported,
+            FormatError::TopLevelScalar(_) | FormatError::NoValue => crate::Code::Unsupported,
         }
     }
 }
@@ -60,7 +66,9 @@ impl From<FormatError> for crate::Error {
     fn from(err: FormatError) -> crate::Error {
         match err {
             FormatError::Syntax(_) => crate::Error::InvalidArguments(err.to_string()),
-            FormatError::TopLevelScalar(_) => crate::Error::Unsupported(err.to_string()),
+            FormatError::TopLevelScalar(_) | FormatError::NoValue => {
+                crate::Error::Unsupported(err.to_string())
+            }
         }
     }
 }
@@ -92,6 +100,13 @@ pub fn convert(text: &str, from: Lang, to: Lang) -> Result<Conversion, FormatErr
 /// The canonical text in `to` of `text`, whose clean parse in `from` is `parse`. The layout
 /// of DUST and JSONC (comments, blank lines) is kept; plain JSON is written from its value.
 fn write(text: &str, parse: &syntax::Parse, from: Lang, to: Lang) -> Result<String, FormatError> {
+    if parse.root.is_none() {
+        // A clean parse without a value: JSONC holding only comments, which stay JSONC.
+        return match to {
+            Lang::Jsonc => Ok(from_parse::comments_only(text, parse)),
+            Lang::Json | Lang::Dust => Err(FormatError::NoValue),
+        };
+    }
     let spelling = match to {
         Lang::Json => return Ok(value_to_json(&parse.value)),
         Lang::Jsonc => Spelling::Json,

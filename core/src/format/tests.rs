@@ -83,9 +83,10 @@ fn format_jsonc_checked(input: &str) -> String {
         parse_json(&output).errors.into_iter().filter(|e| e.message.contains("trailing"));
     assert_eq!(trailing.count(), 0, "a trailing comma\n{context}");
     assert_eq!(format(&output, Lang::Jsonc).unwrap(), output, "not idempotent\n{context}");
-    assert!(output.ends_with('\n') && !output.ends_with("\n\n"), "{context}");
+    let empty = output.is_empty() && reparsed.root.is_none() && reparsed.comments.is_empty();
+    assert!(empty || (output.ends_with('\n') && !output.ends_with("\n\n")), "{context}");
     assert!(output.lines().all(|line| line.trim_end() == line), "trailing space\n{context}");
-    if reparsed.comments.is_empty() && !input.contains("\n\n") {
+    if reparsed.comments.is_empty() && !input.contains("\n\n") && !empty {
         assert_eq!(output, value_to_json(&reparsed.value), "JSONC without comments is JSON's");
     }
     output
@@ -279,6 +280,23 @@ fn jsonc_convert_fixtures() {
         assert_eq!(back.text, format(&text, Lang::Dust).unwrap(), "DUST -> JSONC -> DUST");
         snapshot(&input, "jsonc.snap", &converted.text);
     }
+}
+
+/// A JSONC text holding only comments formats to its comments, one after another, and an
+/// empty one to nothing; it has no value to convert to DUST or JSON (SPEC §23).
+#[test]
+fn jsonc_without_a_value_keeps_its_comments() {
+    let text = "\n// The repository's root config.\n\n/* for VS Code */   \n";
+    let formatted = format(text, Lang::Jsonc).unwrap();
+    assert_eq!(formatted, "// The repository's root config.\n/* for VS Code */\n");
+    assert_eq!(format(&formatted, Lang::Jsonc).unwrap(), formatted);
+    assert_eq!(format("", Lang::Jsonc).unwrap(), "");
+    for to in [Lang::Dust, Lang::Json] {
+        let err = convert(text, Lang::Jsonc, to).unwrap_err();
+        assert!(matches!(err, FormatError::NoValue), "{err}");
+        assert_eq!(err.code(), crate::Code::Unsupported);
+    }
+    assert!(matches!(format("", Lang::Json), Err(FormatError::Syntax(_))));
 }
 
 #[test]

@@ -83,7 +83,9 @@ pub fn convert(analysis: &Analysis, path: &str) -> Result<(String, format::Conve
         .ok_or_else(|| Error::NotFound(format!("no document {path}; open or create it first")))?;
     let to = other(doc.lang);
     let conversion = format::convert(&doc.text, doc.lang, to).map_err(|err| match err {
-        FormatError::TopLevelScalar(_) => Error::Unsupported(err.to_string()),
+        FormatError::TopLevelScalar(_) | FormatError::NoValue => {
+            Error::Unsupported(err.to_string())
+        }
         other => Error::InvalidArguments(other.to_string()),
     })?;
     Ok((converted_path(path, to), conversion))

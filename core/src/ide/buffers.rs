@@ -466,6 +466,13 @@ impl<M: Clone> Buffers<M> {
         self.lock().generation += 1;
     }
 
+    /// The text of the buffer open at `path`, with every edit received so far.
+    pub fn text_of(&self, path: &str) -> Option<String> {
+        let mut inner = self.lock();
+        inner.settle();
+        inner.buffers.get(path).map(|b| b.text().to_owned())
+    }
+
     /// The analysis of the store with every open buffer, computed outside the lock.
     pub fn snapshot(&self) -> Overlay<M> {
         let (base, generation, buffers, cell) = {

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Front, Handler, commands, nav, page};
+use super::{Front, Handler, commands, history, nav, page};
 
 /// Whether a command only reads, or proposes a change (and so answers with a preview).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -153,6 +153,7 @@ impl Spec {
 
 fn build() -> Vec<Contract> {
     let specs = reads().into_iter().chain(mutations()).chain(previews()).chain(changes());
+    let specs = specs.chain(history());
     specs.chain(navigation()).chain(preview_pages()).chain(operations()).map(compile).collect()
 }
 
@@ -501,6 +502,113 @@ fn changes() -> Vec<Spec> {
     )]
 }
 
+// History (SPEC §26).
+
+fn seq(what: &str) -> Value {
+    json!({"type": "integer", "minimum": 0, "description": what})
+}
+
+fn history() -> Vec<Spec> {
+    let change = json!({
+        "type": "object",
+        "required": ["path", "change", "before", "after", "diff"],
+        "properties": {
+            "path": {"type": "string"},
+            "change": {"enum": ["created", "changed", "deleted"]},
+            "before": nullable("string"), "after": nullable("string"),
+            "diff": {"type": "string"},
+        },
+    });
+    let at = json!({
+        "type": "object",
+        "required": ["path", "seq", "changedAt", "version", "text", "bytes"],
+        "properties": {
+            "path": {"type": "string"}, "seq": {"type": "integer"},
+            "changedAt": {"type": "integer", "description": "the seq of the transaction that left the file so"},
+            "version": {"type": "string"}, "text": {"type": "string"}, "bytes": {"type": "integer"},
+        },
+    });
+    let path = json!({"type": "string", "minLength": 1, "description": "a file's path, relative to the store root or absolute inside it (or a mount of it)"});
+    vec![
+        Spec::new(
+            "stardust.history.list",
+            "List the transactions touching a path or an entity",
+            Effect::Read,
+            object(
+                with(
+                    tool_page(),
+                    json!({
+                        "path": path.clone(),
+                        "entity": id_of("only transactions that created, changed or deleted this entity"),
+                    }),
+                ),
+                &[],
+            ),
+            paged("transactions"),
+            history::list,
+        ),
+        Spec::new(
+            "stardust.document.at",
+            "Read a file as of a seq",
+            Effect::Read,
+            object(
+                json!({"path": path.clone(), "seq": seq("the transaction after which to read it")}),
+                &["path", "seq"],
+            ),
+            at,
+            history::document_at,
+        ),
+        Spec::new(
+            "stardust.entity.at",
+            "Read an entity as of a seq",
+            Effect::Read,
+            object(
+                json!({"id": id_of("the entity's id"), "seq": seq("the transaction after which to read it")}),
+                &["id", "seq"],
+            ),
+            json!({
+                "type": "object",
+                "required": ["id", "seq", "value", "path", "changedAt", "version"],
+                "properties": {
+                    "id": {"type": "string"}, "seq": {"type": "integer"}, "value": {"type": "object"},
+                    "path": {"type": "string"}, "changedAt": {"type": "integer"}, "version": {"type": "string"},
+                },
+            }),
+            history::entity_at,
+        ),
+        Spec::new(
+            "stardust.transaction.diff",
+            "Show what transactions changed",
+            Effect::Read,
+            object(
+                json!({
+                    "seq": seq("the first transaction"),
+                    "toSeq": seq("the last transaction (default: seq alone)"),
+                    "paths": {"type": "array", "items": path, "description": "only these files"},
+                }),
+                &["seq"],
+            ),
+            json!({
+                "type": "object",
+                "required": ["seq", "toSeq", "documents"],
+                "properties": {
+                    "seq": {"type": "integer"}, "toSeq": {"type": "integer"},
+                    "documents": {"type": "array", "items": change},
+                },
+            }),
+            history::diff,
+        ),
+        Spec::new(
+            "stardust.transaction.revert",
+            "Revert a transaction",
+            Effect::Mutation,
+            object(json!({"seq": seq("the transaction to undo")}), &["seq"]),
+            preview_result(),
+            history::revert,
+        ),
+    ]
+}
+
 // The navigation tools of SPEC §13.
 
 /// `path` + `position`, or `entity` + `pointer`.
@@ -724,11 +832,21 @@ mod tests {
     fn every_front_sees_its_own_list_from_the_one_registry() {
         let names = |front| shown_in(front).map(|c| c.name).collect::<Vec<_>>();
         let (lsp, mcp, cli) = (names(Front::Lsp), names(Front::Mcp), names(Front::Cli));
-        assert_eq!(lsp.len(), 15, "{lsp:?}");
+        assert_eq!(lsp.len(), 20, "{lsp:?}");
         assert_eq!(names(Front::Sdk), lsp);
-        assert_eq!(mcp[..15], lsp[..]);
+        assert_eq!(mcp[..20], lsp[..]);
         assert_eq!(
-            mcp[15..],
+            lsp[15..],
+            [
+                "stardust.history.list",
+                "stardust.document.at",
+                "stardust.entity.at",
+                "stardust.transaction.diff",
+                "stardust.transaction.revert",
+            ]
+        );
+        assert_eq!(
+            mcp[20..],
             [
                 "diagnostics",
                 "hover",
@@ -752,10 +870,10 @@ mod tests {
                 "preview_get",
             ]
         );
-        assert_eq!(cli[..15], lsp[..]);
-        assert_eq!(cli[15..], [BACKUP_RUN]);
+        assert_eq!(cli[..20], lsp[..]);
+        assert_eq!(cli[20..], [BACKUP_RUN]);
         let described = describe();
-        assert_eq!(described["commands"].as_array().unwrap().len(), 15);
+        assert_eq!(described["commands"].as_array().unwrap().len(), 20);
         assert_eq!(described["commands"][0]["fronts"], json!(["lsp", "mcp", "cli"]));
     }
 }

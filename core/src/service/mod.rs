@@ -15,6 +15,7 @@ mod code_edit;
 mod commands;
 mod contracts;
 mod gate;
+mod history;
 mod nav;
 pub mod page;
 mod preview;
@@ -39,6 +40,7 @@ pub use contracts::{
     BACKUP_RUN, Confirmation, Contract, Effect, contract, describe, registry, shown_in,
 };
 pub use gate::{GateDecision, mutation_gate};
+pub use history::EditorTexts;
 pub use preview::PREVIEW_LIFETIME;
 use preview::Previews;
 
@@ -136,6 +138,9 @@ impl CommandError {
             CommandError::Store(StoreError::Conflict { path, .. })
             | CommandError::PreviewStale { path }
             | CommandError::ActionStale { path } => json!({"path": path}),
+            CommandError::Store(StoreError::RevertConflict { path, later, .. }) => {
+                json!({"path": path, "seq": later})
+            }
             CommandError::TooLarge { bytes } => json!({"bytes": bytes}),
             CommandError::Server(e) => json!({"server": e.server}),
             CommandError::Launch(e) => e.details(),
@@ -275,6 +280,8 @@ pub struct Service {
     /// `serve --share-previews` (or `[previews] share` in the store's config): editors may
     /// confirm or discard every session's previews (SPEC §18).
     share_previews: bool,
+    /// Each editor session's open texts (SPEC §26: a revert refuses a file held unsaved).
+    editors: Mutex<BTreeMap<u64, Arc<dyn EditorTexts>>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -334,6 +341,7 @@ impl Service {
             code: code::CodeFiles::default(),
             views: std::sync::OnceLock::new(),
             share_previews: false,
+            editors: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -411,6 +419,7 @@ impl Service {
     /// End a session; its previews go with it.
     pub fn close_session(&self, session: &Session) {
         lock(&self.sessions).remove(&session.id);
+        lock(&self.editors).remove(&session.id);
         lock(&self.previews).drop_session(session.id);
         lock(&self.actions).drop_session(session.id);
         self.close_code_session(session);

@@ -270,16 +270,9 @@ pub(super) fn build(
     }
 }
 
-/// The unified diff (3 lines of context) of a file from `before` to `after` (`None`: absent).
+/// The unified diff of a file from `before` to `after` ([`answers::unified_diff`]).
 pub(super) fn unified_diff(path: &str, before: Option<&str>, after: Option<&str>) -> String {
-    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &if before.is_some() { format!("a/{path}") } else { "/dev/null".into() },
-            &if after.is_some() { format!("b/{path}") } else { "/dev/null".into() },
-        )
-        .to_string()
+    answers::unified_diff(path, before, after)
 }
 
 /// 128 random bits from the operating system, in hex: an id nobody can guess.
@@ -298,4 +291,128 @@ pub(super) fn new_id() -> String {
         }
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One file a preview of whole contents changes (a revert, SPEC §26): its text now (`None`:
+/// absent) and its planned text (`None`: deleted).
+pub(super) struct WholeFile {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// Build the preview of whole-file changes computed on `analysis` (the snapshot at `seq`):
+/// documents go through the same diagnostics delta and save-authority rule as a patch's
+/// preview; code files are committed as bytes, their servers' diagnostics not speculated.
+pub(super) fn build_files(
+    analysis: &Analysis,
+    seq: u64,
+    command: &str,
+    files: Vec<WholeFile>,
+    lifetime: Duration,
+) -> Preview {
+    let config = analysis.config();
+    let is_document = |path: &str| crate::scan::is_document_path(config, path);
+    let changes: Vec<(String, Option<Vec<u8>>)> = files
+        .iter()
+        .filter(|f| is_document(&f.path))
+        .map(|f| (f.path.clone(), f.after.clone().map(String::into_bytes)))
+        .collect();
+    let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
+    let after = analysis.with_changes(changes);
+    let (added, removed) = diagnostics_delta(analysis, &after, &paths);
+    let refuse = &config.refuse;
+    let reasons: Vec<String> = added
+        .iter()
+        .filter(|(_, d)| refuse.contains(&d.code))
+        .map(|(path, d)| format!("{path}: {}[{}] {}", d.severity.as_str(), d.code, d.message))
+        .collect();
+    let to_json = |a: &Analysis, list: &[(String, Diagnostic)]| -> Vec<Value> {
+        list.iter()
+            .filter_map(|(path, d)| Some(answers::diagnostic_json(a, a.document(path)?, d)))
+            .collect()
+    };
+    let (new, resolved_diags) = (to_json(&after, &added), to_json(analysis, &removed));
+    let (mut created, mut changed, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+    let mut documents_json = Vec::new();
+    let mut documents = Vec::new();
+    let mut prepared = Vec::new();
+    let mut code = Vec::new();
+    for file in files {
+        let before = file.before.as_ref().map(|t| Version::of(t.as_bytes()));
+        let after_version = file.after.as_ref().map(|t| Version::of(t.as_bytes()));
+        let change = match (&file.before, &file.after) {
+            (None, _) => "created",
+            (Some(_), None) => "deleted",
+            (Some(_), Some(_)) => "changed",
+        };
+        let diff = unified_diff(&file.path, file.before.as_deref(), file.after.as_deref());
+        documents_json.push(json!({
+            "path": file.path,
+            "change": change,
+            "before": before.map(|v| v.to_string()),
+            "after": after_version.map(|v| v.to_string()),
+            "diff": diff,
+        }));
+        if is_document(&file.path) {
+            let ids = |a: &Analysis| -> BTreeMap<String, Value> {
+                let Some(doc) = a.document(&file.path) else { return BTreeMap::new() };
+                (0..doc.entities.len())
+                    .filter_map(|i| {
+                        let id = doc.entities[i].id.clone()?;
+                        Some((id, doc.entity_node(i)?.1.clone()))
+                    })
+                    .collect()
+            };
+            let (old, mut new) = (ids(analysis), ids(&after));
+            for (id, value) in old {
+                match new.remove(&id) {
+                    None => deleted.push(id),
+                    Some(now) if now != value => changed.push(id),
+                    Some(_) => {}
+                }
+            }
+            created.extend(new.into_keys());
+            prepared.push((file.path.clone(), after_version));
+        } else {
+            code.push(file.path.clone());
+        }
+        documents.push((file.path, before, file.after));
+    }
+    for list in [&mut created, &mut changed, &mut deleted] {
+        list.sort();
+        list.dedup();
+    }
+    let id = new_id();
+    let mut json = json!({
+        "previewId": id,
+        "expiresAt": rfc3339(SystemTime::now() + lifetime),
+        "seq": seq,
+        "command": command,
+        "documents": documents_json,
+        "entities": {"created": created, "changed": changed, "deleted": deleted},
+        "resolved": {},
+        "diagnostics": {"new": new, "resolved": resolved_diags},
+        "committable": reasons.is_empty(),
+        "reasons": reasons,
+    });
+    if !code.is_empty() {
+        json["diagnosticsUnknown"] = json!(true);
+        json["diagnosticsUnknownReason"] = json!(format!(
+            "code files are reverted as text; their language servers' diagnostics are not \
+             checked in this preview: {}",
+            code.join(", ")
+        ));
+    }
+    Preview {
+        id,
+        command: command.to_owned(),
+        session: 0,
+        expires: Instant::now() + lifetime,
+        documents,
+        json,
+        resolved: BTreeMap::new(),
+        prepared: Prepared { seq, changes: prepared, after },
+        refusals: Vec::new(),
+    }
 }

@@ -43,6 +43,13 @@ pub enum StoreError {
         errors: Vec<String>,
     },
 
+    /// A revert whose change overlaps what a later transaction changed (SPEC §26).
+    #[error(
+        "cannot revert seq {seq}: seq {later} changed the same lines of {path} since; revert \
+         seq {later} first, or edit {path} by hand"
+    )]
+    RevertConflict { path: String, seq: u64, later: u64 },
+
     #[error(
         "the core of {store} is shutting down and takes no more changes; retry once it restarts"
     )]
@@ -101,7 +108,9 @@ impl StoreError {
     pub fn code(&self) -> crate::Code {
         match self {
             StoreError::Busy { .. } | StoreError::Closed { .. } => crate::Code::Busy,
-            StoreError::Conflict { .. } | StoreError::RemoteBehind { .. } => crate::Code::Conflict,
+            StoreError::Conflict { .. }
+            | StoreError::RevertConflict { .. }
+            | StoreError::RemoteBehind { .. } => crate::Code::Conflict,
             StoreError::Unavailable { .. } => crate::Code::Unavailable,
             StoreError::Refused { .. } | StoreError::CodeRefused { .. } => crate::Code::Refused,
             StoreError::NotFound(_) => crate::Code::NotFound,

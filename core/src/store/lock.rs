@@ -9,6 +9,7 @@
 
 use std::fs::{File, TryLockError};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::error::{StoreError, StoreResult};
 
@@ -30,9 +31,7 @@ impl StoreLock {
         match folder.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let pid = std::fs::read_to_string(private_dir.join(PID_FILE))
-                    .ok()
-                    .and_then(|text| text.trim().parse().ok());
+                let pid = owner(private_dir);
                 return Err(StoreError::Busy { store: store.to_owned(), pid });
             }
             Err(TryLockError::Error(e)) => {
@@ -49,5 +48,36 @@ impl StoreLock {
         let path = private_dir.join(PID_FILE);
         std::fs::write(&path, std::process::id().to_string())
             .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))
+    }
+}
+
+/// How long a refused opener waits for the owner to name itself: two processes started at once
+/// race, and the winner writes its pid just after taking the lock.
+const OWNER_WAIT: Duration = Duration::from_millis(500);
+
+/// The pid of the live process that holds the store's lock, read from `private_dir`; `None`
+/// when no live process is named there within [`OWNER_WAIT`] (a pid left by a process that
+/// has died since is no owner).
+fn owner(private_dir: &Path) -> Option<u32> {
+    let deadline = Instant::now() + OWNER_WAIT;
+    loop {
+        let named = std::fs::read_to_string(private_dir.join(PID_FILE))
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+            .filter(|&pid| alive(pid));
+        if named.is_some() || Instant::now() >= deadline {
+            return named;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process with `pid` exists (signal 0 checks without sending anything).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        // It exists but belongs to someone else.
+        Err(err) => err == nix::errno::Errno::EPERM,
     }
 }

@@ -393,6 +393,57 @@ impl LogReader {
     }
 }
 
+/// Read one document's content from the transaction record at `offset` of the log at `path`
+/// without reading the rest of the record (SPEC §26: an as-of read costs one record's header
+/// and one content, never a replay). `None` when the record has no content for `doc`. The
+/// caller checks the bytes against the version the header names.
+pub fn read_content(path: &Path, offset: u64, doc: &str) -> io::Result<Option<Vec<u8>>> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path)?;
+    let (transaction, content_lengths, mut at) = read_header_at(&file, offset)?;
+    let mut lengths = content_lengths.iter();
+    for change in transaction.documents.iter().filter(|d| d.after.is_some()) {
+        let Some(&len) = lengths.next() else { break };
+        if change.path == doc {
+            let len = usize::try_from(len).map_err(|_| invalid("a content too large to read"))?;
+            let mut bytes = vec![0u8; len];
+            file.read_exact_at(&mut bytes, at)?;
+            return Ok(Some(bytes));
+        }
+        at += len;
+    }
+    Ok(None)
+}
+
+/// The transaction recorded at `offset` of the log at `path`, its contents not read.
+pub fn read_transaction(path: &Path, offset: u64) -> io::Result<Transaction> {
+    Ok(read_header_at(&File::open(path)?, offset)?.0)
+}
+
+fn invalid(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.to_owned())
+}
+
+/// The transaction whose record starts at `offset`, its content lengths, and the file offset
+/// where its contents start.
+fn read_header_at(file: &File, offset: u64) -> io::Result<(Transaction, Vec<u64>, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; HEAD_LEN as usize + 4];
+    file.read_exact_at(&mut head, offset)?;
+    if head[..4] != MAGIC {
+        return Err(invalid("no record starts at the indexed offset"));
+    }
+    let header_len = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
+    let mut header = vec![0u8; header_len];
+    file.read_exact_at(&mut header, offset + HEAD_LEN + 4)?;
+    let header: Header = serde_json::from_slice(&header)
+        .map_err(|_| invalid("the record header does not decode"))?;
+    let Header::Transaction { transaction, content_lengths } = header else {
+        return Err(invalid("the indexed record is not a transaction"));
+    };
+    Ok((transaction, content_lengths, offset + HEAD_LEN + 4 + header_len as u64))
+}
+
 /// Whether the file at `path` holds only zeros from `from` to `to`.
 fn zeros_from(path: &Path, from: u64, to: u64) -> io::Result<bool> {
     let mut file = File::open(path)?;

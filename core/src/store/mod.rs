@@ -34,6 +34,7 @@ mod checkpoint;
 mod error;
 mod feed;
 mod fsio;
+mod history;
 mod lock;
 mod log;
 mod paths;
@@ -61,6 +62,7 @@ use crate::scan;
 pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
 pub use fsio::{FailHook, FailPoint, replace_file};
+pub use history::{AtContent, EntityAt, FileChange, HistoryFilter, Revert, set_indexing};
 pub use log::{Damage, Verification};
 pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
@@ -260,8 +262,9 @@ struct Inner {
     log_path: PathBuf,
     writer: Mutex<Writer>,
     current: RwLock<Arc<Snapshot>>,
-    /// The log offset of each transaction record, at index `seq - 1`.
-    offsets: RwLock<Vec<u64>>,
+    /// The log offset of each transaction record, and the seqs that touched each path and
+    /// entity (SPEC §26).
+    history: RwLock<history::History>,
     feed: Feed,
     /// The kernel's boot id, written into `applied` markers.
     boot: Option<String>,
@@ -348,7 +351,7 @@ impl Store {
             log_path,
             writer: Mutex::new(writer),
             current: RwLock::new(Arc::new(snapshot)),
-            offsets: RwLock::new(offsets),
+            history: RwLock::new(offsets),
             feed: Feed::default(),
             boot,
             trigger: Arc::new(checkpoint::Trigger::new(options.checkpoint_every)),
@@ -579,9 +582,9 @@ fn recover(
     boot: Option<&str>,
     lock: StoreLock,
     remote: bool,
-) -> StoreResult<(Writer, Snapshot, Vec<u64>, Found, bool)> {
+) -> StoreResult<(Writer, Snapshot, history::History, Found, bool)> {
     let io = |what: &str, e| StoreError::io(format!("{what} {}", log_path.display()), e);
-    let LogState { logged, mut offsets, tail, applied, tail_boot, valid_len, last_seq } =
+    let LogState { logged, offsets: mut history, tail, applied, tail_boot, valid_len, last_seq } =
         read_log_state(log_path)?;
     let mut log = LogWriter::open(log_path, valid_len).map_err(|e| io("cannot open", e))?;
 
@@ -616,7 +619,7 @@ fn recover(
         (before, last_seq, found)
     } else {
         let (analysis, seq) =
-            record_external(ctx, log_path, &mut log, &logged, on_disk, last_seq, &mut offsets)?;
+            record_external(ctx, log_path, &mut log, &logged, on_disk, last_seq, &mut history)?;
         (analysis, seq, Vec::new())
     };
     // The tail is durable now, and an external record writes no document. The marker also
@@ -642,7 +645,7 @@ fn recover(
         closed: false,
         lock,
     };
-    Ok((writer, Snapshot { seq, analysis }, offsets, found, restarted))
+    Ok((writer, Snapshot { seq, analysis }, history, found, restarted))
 }
 
 /// Documents found on disk that differ from the last logged state: each path with what it
@@ -665,8 +668,8 @@ fn add_deletions(analysis: &Analysis, found: &mut Found) {
 struct LogState {
     /// The last logged state: each document's version and the record holding its content.
     logged: HashMap<String, Logged>,
-    /// The offset of every transaction record.
-    offsets: Vec<u64>,
+    /// The offset of every transaction record, and the seqs that touched each path and entity.
+    offsets: history::History,
     /// The transactions after the last `applied` marker.
     tail: Vec<Transaction>,
     /// The seq of the last `applied` marker.
@@ -684,7 +687,7 @@ struct LogState {
 fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
     let mut state = LogState {
         logged: HashMap::new(),
-        offsets: Vec::new(),
+        offsets: history::History::default(),
         tail: Vec::new(),
         applied: 0,
         tail_boot: None,
@@ -698,7 +701,7 @@ fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
         match reader.next_record() {
             Ok(Some(record)) => match record.header {
                 Header::Transaction { transaction, .. } => {
-                    state.offsets.push(record.offset);
+                    state.offsets.push(record.offset, &transaction);
                     for doc in &transaction.documents {
                         match doc.after {
                             Some(version) => {
@@ -791,7 +794,7 @@ fn record_external(
     logged: &HashMap<String, Logged>,
     on_disk: Contents,
     last_seq: u64,
-    offsets: &mut Vec<u64>,
+    offsets: &mut history::History,
 ) -> StoreResult<(Analysis, u64)> {
     let (before, changes) = external_changes(ctx, log_path, logged, on_disk)?;
     if changes.is_empty() {
@@ -810,7 +813,7 @@ fn record_external(
     let offset = log
         .append(&log::encode_transaction(&txn, &contents(&changes)), false)
         .map_err(|e| StoreError::io(format!("cannot append to {}", log_path.display()), e))?;
-    offsets.push(offset);
+    offsets.push(offset, &txn);
     let n = txn.documents.len();
     let s = if n == 1 { "" } else { "s" };
     if logged.is_empty() && last_seq == 0 {
@@ -1145,8 +1148,7 @@ impl Inner {
     }
 
     fn offset_of(&self, seq: u64) -> Option<u64> {
-        let offsets = sync::read(&self.offsets);
-        offsets.get(usize::try_from(seq).ok()?.checked_sub(1)?).copied()
+        sync::read(&self.history).offset(seq)
     }
 
     /// Make `snapshot` current and tell subscribers about `txn`.
@@ -1162,7 +1164,8 @@ impl Inner {
         snapshot: Snapshot,
         offsets: impl IntoIterator<Item = u64>,
     ) {
-        sync::write(&self.offsets).extend(offsets);
+        let txns: Vec<&Transaction> = txns.into_iter().collect();
+        sync::write(&self.history).extend(txns.iter().copied(), offsets);
         let old = std::mem::replace(&mut *sync::write(&self.current), Arc::new(snapshot));
         self.reaper.free((old, self.disk.take_buried()));
         for txn in txns {

@@ -42,8 +42,10 @@ fn parse_with(text: &str, jsonc: bool) -> Parse {
         p.skip_ws();
         match p.peek() {
             None => {
-                // Report the missing value unless what stood in its place was reported.
-                if p.errors.is_empty() {
+                // Report the missing value unless what stood in its place was reported. JSONC
+                // may hold no value at all (an empty text, or only comments): TypeScript reads
+                // such a tsconfig.json as `{}`, and VS Code reports nothing.
+                if p.errors.is_empty() && !p.jsonc {
                     p.error(
                         p.pos,
                         p.pos,

@@ -270,6 +270,22 @@ fn empty_texts() {
     assert!(dust.implicit_object && dust.is_clean());
 }
 
+/// JSONC may hold no value (SPEC §23): a `tsconfig.json` holding only a comment is read by
+/// TypeScript as `{}` and shows no problem in VS Code, so it parses cleanly with no tree; the
+/// same text as plain JSON still lacks its value.
+#[test]
+fn jsonc_without_a_value_is_clean() {
+    for text in ["", "  \n", "// only a comment\n", "/* a */ // b\n"] {
+        let parse = parse_jsonc(text);
+        assert!(parse.is_clean(), "{text:?}: {:?}", parse.errors);
+        assert_eq!((parse.root, parse.value), (None, Value::Null), "{text:?}");
+        assert!(!parse_json(text).is_clean(), "{text:?} is no JSON");
+    }
+    assert_eq!(parse_jsonc("/* a */ // b\n").comments.len(), 2);
+    // A value that is started and not finished is still an error.
+    assert!(!parse_jsonc("// c\n{").is_clean());
+}
+
 /// Runs `f` on a thread with a 2 MiB stack, the default for spawned threads, to show that
 /// parsing does not need more.
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

@@ -21,9 +21,10 @@ pub fn analyse(fixture: &str) -> Analysis {
         })
         .unwrap_or_default();
     let ctx = Arc::new(StoreContext { root: PathBuf::from("/fixture"), config });
+    // As the scan does: ignored files are not documents.
     let docs = files
         .into_iter()
-        .filter(|(p, _)| p != "stardust.toml")
+        .filter(|(p, _)| p != "stardust.toml" && !ctx.config.is_ignored(p, false))
         .map(|(p, t)| (p, t.into_bytes()))
         .collect();
     Analysis::new(ctx, docs)
