@@ -4,14 +4,16 @@ same value, each followed by a pull of diagnostics, cold and warm. No dependenci
 is scripts/lsp_bench.py's.
 
 usage: lsp_bench_forms.py [--rounds R] [--samples K] [--schema SCHEMA.json] [--field NAME]
-                          FILE.json -- SERVER_CMD...
+                          [--forms range,whole] FILE.json -- SERVER_CMD...
 
-One server process. R rounds; in each, for each form (range, then whole):
+One server process. R rounds; in each, for each form (by default range, then whole):
   didOpen -> pull (open_ms: the first round's is the server's first open, `open_first_ms`,
   the others `open_again_ms`), a second pull (warm_pull_ms), then K changes of ONE value (field
   NAME of a different entity each time, toggled between an invalid string and its integer),
   each immediately followed by a pull; the time from the first byte of the change to the
-  answer. The first change after the open is `<form>_cold_ms`, the others `<form>_warm_ms`.
+  answer. The first change after the open is `<form>_cold_ms`, the others `<form>_warm_ms`;
+  the very first change of the server process is also `first_change_ms` (with `--forms whole`,
+  the first whole-text change after the process's first open).
   Then didClose. The diagnostic count must alternate, which proves each answer saw its change.
 A whole-text change is framed before its clock starts: encoding 2 MB of JSON is the client's
 cost, not the server's. Prints one JSON object with p50/p95/max of each series."""
@@ -23,13 +25,14 @@ from lsp_bench import Lsp, frame, stats  # noqa: E402
 
 def main(argv):
     sep = argv.index("--"); opts, cmd = argv[:sep], argv[sep + 1:]
-    rounds, samples, schema, path, field = 3, 10, None, None, "year"
+    rounds, samples, schema, path, field, forms = 3, 10, None, None, "year", ["range", "whole"]
     i = 0
     while i < len(opts):
         if opts[i] == "--rounds": rounds = int(opts[i + 1]); i += 2
         elif opts[i] == "--samples": samples = int(opts[i + 1]); i += 2
         elif opts[i] == "--schema": schema = opts[i + 1]; i += 2
         elif opts[i] == "--field": field = opts[i + 1]; i += 2
+        elif opts[i] == "--forms": forms = opts[i + 1].split(","); i += 2
         else: path = opts[i]; i += 1
     path = pathlib.Path(path).resolve()
     schema = pathlib.Path(schema).resolve() if schema else None
@@ -37,7 +40,7 @@ def main(argv):
     lines = text.split("\n")
     pat = re.compile(r'"%s": (\d+)' % re.escape(field))
     hits = [(n, m) for n, l in enumerate(lines) for m in [pat.search(l)] if m]
-    n_picks = rounds * 2 * samples
+    n_picks = rounds * len(forms) * samples
     if len(hits) < n_picks: raise SystemExit(f"only {len(hits)} lines with an integer {field!r}")
     step = len(hits) // n_picks
     picks = iter([hits[k * step] for k in range(n_picks)])
@@ -61,7 +64,7 @@ def main(argv):
             "validate": {"enable": True},
             "schemas": [{"fileMatch": [path.name], "url": schema.as_uri()}]}}})
 
-    series = {k: [] for k in ("open_first_ms", "open_again_ms", "warm_pull_ms",
+    series = {k: [] for k in ("open_first_ms", "open_again_ms", "warm_pull_ms", "first_change_ms",
                               "range_cold_ms", "range_warm_ms", "whole_cold_ms", "whole_warm_ms")}
 
     def pull():
@@ -70,12 +73,12 @@ def main(argv):
 
     version = 0
     for rnd in range(rounds):
-        for form in ("range", "whole"):
+        for form in forms:
             version += 1
             cur = text
             s.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "json", "version": version, "text": cur}})
             t = time.perf_counter(); m = pull()
-            series["open_first_ms" if rnd == 0 and form == "range" else "open_again_ms"].append((m["_t"] - t) * 1000)
+            series["open_first_ms" if rnd == 0 and form == forms[0] else "open_again_ms"].append((m["_t"] - t) * 1000)
             base = len(m["result"]["items"])
             t = time.perf_counter(); m = pull(); series["warm_pull_ms"].append((m["_t"] - t) * 1000)
             first = True
@@ -101,6 +104,8 @@ def main(argv):
                     got = len(m["result"]["items"])
                     if got != expect: raise SystemExit(f"{form} change {version}: {got} diagnostics, expected {expect}")
                     series[f"{form}_cold_ms" if first else f"{form}_warm_ms"].append((m["_t"] - t) * 1000)
+                    if first and rnd == 0 and form == forms[0]:
+                        series["first_change_ms"].append((m["_t"] - t) * 1000)
                     first = False
             s.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             assert cur == text, "each value is put back"

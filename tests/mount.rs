@@ -563,6 +563,23 @@ fn a_plain_file_renamed_to_a_scratch_name_keeps_its_bytes() {
 }
 
 #[test]
+fn a_scratch_file_deleted_as_it_is_closed_leaves_nothing_on_disk() {
+    // Vim closes its swap file and deletes it at once; the kernel sends the close's release
+    // without waiting, so the release (which writes a closed scratch file to disk) and the
+    // delete can meet. Whichever comes first, the file is gone, as in the folder.
+    let m = Mounted::new(&[("books/dune.json", DUNE)]);
+    let content = vec![b'x'; 256 * 1024];
+    for i in 0..200 {
+        let path = m.path(&format!("books/.n{i}.swp"));
+        fs::write(&path, &content).unwrap();
+        fs::remove_file(&path).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(listing(&m.store.join("books")), ["dune.json"]);
+    assert_eq!(listing(&m.path("books")), ["dune.json"]);
+}
+
+#[test]
 fn concurrent_writers_each_commit_whole_documents() {
     let m = Mounted::new(&[("books/dune.json", DUNE)]);
     let versions: Vec<String> = (0..6)

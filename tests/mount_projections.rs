@@ -111,7 +111,7 @@ fn projections_read_as_json_and_python_rewrites_keep_the_dust_comments() {
         text(&out.stdout).split_once('{').map(|(a, b)| (a.to_owned(), format!("{{{b}"))).unwrap();
     assert_eq!(
         listing,
-        "entities\njson\nrejected\nstore.json\ntransactions\nviews.json\nbooks\npeople\ndune.dust.json\nseries.dust.json\n"
+        "at\nentities\njson\nrejected\nstore.json\ntransactions\nviews.json\nbooks\npeople\ndune.dust.json\nseries.dust.json\n"
     );
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(

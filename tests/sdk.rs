@@ -10,7 +10,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use stardust_sdk::{Change, Client, ConnectOptions, EntityChange, Event, Subscription};
+use stardust_sdk::{
+    Change, ChangeKind, Client, ConnectOptions, EntityChange, Event, HistoryFilter, Subscription,
+};
 use util::{Serve, TIMEOUT, record, stardust, text, wait_until};
 
 fn exe() -> PathBuf {
@@ -189,6 +191,63 @@ fn errors_carry_the_spec_codes() {
     let preview = client.patch("ops [{set {id person/ann name Annie}}]").unwrap();
     assert!(preview.discard().unwrap());
     assert_eq!(client.get("person/ann").unwrap().value["name"], "Anna");
+}
+
+#[test]
+fn an_entity_as_of_a_seq_and_the_transactions_that_touched_it() {
+    let store = store("");
+    let root = store.path();
+    let _serve = Serve::start(root);
+    let client = connect(root, "sdk-test");
+
+    let set = |name: &str| {
+        let patch = json!({"ops": [{"set": {"id": "person/ann", "name": name}}]});
+        client.patch(patch).unwrap().confirm().unwrap().seq
+    };
+    let first = set("Annie");
+    let second = set("Anna");
+    assert!(second > first);
+
+    let old = client.get_at("person/ann", first).unwrap();
+    assert_eq!(
+        (old.value["name"].as_str(), old.seq, old.changed_at, old.path.as_str()),
+        (Some("Annie"), first, first, "people/ann.dust")
+    );
+    #[derive(serde::Deserialize)]
+    struct Person {
+        name: String,
+    }
+    assert_eq!(old.value_as::<Person>().unwrap().name, "Annie");
+    assert_eq!(client.get("person/ann").unwrap().value["name"], "Anna");
+
+    let filter = HistoryFilter { entity: Some("person/ann".into()), ..Default::default() };
+    let history = client.history(&filter).unwrap();
+    let seqs: Vec<u64> = history.transactions.iter().map(|t| t.seq).collect();
+    // Newest first; the store's first transaction (its files as first found) created ann.
+    assert_eq!(seqs, [second, first, 1]);
+    assert_eq!((history.total, history.next_offset), (3, None));
+    let newest = &history.transactions[0];
+    assert_eq!(newest.origin, "sdk:sdk-test");
+    assert_eq!(newest.documents.len(), 1);
+    let doc = &newest.documents[0];
+    assert_eq!((doc.path.as_str(), doc.change), ("people/ann.dust", ChangeKind::Changed));
+    assert_eq!(doc.entities.changed, ["person/ann"]);
+    let page = client
+        .history(&HistoryFilter {
+            path: Some("people/ann.dust".into()),
+            limit: Some(1),
+            offset: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(page.transactions.iter().map(|t| t.seq).collect::<Vec<_>>(), [first]);
+    assert_eq!((page.total, page.next_offset), (3, Some(2)));
+
+    // A seq past the head, and an entity that did not exist then, are `not-found`.
+    let past = client.get_at("person/ann", second + 1).unwrap_err();
+    assert_eq!(past.code(), "not-found", "{past}");
+    let never = client.get_at("person/bob", first).unwrap_err();
+    assert_eq!(never.code(), "not-found", "{never}");
 }
 
 #[test]

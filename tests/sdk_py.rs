@@ -24,7 +24,7 @@ fn the_python_sdk_against_a_real_core() {
     assert!(out.status.success(), "sdk-py tests failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("Success: no issues found"), "mypy --strict: {stdout}");
     // Every test ran and passed: none skipped.
-    assert!(stdout.contains("6 passed") && !stdout.contains("skipped"), "{stdout}");
+    assert!(stdout.contains("7 passed") && !stdout.contains("skipped"), "{stdout}");
 }
 
 /// From an empty folder, with no network: generate the package, `pip install --no-index` it

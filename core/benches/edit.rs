@@ -2,7 +2,9 @@
 //! the edited document cost, phase by phase. Run by hand:
 //! `cargo bench -p stardust-core --bench edit -- STORE DOCUMENT [ROUNDS]`. To profile one
 //! path alone, set `ONLY_SPLICE=1` (the in-place edit) or `ONLY_WITH_CHANGES=1` (the whole
-//! re-analysis).
+//! re-analysis). "first edit" is the first edit after an editor's open, whose document the
+//! store's snapshot shares (copied on the edit's path); "copy ahead" and "first after copy" are
+//! what `ide::Buffers` does instead (the copy made after the open, then the edit).
 
 // The allocator the `stardust` binary ships with, so that the figures are the product's.
 #[global_allocator]
@@ -38,6 +40,8 @@ fn main() {
     };
     let whole_phases = std::env::var_os("ONLY_SPLICE").is_none();
     let splice_phases = std::env::var_os("ONLY_WITH_CHANGES").is_none();
+    // The store's snapshot, which an editor's first edit finds shared with its own.
+    let store = analysis.clone();
     let mut current = analysis;
     for round in 0..rounds {
         let pos = at[(round * 7919) % at.len()];
@@ -63,6 +67,33 @@ fn main() {
         if !splice_phases {
             continue;
         }
+        // The first edit after an open: the document is shared with the store's snapshot, and
+        // copied on the edit's path.
+        let t = Instant::now();
+        let first =
+            store.clone().into_with_changes(vec![(doc.clone(), Some(edited.clone().into_bytes()))]);
+        time("first edit", t.elapsed());
+        drop(first);
+        // What the buffers do instead (`ide::Buffers`): the copy made after the open, off the
+        // edit's path, then the first edit on it.
+        let t = Instant::now();
+        let owning = store.clone().owning(std::slice::from_ref(doc));
+        time("copy ahead", t.elapsed());
+        let t = Instant::now();
+        let first =
+            owning.into_with_changes(vec![(doc.clone(), Some(edited.clone().into_bytes()))]);
+        time("first after copy", t.elapsed());
+        drop(first);
+        let t = Instant::now();
+        black_box((**store.document(doc).unwrap()).clone());
+        time("Document::clone", t.elapsed());
+        let d = store.document(doc).unwrap();
+        let t = Instant::now();
+        black_box(d.parse.value.clone());
+        time("Value::clone", t.elapsed());
+        let t = Instant::now();
+        black_box(d.parse.root.clone());
+        time("Node::clone", t.elapsed());
         // The splice needs the only copy of the snapshot, as an editor's chain of edits has.
         let t = Instant::now();
         current = current.into_with_changes(vec![(doc.clone(), Some(edited.into_bytes()))]);

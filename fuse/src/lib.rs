@@ -7,6 +7,7 @@
 
 mod fs;
 mod nodes;
+mod passthrough;
 mod private;
 
 use stardust_core::sync;
@@ -25,6 +26,7 @@ use stardust_core::views::{Live, ViewEvent};
 
 use crate::fs::{Inval, StardustFs};
 use crate::nodes::Nodes;
+use crate::passthrough::Passthrough;
 
 /// How to mount.
 #[derive(Clone, Debug)]
@@ -82,6 +84,7 @@ pub fn mount(
         ));
     }
     let nodes = Arc::new(Mutex::new(Nodes::default()));
+    let passthrough = Arc::new(Passthrough::default());
     let (tx, rx) = mpsc::channel();
     let views = Live::of(&store)?;
     let view_events = views.subscribe();
@@ -92,6 +95,7 @@ pub fn mount(
         options.max_file_size,
         tx.clone(),
         nodes.clone(),
+        passthrough.clone(),
     );
     let mut config = Config::default();
     config.mount_options = vec![
@@ -138,7 +142,7 @@ pub fn mount(
         std::thread::Builder::new().name("stardust-fuse-feed".to_owned()).spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 if let Some(notice) = subscription.next_timeout(Duration::from_millis(200)) {
-                    forward(&notice, &nodes, &tx);
+                    forward(&notice, &nodes, &passthrough, &tx);
                 }
             }
         })?
@@ -213,16 +217,25 @@ impl Drop for Mount {
 }
 
 /// Turn a commit made by any path into the kernel cache entries it outdates.
-fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
+fn forward(
+    notice: &Notice,
+    nodes: &Mutex<Nodes>,
+    passthrough: &Passthrough,
+    tx: &mpsc::Sender<Inval>,
+) {
     let nodes = sync::lock(nodes);
     match notice {
         Notice::Changes { documents, entities, .. } => {
             derived(documents, entities, &nodes, tx);
             for doc in documents {
-                if let Some(ino) = nodes.get(&doc.path) {
+                let ino = nodes.get(&doc.path);
+                if let Some(ino) = ino {
                     let _ = tx.send(Inval::Inode(ino));
                 }
-                if doc.change != ChangeKind::Changed
+                // The commit replaced the file on disk: where passthrough readers keep the old
+                // one, the name goes too, and the next lookup gives the path a new inode.
+                let renamed = ino.is_some_and(|ino| passthrough.backed(ino));
+                if (doc.change != ChangeKind::Changed || renamed)
                     && let Some(parent) = nodes.get(nodes::parent(&doc.path))
                 {
                     let name = doc.path.rsplit('/').next().unwrap_or(&doc.path).to_owned();
@@ -231,8 +244,12 @@ fn forward(notice: &Notice, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
             }
         }
         Notice::Overflow { .. } => {
-            for (ino, _) in nodes.all() {
+            for (ino, path) in nodes.all() {
                 let _ = tx.send(Inval::Inode(ino));
+                if let Some(parent) = nodes.get(nodes::parent(&path)).filter(|_| !path.is_empty()) {
+                    let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+                    let _ = tx.send(Inval::Entry(parent, name));
+                }
             }
         }
     }

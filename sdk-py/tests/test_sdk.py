@@ -12,7 +12,8 @@ import pytest
 
 import library_types as lib
 from conftest import apply, stop_core
-from library_types import ConnectOptions, DecodeError, Event, StardustError, Subscription, check
+from library_types import (ConnectOptions, DecodeError, EntityAt, Event, History, StardustError, Subscription,
+                           check)
 from library_types._runtime import connect
 
 
@@ -82,6 +83,47 @@ def test_a_refused_change_carries_the_spec_code(store: Path) -> None:
         assert err.value.code == "invalid-arguments"
     finally:
         client.close()
+
+
+def test_an_entity_as_of_a_seq_and_the_transactions_that_touched_it(store: Path) -> None:
+    client = lib.connect_sync(str(store))
+    try:
+        first = client.patch("ops [{set {id book/dune pages 600}}]").confirm().seq
+        second = client.patch("ops [{set {id book/dune pages 601}}]").confirm().seq
+        assert second > first
+        # The generated store's typed get, as of a seq and as of now.
+        old: EntityAt[lib.Book] = client.get_book("book/dune", first)
+        assert (old.value["pages"], old.seq, old.changed_at, old.path) == (600, first, first, "books/dune.dust")
+        assert client.get_book("book/dune").value["pages"] == 601
+        history: History = client.history(entity="book/dune")
+        assert [t.seq for t in history.transactions[:2]] == [second, first]
+        newest = history.transactions[0]
+        assert newest.origin == "lsp:stardust-sdk-py"
+        assert [(d["path"], d["change"], d["entities"]["changed"]) for d in newest.documents] == [
+            ("books/dune.dust", "changed", ["book/dune"])]
+        page = client.history(path="books/dune.dust", limit=1)
+        assert ([t.seq for t in page.transactions], page.next_offset, page.total) == ([second], 1, history.total)
+        # A seq past the head is `not-found`.
+        with pytest.raises(StardustError) as err:
+            client.get_book("book/dune", second + 1)
+        assert err.value.code == "not-found"
+    finally:
+        client.close()
+
+    async def run() -> None:
+        # The async client, untyped: the same answers.
+        client = await connect(str(store))
+        try:
+            old = await client.get("book/dune", first)
+            assert old.value["pages"] == 600
+            assert [t.seq for t in (await client.history(entity="book/dune", limit=2)).transactions] == [second, first]
+            with pytest.raises(StardustError) as err:
+                await client.get("book/dune", second + 1)
+            assert err.value.code == "not-found"
+        finally:
+            await client.close()
+
+    asyncio.run(run())
 
 
 async def until(events: Subscription, seq: int) -> list[Event]:

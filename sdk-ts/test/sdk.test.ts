@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 // The generated package, installed as a user installs it (`npm install ./library`): it
 // re-exports its runtime, which `library/runtime` and `library/decode` also reach.
 import { DecodeError, StardustError, columns, connect, decls, tempRef } from "library";
-import type { Book, Event, Subscription, Types } from "library";
+import type { Book, EntityAt, Event, History, Subscription, Types } from "library";
 import { check } from "library/decode";
 import { connect as connectUntyped } from "library/runtime";
 
@@ -134,6 +134,39 @@ test("a refused change carries the SPEC code", async () => {
     await assert.rejects(preview.confirm(), (err) => err instanceof StardustError && err.code === "refused");
     // Arguments the command's schema refuses.
     await assert.rejects(client.execute("stardust.entity.get", {}), (err) => err instanceof StardustError && err.code === "invalid-arguments");
+  } finally {
+    client.close();
+  }
+});
+
+test("an entity as of a seq, and the transactions that touched it, newest first", async () => {
+  const client = await connect(store);
+  try {
+    const first = await (await client.patch("ops [{set {id book/dune pages 500}}]")).confirm();
+    const second = await (await client.patch("ops [{set {id book/dune pages 501}}]")).confirm();
+    assert.ok(second.seq > first.seq);
+
+    const old: EntityAt<Book> = await client.get("book/dune", first.seq);
+    assert.equal(old.value.pages, 500);
+    assert.equal(old.seq, first.seq);
+    assert.equal(old.changedAt, first.seq);
+    assert.equal(old.path, "books/dune.dust");
+    assert.equal((await client.get("book/dune")).value.pages, 501);
+
+    const history: History = await client.history({ entity: "book/dune" });
+    assert.deepEqual(history.transactions.slice(0, 2).map((t) => t.seq), [second.seq, first.seq]);
+    assert.deepEqual(
+      history.transactions[0]?.documents.map((d) => [d.path, d.change, d.entities.changed]),
+      [["books/dune.dust", "changed", ["book/dune"]]],
+    );
+    assert.equal(history.transactions[0]?.origin, "lsp:stardust-sdk-ts");
+    const page = await client.history({ path: "books/dune.dust", limit: 1 });
+    assert.deepEqual([page.transactions.map((t) => t.seq), page.nextOffset], [[second.seq], 1]);
+    assert.equal(page.total, history.total);
+
+    // A seq past the head is `not-found`, as an entity that did not exist then is.
+    await assert.rejects(client.get("book/dune", second.seq + 1), (err) => err instanceof StardustError && err.code === "not-found");
+    await assert.rejects(client.get("book/no-such-book", first.seq), (err) => err instanceof StardustError && err.code === "not-found");
   } finally {
     client.close();
   }

@@ -53,6 +53,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # History
+//!
+//! An entity as of a seq (its value after that transaction), and the transactions that
+//! touched an entity or a path, newest first:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), stardust_sdk::Error> {
+//! # let client = stardust_sdk::Client::connect("library", "docs")?;
+//! use stardust_sdk::HistoryFilter;
+//!
+//! let filter = HistoryFilter { entity: Some("book/dune".into()), ..Default::default() };
+//! for txn in client.history(&filter)?.transactions {
+//!     let then = client.get_at("book/dune", txn.seq)?;
+//!     println!("{} by {}: {}", txn.seq, txn.origin, then.value["title"]);
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! # Patches
 //!
 //! A patch is previewed, then confirmed or discarded. Temporary names (`?name`)
@@ -127,6 +145,7 @@
 #![deny(clippy::print_stdout)]
 
 mod error;
+mod history;
 mod preview;
 mod subscribe;
 mod wire;
@@ -141,6 +160,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 pub use error::{Error, Result};
+pub use history::{EntityAt, History, HistoryFilter, Transaction, TransactionDocument};
 pub use preview::{Committed, DiagnosticsDelta, DocumentDiff, EntityIds, Preview};
 /// Stardust's stable error codes, as [`Error::code`] gives them.
 pub use stardust_core::Code;

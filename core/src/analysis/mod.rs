@@ -452,24 +452,49 @@ impl Analysis {
         Analysis::build(ctx, Arc::new(docs))
     }
 
+    /// Whether an edit of the document at `path` may be taken in place (when it stays inside
+    /// one item): a clean JSON document whose top level is an array, which is no schema, names
+    /// none and is not validated whole. Schemas and documents validated whole are always
+    /// parsed whole.
+    pub fn spliceable(&self, path: &str) -> bool {
+        !self.schema_set.paths.contains(path)
+            && !self.schema_set.wanted.contains(path)
+            && !schemas::configured(&self.ctx.config, path)
+            && self.docs.get(path).is_some_and(|doc| {
+                doc.lang == Lang::Json
+                    && doc.parse.is_clean()
+                    && matches!(doc.parse.root, Some(Node { kind: NodeKind::Array(_), .. }))
+                    && !has_associated_schema(&self.ctx.config, doc)
+            })
+    }
+
+    /// This snapshot, owning a copy of each [`Analysis::spliceable`] document of `paths`: the
+    /// next edit of one of them is then taken in place without copying it first. An editor's
+    /// buffers make it ahead of the first edit after an open, off the edit's path, since the
+    /// store's snapshot shares the opened document (docs/DECISIONS.md "The first edit after
+    /// an open").
+    pub fn owning(mut self, paths: &[String]) -> Analysis {
+        let paths: Vec<&String> = paths.iter().filter(|p| self.spliceable(p)).collect();
+        if paths.is_empty() {
+            return self;
+        }
+        let docs = Arc::make_mut(&mut self.docs);
+        for path in paths {
+            if let Some(doc) = docs.get_mut(path) {
+                Arc::make_mut(doc);
+            }
+        }
+        self
+    }
+
     /// Edit in place each changed document, when the edit stays inside one item of a top-level
-    /// entity array; the other changes are returned to be parsed whole. Schemas and documents
-    /// validated whole are always parsed whole. A document another snapshot shares (the first
-    /// edit after an editor opens it, which the store's snapshot holds too) is copied first: a
+    /// entity array; the other changes are returned to be parsed whole. A document another
+    /// snapshot shares (the first edit after an editor opens it, which the store's snapshot
+    /// holds too, unless the buffers copied it ahead: [`Analysis::owning`]) is copied first: a
     /// copy costs a fraction of a parse and a whole validation.
     fn splice_in_place(&mut self, changes: Changes) -> (Vec<(String, Splice)>, Changes) {
-        let eligible = |this: &Analysis, path: &str| {
-            !this.schema_set.paths.contains(path)
-                && !this.schema_set.wanted.contains(path)
-                && !schemas::configured(&this.ctx.config, path)
-                && this.docs.get(path).is_some_and(|doc| {
-                    doc.lang == Lang::Json
-                        && doc.parse.is_clean()
-                        && !has_associated_schema(&this.ctx.config, doc)
-                })
-        };
         let eligible: Vec<bool> =
-            changes.iter().map(|(path, bytes)| bytes.is_some() && eligible(self, path)).collect();
+            changes.iter().map(|(path, bytes)| bytes.is_some() && self.spliceable(path)).collect();
         if !eligible.contains(&true) {
             return (Vec::new(), changes);
         }
@@ -478,9 +503,10 @@ impl Analysis {
         let mut rest = Vec::new();
         for ((path, bytes), eligible) in changes.into_iter().zip(eligible) {
             let spliced = match &bytes {
-                Some(bytes) if eligible => {
-                    docs.get_mut(&path).and_then(|doc| Arc::make_mut(doc).splice(bytes))
-                }
+                Some(bytes) if eligible => docs.get_mut(&path).and_then(|doc| {
+                    note_copy(Arc::strong_count(doc) > 1);
+                    Arc::make_mut(doc).splice(bytes)
+                }),
                 _ => None,
             };
             match spliced {
@@ -1364,6 +1390,25 @@ fn validate_entity(
             ]
         }
     }
+}
+
+// How many shared documents an edit on this thread copied before splicing them.
+#[cfg(test)]
+thread_local! {
+    static COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Count a document an edit copies on the edit's path (a test's measure).
+fn note_copy(copied: bool) {
+    #[cfg(test)]
+    COPIES.with(|c| c.set(c.get() + usize::from(copied)));
+    let _ = copied;
+}
+
+/// How many shared documents edits on this thread copied before splicing them.
+#[cfg(test)]
+pub(crate) fn copies_on_this_thread() -> usize {
+    COPIES.with(std::cell::Cell::get)
 }
 
 /// Whether the whole document is validated against a schema it names or a glob associates;

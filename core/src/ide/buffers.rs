@@ -16,6 +16,10 @@
 //!   same open paths and takes only the buffers whose text changed
 //!   ([`Analysis::into_with_changes`]): when nothing else holds it, an edit inside one item of
 //!   a large entity array re-parses only that item.
+//! - The first edit after an open costs what the next ones do: an open of a saved file shares
+//!   the store snapshot's document, which an edit would have to copy before splicing it, so
+//!   the analysis of the open starts a copy that owns it on a thread of its own
+//!   ([`Analysis::owning`]), and the next generation starts from that copy.
 //! - A whole-text change costs what the equivalent range edit costs: it is kept until needed
 //!   (a burst keeps its last), then reduced to the range edit it amounts to
 //!   ([`crate::text::diff::minimal_edit`]), which the analysis splices like any other.
@@ -29,7 +33,7 @@ use crate::sync::lock;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
 
 use crate::analysis::Analysis;
 use crate::store::{OpenOptions, Store, StoreError};
@@ -201,6 +205,10 @@ struct Pending {
     /// The latest computed analysis of an earlier generation at the same store seq: the
     /// computation takes it over and edits it in place when nothing else holds it.
     previous: Mutex<Option<Arc<Pending>>>,
+    /// The same analysis owning its open documents that the store's snapshot shares
+    /// ([`Analysis::owning`]), being copied on a thread of its own: the next generation starts
+    /// from it, so that the first edit after an open is not the one that copies.
+    owning: Mutex<Option<mpsc::Receiver<Analysis>>>,
 }
 
 /// What [`Buffers::open`] found.
@@ -492,8 +500,15 @@ impl<M: Clone> Buffers<M> {
             (base, generation, inner.buffers.clone(), cell)
         };
         // Outside the lock: edits keep being applied meanwhile.
-        let analysis =
-            cell.analysis.get_or_init(|| compute(&cell, base, generation, &buffers)).0.clone();
+        let analysis = cell
+            .analysis
+            .get_or_init(|| {
+                let computed = compute(&cell, &base, generation, &buffers);
+                copy_ahead(&cell, &computed.0, &base, &buffers);
+                computed
+            })
+            .0
+            .clone();
         Overlay { analysis, generation, buffers }
     }
 
@@ -584,26 +599,39 @@ fn cell_for(
 /// had the same open paths (the same seq is the cell's invariant).
 fn compute<M>(
     cell: &Pending,
-    base: Analysis,
+    base: &Analysis,
     generation: u64,
     buffers: &BTreeMap<String, Buffer<M>>,
 ) -> (Analysis, BTreeSet<String>) {
     let open: BTreeSet<String> = buffers.keys().cloned().collect();
-    let previous = lock(&cell.previous)
-        .take()
-        .and_then(|p| Arc::try_unwrap(p).ok())
-        .and_then(|p| p.analysis.into_inner());
+    let previous =
+        lock(&cell.previous).take().and_then(|p| Arc::try_unwrap(p).ok()).and_then(|p| {
+            let owning = p.owning.into_inner().unwrap_or_else(PoisonError::into_inner);
+            p.analysis.into_inner().map(|(analysis, paths)| (analysis, paths, owning))
+        });
     // The same store seq and the same open paths: only the buffers whose text changed
-    // differ, and an unshared document is edited in place.
+    // differ, and an unshared document is edited in place. When the previous analysis
+    // shared open documents with the store, its copy that owns them is taken (waiting for the
+    // copy costs less than making it again).
     let start = match previous {
-        Some((previous, paths)) if paths == open => previous,
+        Some((previous, paths, owning)) if paths == open => {
+            match owning.and_then(|copy| copy.recv().ok()) {
+                Some(copy) => {
+                    free_later(Some(previous));
+                    copy
+                }
+                None => previous,
+            }
+        }
         previous => {
             tracing::debug!(
                 "generation {generation}: from the store (previous: {})",
                 previous.is_some()
             );
+            // With its copy, if one was made: a copy still being made is dropped by its
+            // thread when it finds no receiver.
             free_later(previous);
-            base
+            base.clone()
         }
     };
     // A buffer holding what the start already has needs no change.
@@ -613,6 +641,40 @@ fn compute<M>(
         .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
         .collect();
     (start.into_with_changes(changes), open)
+}
+
+/// Start copying, on a thread of its own, the open documents that `analysis` shares with the
+/// store's snapshot `base` and that an edit would splice: an editor's open of a saved file
+/// takes the stored document as it is, so without this copy the first edit after the open
+/// pays for it. The copy is made while the editor shows the open's diagnostics and the user
+/// reads them; the next generation's [`compute`] starts from it.
+fn copy_ahead<M>(
+    cell: &Pending,
+    analysis: &Analysis,
+    base: &Analysis,
+    buffers: &BTreeMap<String, Buffer<M>>,
+) {
+    let shared: Vec<String> = buffers
+        .keys()
+        .filter(|path| match (analysis.document(path), base.document(path)) {
+            (Some(ours), Some(stored)) => Arc::ptr_eq(ours, stored) && analysis.spliceable(path),
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
+    let (send, receive) = mpsc::sync_channel(1);
+    let analysis = analysis.clone();
+    let spawned = std::thread::Builder::new().name("stardust-copy".to_owned()).spawn(move || {
+        let copy = analysis.owning(&shared);
+        // No receiver: the next generation did not need it; it is freed here, off its path.
+        let _ = send.send(copy);
+    });
+    if spawned.is_ok() {
+        *lock(&cell.owning) = Some(receive);
+    }
 }
 
 /// Freeing a large document's trees takes milliseconds: not on a request.

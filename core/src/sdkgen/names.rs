@@ -60,6 +60,7 @@ const PYTHON: &[&str] = &[
     "TypedDict",
     "Types",
     "Union",
+    "overload",
     "Decls",
 ];
 

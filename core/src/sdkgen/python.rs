@@ -29,7 +29,8 @@ pub(super) fn is_keyword(name: &str) -> bool {
 }
 
 /// The runtime's names every generated module uses.
-const USED: &[&str] = &["Client", "Column", "ConnectOptions", "Decls", "Entity", "SyncClient"];
+const USED: &[&str] =
+    &["Client", "Column", "ConnectOptions", "Decls", "Entity", "EntityAt", "SyncClient"];
 
 /// The names every generated module defines besides its declarations.
 const DEFINED: &[&str] = &["connect", "connect_sync", "Store", "SyncStore", "DECLS", "TYPES"];
@@ -63,7 +64,7 @@ pub(super) fn render(model: &Model) -> Vec<File> {
          run the command again after a schema changes (`--check` tells CI).\n\"\"\"\n\n\
          from __future__ import annotations\n\n\
          import json\n\
-         from typing import Literal, NewType, NotRequired, TypedDict\n\n\
+         from typing import Literal, NewType, NotRequired, TypedDict, overload\n\n\
          ",
     );
     // The runtime's names this module uses and its public names, re-exported (`X as X`, so
@@ -133,9 +134,13 @@ pub(super) fn render(model: &Model) -> Vec<File> {
         let method = unique(&mut methods, &format!("get_{}", snake(name)));
         let _ = write!(
             out,
-            "\n    async def {method}(self, id: str) -> Entity[{0}]:\n        \
-             \"\"\"One `{name}` by id, its value checked against `{0}`.\"\"\"\n        \
-             return await self.get_typed(id, {1})\n",
+            "\n    @overload\n    \
+             async def {method}(self, id: str, at: None = None) -> Entity[{0}]: ...\n    \
+             @overload\n    \
+             async def {method}(self, id: str, at: int) -> EntityAt[{0}]: ...\n\n    \
+             async def {method}(self, id: str, at: int | None = None) -> Entity[{0}] | EntityAt[{0}]:\n        \
+             \"\"\"One `{name}` by id (as of the seq `at` when given), its value checked against `{0}`.\"\"\"\n        \
+             return await self.get_typed(id, {1}, at)\n",
             decl.name,
             py_string(&decl.name)
         );
@@ -147,9 +152,13 @@ pub(super) fn render(model: &Model) -> Vec<File> {
         let method = unique(&mut methods, &format!("get_{}", snake(name)));
         let _ = write!(
             out,
-            "\n    def {method}(self, id: str) -> Entity[{0}]:\n        \
-             \"\"\"One `{name}` by id, its value checked against `{0}`.\"\"\"\n        \
-             return self.get_typed(id, {1})\n",
+            "\n    @overload\n    \
+             def {method}(self, id: str, at: None = None) -> Entity[{0}]: ...\n    \
+             @overload\n    \
+             def {method}(self, id: str, at: int) -> EntityAt[{0}]: ...\n\n    \
+             def {method}(self, id: str, at: int | None = None) -> Entity[{0}] | EntityAt[{0}]:\n        \
+             \"\"\"One `{name}` by id (as of the seq `at` when given), its value checked against `{0}`.\"\"\"\n        \
+             return self.get_typed(id, {1}, at)\n",
             decl.name,
             py_string(&decl.name)
         );

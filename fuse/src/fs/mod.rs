@@ -16,7 +16,7 @@
 //! the handle map's lock is never held while waiting for a handle's lock (a handle stays
 //! locked for the whole of a commit).
 
-use stardust_core::sync::lock;
+use stardust_core::sync::{self, lock};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
@@ -24,14 +24,14 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    BackingId, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use nix::fcntl::OFlag;
 use nix::sys::stat::{Mode, SFlag};
@@ -45,6 +45,7 @@ use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreEr
 use stardust_core::views::Live;
 
 use crate::nodes::{self, Nodes, ROOT};
+use crate::passthrough::{Answer, Passthrough};
 use crate::private;
 
 mod attr;
@@ -54,9 +55,18 @@ mod views;
 
 use attr::{disk_attr, mem_attr, synthetic_attr, time_of, timespec};
 
-/// How long the kernel may cache names and attributes. Commits made through other paths
-/// invalidate them at once, so this only bounds edits made on disk behind the store's back.
+/// How long the kernel may cache the names and attributes of plain files and folders: edits
+/// made in the folder behind the store's back reach the mount through nothing else, so this
+/// bounds how long one goes unseen.
 const TTL: Duration = Duration::from_secs(1);
+
+/// How long the kernel may cache the names and attributes of files whose every change of
+/// content and existence the mount hears of, and which invalidates the kernel's entries at once
+/// (`lib.rs`): documents and code files (commits through any path, and edits made outside,
+/// which the watcher records as commits), derived files (made from commits) and memory files
+/// (held by the mount). Only a change of a document's mode or times alone, made in the folder,
+/// goes unseen this long.
+const KNOWN_TTL: Duration = Duration::from_secs(60);
 
 /// A kernel cache entry to drop, sent to the thread that talks to the kernel (the kernel may
 /// wait on a request in flight before it answers, so never from a request handler).
@@ -103,6 +113,11 @@ pub struct StardustFs {
     /// Shared with the invalidation thread, which maps store paths to inode numbers.
     nodes: Arc<Mutex<Nodes>>,
     mem: Mutex<HashMap<String, MemFile>>,
+    /// Held for reading by deletes and renames, for writing by a release that may move a
+    /// closed memory file to disk: the kernel does not wait for a close's release, so without
+    /// it a delete or a rename looking at the memory file and then the disk could find the
+    /// file in neither, or act on a memory file that has just left.
+    moving: RwLock<()>,
     /// Documents hidden while a scratch file holds their bytes (Vim's backup rename).
     away: Mutex<Away>,
     handles: Mutex<HashMap<u64, Arc<Mutex<Handle>>>>,
@@ -114,6 +129,8 @@ pub struct StardustFs {
     /// Owner and time of the virtual files.
     owner: (u32, u32),
     started: SystemTime,
+    /// The backing files of read-only opens the kernel reads directly (passthrough.rs).
+    passthrough: Arc<Passthrough>,
 }
 
 #[derive(Debug)]
@@ -156,6 +173,7 @@ impl StardustFs {
         max_size: u64,
         inval: mpsc::Sender<Inval>,
         nodes: Arc<Mutex<Nodes>>,
+        passthrough: Arc<Passthrough>,
     ) -> StardustFs {
         let root = store.root().to_owned();
         let owner = fs::metadata(&root).map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
@@ -167,6 +185,7 @@ impl StardustFs {
             max_size,
             nodes,
             mem: Mutex::new(HashMap::new()),
+            moving: RwLock::new(()),
             away: Mutex::new(Away::default()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
@@ -175,6 +194,7 @@ impl StardustFs {
             seen: Mutex::new(HashMap::new()),
             owner,
             started: SystemTime::now(),
+            passthrough,
         }
     }
 
@@ -281,13 +301,23 @@ impl StardustFs {
 
     /// The attributes of `path` (and its inode number, given on first sight).
     fn stat(&self, path: &str) -> Result<(FileAttr, Duration), Errno> {
+        self.stat_as(path, false)
+    }
+
+    /// The attributes of `path` for an entry the kernel makes for its name (`lookup`,
+    /// `readdirplus`): a file replaced under passthrough readers gets a new inode here.
+    fn entry(&self, path: &str) -> Result<(FileAttr, Duration), Errno> {
+        self.stat_as(path, true)
+    }
+
+    fn stat_as(&self, path: &str, naming: bool) -> Result<(FileAttr, Duration), Errno> {
         if let Some(node) = self.view_node(path) {
             return Ok(self.view_attr(path, &node));
         }
         // Memory files first: scratch files live in the derived folders of `.stardust/` too.
         if let Some(attr) = lock(&self.mem).get(path).map(mem_attr) {
             let ino = self.ino_of(path);
-            return Ok((FileAttr { ino: INodeNo(ino), ..attr }, TTL));
+            return Ok((FileAttr { ino: INodeNo(ino), ..attr }, KNOWN_TTL));
         }
         if Self::is_private(path) {
             let attr = self.private_attr(path)?;
@@ -295,10 +325,13 @@ impl StardustFs {
             // Derived files are cached like documents: commits invalidate them (`lib.rs`). The
             // folder itself never changes, and every path to a derived file walks through it.
             let derived = stardust_core::store::projections::area(path).is_some();
-            let ttl = if derived || path == PRIVATE_DIR { TTL } else { Duration::ZERO };
+            let ttl = if derived || path == PRIVATE_DIR { KNOWN_TTL } else { Duration::ZERO };
             return Ok((FileAttr { ino: INodeNo(ino), ..attr }, ttl));
         }
         let meta = self.disk_meta(path).map_err(io_errno)?;
+        if naming {
+            self.renumber_outdated(path, &meta);
+        }
         let ino = self.ino_of(path);
         let mut attr = disk_attr(ino, &meta);
         if meta.is_file()
@@ -306,7 +339,8 @@ impl StardustFs {
         {
             attr.size = size;
         }
-        Ok((attr, TTL))
+        let known = meta.is_file() && self.kind(path) == PathKind::Document;
+        Ok((attr, if known { KNOWN_TTL } else { TTL }))
     }
 
     fn private_attr(&self, path: &str) -> Result<FileAttr, Errno> {
@@ -471,7 +505,7 @@ impl StardustFs {
                         if trunc { Vec::new() } else { content }
                     }
                     (true, _) => Vec::new(),
-                    (false, _) => fs::read(self.abs(path)).map_err(io_errno)?,
+                    (false, _) => fs::read(self.abs(path)).map_err(gone_stale)?,
                 };
                 let handle = Handle::Doc { ino, content, pending: Pending::document(trunc) };
                 Ok((self.fh(handle), FopenFlags::FOPEN_DIRECT_IO))
@@ -482,10 +516,71 @@ impl StardustFs {
                     .write(write)
                     .truncate(trunc)
                     .open(self.abs(path))
-                    .map_err(io_errno)?;
+                    .map_err(gone_stale)?;
                 Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
             }
         }
+    }
+
+    /// How to answer the open of handle `fh` of `ino` (opened with `open`, answered by the
+    /// mount with `flags`): in passthrough mode where the kernel allows it (passthrough.rs). Only
+    /// a read-only open of a file on disk may be read by the kernel directly: documents and
+    /// code files opened read-only are read from disk too, which always holds their committed
+    /// content.
+    fn answer(
+        &self,
+        ino: u64,
+        fh: u64,
+        open: OpenFlags,
+        flags: FopenFlags,
+        register: impl FnOnce(&File) -> io::Result<BackingId>,
+    ) -> Answer {
+        let disk = (open.acc_mode() == OpenAccMode::O_RDONLY)
+            .then(|| lock(&self.handles).get(&fh).cloned())
+            .flatten()
+            .and_then(|handle| match &*lock(&handle) {
+                Handle::Disk { file, .. } => Some(file.clone()),
+                _ => None,
+            });
+        // Closing a read-only file on disk decides nothing: the kernel need not ask.
+        let flags = if disk.is_some() { flags | FopenFlags::FOPEN_NOFLUSH } else { flags };
+        self.passthrough.open(ino, fh, flags, disk.as_deref(), register)
+    }
+
+    /// Give `path` a new inode number if its file on disk is no longer the backing file that
+    /// passthrough readers of its inode keep open (a commit or a tool replaced it), so that
+    /// new opens read the new file directly, as they would after a rename over a file on any
+    /// disk. Not while a handle that is decided at its inode's path (a buffered document, a
+    /// memory file) is open on the inode: that path must stay its.
+    fn renumber_outdated(&self, path: &str, meta: &fs::Metadata) {
+        let Some(ino) = lock(&self.nodes).get(path) else { return };
+        if !meta.is_file() || !self.passthrough.outdated(ino, meta) || self.decides_at(ino) {
+            return;
+        }
+        tracing::debug!("{path} was replaced while readers keep the old file: a new inode");
+        lock(&self.nodes).remove(path);
+    }
+
+    /// Whether a handle decided at its inode's path is open on `ino`; a handle busy with a
+    /// commit counts (it is not waited for).
+    fn decides_at(&self, ino: u64) -> bool {
+        let decides = |h: &Handle| matches!(h, Handle::Doc { ino: i, .. } | Handle::Mem { ino: i, .. } if *i == ino);
+        let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
+        handles.iter().any(|h| match h.try_lock() {
+            Ok(handle) => decides(&handle),
+            Err(std::sync::TryLockError::Poisoned(e)) => decides(&e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => true,
+        })
+    }
+
+    /// The attributes of a file on disk that a handle holds open as inode `ino`.
+    fn open_file_attr(&self, ino: u64) -> Option<(FileAttr, Duration)> {
+        let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
+        let meta = handles.iter().find_map(|h| match &*lock(h) {
+            Handle::Disk { ino: i, file } if *i == ino => file.metadata().ok(),
+            _ => None,
+        });
+        meta.map(|meta| (disk_attr(ino, &meta), TTL))
     }
 
     /// Open a file of the virtual private folder for reading.
@@ -720,6 +815,13 @@ fn read_at(file: &File, offset: u64, size: u32) -> Result<Vec<u8>, Errno> {
     Ok(buf)
 }
 
+/// The answer to opening a file the kernel holds a name for and the disk no longer has (removed
+/// in the folder, which the kernel was not told of): `ESTALE` makes the kernel look the name up
+/// again and retry, so `open(O_CREAT)` creates the file instead of failing with `ENOENT`.
+fn gone_stale(e: io::Error) -> Errno {
+    if e.kind() == io::ErrorKind::NotFound { Errno::ESTALE } else { io_errno(e) }
+}
+
 /// What the disk holds, from a lookup of the path.
 fn disk_held(meta: &io::Result<fs::Metadata>) -> Held {
     match meta {
@@ -766,6 +868,23 @@ impl Filesystem for StardustFs {
         if config.add_capabilities(plus).is_err() {
             tracing::debug!("the kernel does not offer READDIRPLUS");
         }
+        // Lookups and listings in one folder need not wait for each other (the kernel still
+        // takes changes to a folder one at a time); every handler here may run beside another.
+        if config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS).is_err() {
+            tracing::debug!("the kernel does not offer parallel lookups in one folder");
+        }
+        // Read-only opens of files on disk are read by the kernel directly where it offers
+        // passthrough (Linux >= 6.9). Depth 2: the store may itself be on a stacked file system
+        // (overlayfs, as in containers).
+        if config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(2).is_ok()
+        {
+            self.passthrough.enable();
+        } else {
+            tracing::debug!(
+                "the kernel does not offer FUSE passthrough: reads go through the mount"
+            );
+        }
         config.add_capabilities(InitFlags::FUSE_ATOMIC_O_TRUNC).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -777,7 +896,7 @@ impl Filesystem for StardustFs {
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let result =
-            self.child(parent, name).map_err(|_| Errno::ENOENT).and_then(|p| self.stat(&p));
+            self.child(parent, name).map_err(|_| Errno::ENOENT).and_then(|p| self.entry(&p));
         match result {
             Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
             Err(e) => reply.error(e),
@@ -785,21 +904,18 @@ impl Filesystem for StardustFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        // An open file keeps its attributes after its name is gone (`fstat` of an unlinked
-        // file): ask any handle open on it.
-        if self.path_of(ino).is_err() {
-            let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
-            let meta = handles.iter().find_map(|h| match &*lock(h) {
-                Handle::Disk { ino: i, file } if *i == ino.0 => file.metadata().ok(),
-                _ => None,
-            });
-            match meta {
-                Some(meta) => reply.attr(&TTL, &disk_attr(ino.0, &meta)),
-                None => reply.error(Errno::ENOENT),
-            }
-            return;
-        }
-        let result = self.path_of(ino).and_then(|path| self.stat(&path));
+        let result = match self.path_of(ino) {
+            // An open file keeps its attributes after its name is gone (`fstat` of an unlinked
+            // file): ask any handle open on it.
+            Err(_) => self.open_file_attr(ino.0).ok_or(Errno::ENOENT),
+            Ok(path) => match self.stat(&path) {
+                // The name went behind the kernel's back (removed in the folder): a handle open
+                // on the file still answers `fstat`; else `ESTALE` makes `stat` look the name up
+                // again instead of trusting the kernel's cached entry.
+                Err(Errno::ENOENT) => self.open_file_attr(ino.0).ok_or(Errno::ESTALE),
+                other => other,
+            },
+        };
         match result {
             Ok((mut attr, ttl)) => {
                 if let Some(fh) = fh
@@ -948,6 +1064,7 @@ impl Filesystem for StardustFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _moving = sync::read(&self.moving);
         let result = self.child(parent, name).and_then(|path| {
             let meta = self.disk_meta(&path);
             let held = self.held_with(&path, &meta);
@@ -1086,7 +1203,15 @@ impl Filesystem for StardustFs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = self.path_of(ino).and_then(|path| self.open_path(ino.0, &path, flags));
         match result {
-            Ok((fh, flags)) => reply.opened(FileHandle(fh), flags),
+            Ok((fh, fopen)) => {
+                let answer = self.answer(ino.0, fh, flags, fopen, |file| reply.open_backing(file));
+                match answer.backing {
+                    Some(backing) => {
+                        reply.opened_passthrough(FileHandle(fh), answer.flags, &backing)
+                    }
+                    None => reply.opened(FileHandle(fh), answer.flags),
+                }
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -1131,8 +1256,22 @@ impl Filesystem for StardustFs {
             Ok((attr, ttl, fh, open_flags))
         });
         match result {
-            Ok((attr, ttl, fh, flags)) => {
-                reply.created(&ttl, &attr, Generation(0), FileHandle(fh), flags)
+            Ok((attr, ttl, fh, fopen)) => {
+                let open = OpenFlags(flags);
+                let answer =
+                    self.answer(attr.ino.0, fh, open, fopen, |file| reply.open_backing(file));
+                let (fh, generation) = (FileHandle(fh), Generation(0));
+                match answer.backing {
+                    Some(backing) => reply.created_passthrough(
+                        &ttl,
+                        &attr,
+                        generation,
+                        fh,
+                        answer.flags,
+                        &backing,
+                    ),
+                    None => reply.created(&ttl, &attr, generation, fh, answer.flags),
+                }
             }
             Err(e) => reply.error(e),
         }
@@ -1268,6 +1407,7 @@ impl Filesystem for StardustFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.passthrough.release(fh.0);
         let handle = lock(&self.handles).remove(&fh.0);
         if let Some(handle) = handle {
             let mut handle = lock(&handle);
@@ -1276,6 +1416,7 @@ impl Filesystem for StardustFs {
             let _ = self.decide_handle(&mut handle, Moment::Release);
             if let Handle::Mem { .. } = &*handle {
                 drop(handle);
+                let _moving = sync::write(&self.moving);
                 self.release_mem(ino.0);
             }
         }
@@ -1356,7 +1497,8 @@ impl Filesystem for StardustFs {
             };
             index += 1;
             // An entry gone since `opendir` is left out, as a fresh listing would.
-            let Ok((mut attr, ttl)) = self.stat(&path) else { continue };
+            let named = if index > 2 { self.entry(&path) } else { self.stat(&path) };
+            let Ok((mut attr, ttl)) = named else { continue };
             if index == 1 {
                 attr.ino = ino;
             }

@@ -3,7 +3,7 @@
 //! each function here carries out one of those effects on the mount's files, memory files and
 //! inode numbers.
 
-use stardust_core::sync::lock;
+use stardust_core::sync::{self, lock};
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -34,6 +34,7 @@ impl StardustFs {
     /// Rename `from` to `to`: gather what each path is and holds, ask the core what that
     /// means, and carry it out.
     pub(super) fn do_rename(&self, from: &str, to: &str, flags: RenameFlags) -> Result<(), Errno> {
+        let _moving = sync::read(&self.moving);
         let from_meta = self.disk_meta(from);
         let to_meta = self.disk_meta(to);
         let rename = Rename {

@@ -33,14 +33,15 @@ pub(super) enum ViewNode {
     Index(Vec<u8>),
 }
 
-fn index_path() -> String {
-    format!("{PRIVATE_DIR}/{INDEX}")
+/// Whether `path` is the index (asked of every path the mount looks up: no allocation).
+fn is_index(path: &str) -> bool {
+    path.strip_prefix(PRIVATE_DIR).and_then(|rest| rest.strip_prefix('/')) == Some(INDEX)
 }
 
 impl StardustFs {
     /// The view file, virtual folder or index at `path`, if views put one there.
     pub(super) fn view_node(&self, path: &str) -> Option<ViewNode> {
-        if path == index_path() {
+        if is_index(path) {
             let mut bytes = serde_json::to_vec_pretty(&self.views.state().index_json()).ok()?;
             bytes.push(b'\n');
             return Some(ViewNode::Index(bytes));
@@ -52,8 +53,8 @@ impl StardustFs {
         if let Some(rendered) = state.at_path(path) {
             return Some(ViewNode::File(rendered.clone()));
         }
-        let prefix = format!("{path}/");
-        if state.paths().any(|(p, _)| p.starts_with(&prefix)) && self.disk_meta(path).is_err() {
+        let above = |p: &str| p.strip_prefix(path).is_some_and(|rest| rest.starts_with('/'));
+        if state.paths().any(|(p, _)| above(p)) && self.disk_meta(path).is_err() {
             return Some(ViewNode::Dir);
         }
         None

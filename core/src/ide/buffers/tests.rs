@@ -379,3 +379,43 @@ fn opening_the_stored_text_reuses_its_analysis() {
     assert_eq!(*overlay.buffer("notes.json").unwrap().index(), LineIndex::new(&other));
     assert_eq!(text_of(&overlay, "notes.json"), other);
 }
+
+/// The first edit after an open of the stored text does not copy the document on its path:
+/// the store's snapshot shares it, and the open's analysis had a copy made ahead, which the
+/// edit splices. The store's snapshot and the open's analysis keep the text they had.
+#[test]
+fn the_first_edit_after_an_open_finds_the_document_copied_ahead() {
+    let dir = store();
+    let buffers = open(dir.path());
+    let stored = buffers.store().unwrap().snapshot().analysis.clone();
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ());
+    let opened = buffers.snapshot();
+    assert!(std::ptr::eq(
+        Arc::as_ptr(stored.document("notes.json").unwrap()),
+        document_ptr(&opened, "notes.json")
+    ));
+    let copies = crate::analysis::copies_on_this_thread();
+    let at = u32::try_from(NOTES.find("\"A\"").unwrap()).unwrap() + 2;
+    assert_eq!(buffers.edit("notes.json", 2, [splice(at..at, "1")], bytes), Edited::Applied);
+    let first = buffers.snapshot();
+    let edited = NOTES.replace("\"A\"", "\"A1\"");
+    assert_eq!(text_of(&first, "notes.json"), edited);
+    assert_eq!(crate::analysis::copies_on_this_thread(), copies, "no copy on the edit's path");
+    assert_eq!(text_of(&opened, "notes.json"), NOTES, "the open's analysis is untouched");
+    assert_eq!(&*stored.document("notes.json").unwrap().text, NOTES, "and the store's");
+    let fresh = Analysis::load(buffers.root())
+        .unwrap()
+        .with_changes(vec![("notes.json".to_owned(), Some(edited.into_bytes()))]);
+    assert_eq!(first.analysis.all_diagnostics(), fresh.all_diagnostics(), "as a fresh analysis");
+
+    // A document an edit would not splice (no top-level array) is not copied ahead.
+    let other = r#"{"id": "other/x", "type": "other"}"#;
+    buffers.open_buffer("other.json".to_owned(), other.to_owned(), 1, ());
+    let overlay = buffers.snapshot();
+    assert!(std::ptr::eq(
+        Arc::as_ptr(stored.document("other.json").unwrap()),
+        document_ptr(&overlay, "other.json")
+    ));
+    assert!(lock(&buffers.lock().cache.as_ref().unwrap().2.owning).is_none());
+    drop(overlay);
+}

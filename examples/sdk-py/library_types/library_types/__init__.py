@@ -7,7 +7,7 @@ run the command again after a schema changes (`--check` tells CI).
 from __future__ import annotations
 
 import json
-from typing import Literal, NewType, NotRequired, TypedDict
+from typing import Literal, NewType, NotRequired, TypedDict, overload
 
 from ._runtime import (
     Client as Client,
@@ -18,7 +18,9 @@ from ._runtime import (
     Decls as Decls,
     DecodeError as DecodeError,
     Entity as Entity,
+    EntityAt as EntityAt,
     Event as Event,
+    History as History,
     Page as Page,
     Preview as Preview,
     Shape as Shape,
@@ -26,6 +28,7 @@ from ._runtime import (
     Subscription as Subscription,
     SyncClient as SyncClient,
     SyncSubscription as SyncSubscription,
+    Transaction as Transaction,
     check as check,
     find_stardust as find_stardust,
 )
@@ -336,57 +339,117 @@ class SeriesColumns:
 class Store(Client):
     """A connection to the store's core, typed by its schemas (see `Client`)."""
 
-    async def get_award(self, id: str) -> Entity[Award]:
-        """One `award` by id, its value checked against `Award`."""
-        return await self.get_typed(id, "Award")
+    @overload
+    async def get_award(self, id: str, at: None = None) -> Entity[Award]: ...
+    @overload
+    async def get_award(self, id: str, at: int) -> EntityAt[Award]: ...
 
-    async def get_book(self, id: str) -> Entity[Book]:
-        """One `book` by id, its value checked against `Book`."""
-        return await self.get_typed(id, "Book")
+    async def get_award(self, id: str, at: int | None = None) -> Entity[Award] | EntityAt[Award]:
+        """One `award` by id (as of the seq `at` when given), its value checked against `Award`."""
+        return await self.get_typed(id, "Award", at)
 
-    async def get_person(self, id: str) -> Entity[Person]:
-        """One `person` by id, its value checked against `Person`."""
-        return await self.get_typed(id, "Person")
+    @overload
+    async def get_book(self, id: str, at: None = None) -> Entity[Book]: ...
+    @overload
+    async def get_book(self, id: str, at: int) -> EntityAt[Book]: ...
 
-    async def get_publisher(self, id: str) -> Entity[Publisher]:
-        """One `publisher` by id, its value checked against `Publisher`."""
-        return await self.get_typed(id, "Publisher")
+    async def get_book(self, id: str, at: int | None = None) -> Entity[Book] | EntityAt[Book]:
+        """One `book` by id (as of the seq `at` when given), its value checked against `Book`."""
+        return await self.get_typed(id, "Book", at)
 
-    async def get_review(self, id: str) -> Entity[Review]:
-        """One `review` by id, its value checked against `Review`."""
-        return await self.get_typed(id, "Review")
+    @overload
+    async def get_person(self, id: str, at: None = None) -> Entity[Person]: ...
+    @overload
+    async def get_person(self, id: str, at: int) -> EntityAt[Person]: ...
 
-    async def get_series(self, id: str) -> Entity[Series]:
-        """One `series` by id, its value checked against `Series`."""
-        return await self.get_typed(id, "Series")
+    async def get_person(self, id: str, at: int | None = None) -> Entity[Person] | EntityAt[Person]:
+        """One `person` by id (as of the seq `at` when given), its value checked against `Person`."""
+        return await self.get_typed(id, "Person", at)
+
+    @overload
+    async def get_publisher(self, id: str, at: None = None) -> Entity[Publisher]: ...
+    @overload
+    async def get_publisher(self, id: str, at: int) -> EntityAt[Publisher]: ...
+
+    async def get_publisher(self, id: str, at: int | None = None) -> Entity[Publisher] | EntityAt[Publisher]:
+        """One `publisher` by id (as of the seq `at` when given), its value checked against `Publisher`."""
+        return await self.get_typed(id, "Publisher", at)
+
+    @overload
+    async def get_review(self, id: str, at: None = None) -> Entity[Review]: ...
+    @overload
+    async def get_review(self, id: str, at: int) -> EntityAt[Review]: ...
+
+    async def get_review(self, id: str, at: int | None = None) -> Entity[Review] | EntityAt[Review]:
+        """One `review` by id (as of the seq `at` when given), its value checked against `Review`."""
+        return await self.get_typed(id, "Review", at)
+
+    @overload
+    async def get_series(self, id: str, at: None = None) -> Entity[Series]: ...
+    @overload
+    async def get_series(self, id: str, at: int) -> EntityAt[Series]: ...
+
+    async def get_series(self, id: str, at: int | None = None) -> Entity[Series] | EntityAt[Series]:
+        """One `series` by id (as of the seq `at` when given), its value checked against `Series`."""
+        return await self.get_typed(id, "Series", at)
 
 
 class SyncStore(SyncClient):
     """`Store` for code without an event loop: every call blocks."""
 
-    def get_award(self, id: str) -> Entity[Award]:
-        """One `award` by id, its value checked against `Award`."""
-        return self.get_typed(id, "Award")
+    @overload
+    def get_award(self, id: str, at: None = None) -> Entity[Award]: ...
+    @overload
+    def get_award(self, id: str, at: int) -> EntityAt[Award]: ...
 
-    def get_book(self, id: str) -> Entity[Book]:
-        """One `book` by id, its value checked against `Book`."""
-        return self.get_typed(id, "Book")
+    def get_award(self, id: str, at: int | None = None) -> Entity[Award] | EntityAt[Award]:
+        """One `award` by id (as of the seq `at` when given), its value checked against `Award`."""
+        return self.get_typed(id, "Award", at)
 
-    def get_person(self, id: str) -> Entity[Person]:
-        """One `person` by id, its value checked against `Person`."""
-        return self.get_typed(id, "Person")
+    @overload
+    def get_book(self, id: str, at: None = None) -> Entity[Book]: ...
+    @overload
+    def get_book(self, id: str, at: int) -> EntityAt[Book]: ...
 
-    def get_publisher(self, id: str) -> Entity[Publisher]:
-        """One `publisher` by id, its value checked against `Publisher`."""
-        return self.get_typed(id, "Publisher")
+    def get_book(self, id: str, at: int | None = None) -> Entity[Book] | EntityAt[Book]:
+        """One `book` by id (as of the seq `at` when given), its value checked against `Book`."""
+        return self.get_typed(id, "Book", at)
 
-    def get_review(self, id: str) -> Entity[Review]:
-        """One `review` by id, its value checked against `Review`."""
-        return self.get_typed(id, "Review")
+    @overload
+    def get_person(self, id: str, at: None = None) -> Entity[Person]: ...
+    @overload
+    def get_person(self, id: str, at: int) -> EntityAt[Person]: ...
 
-    def get_series(self, id: str) -> Entity[Series]:
-        """One `series` by id, its value checked against `Series`."""
-        return self.get_typed(id, "Series")
+    def get_person(self, id: str, at: int | None = None) -> Entity[Person] | EntityAt[Person]:
+        """One `person` by id (as of the seq `at` when given), its value checked against `Person`."""
+        return self.get_typed(id, "Person", at)
+
+    @overload
+    def get_publisher(self, id: str, at: None = None) -> Entity[Publisher]: ...
+    @overload
+    def get_publisher(self, id: str, at: int) -> EntityAt[Publisher]: ...
+
+    def get_publisher(self, id: str, at: int | None = None) -> Entity[Publisher] | EntityAt[Publisher]:
+        """One `publisher` by id (as of the seq `at` when given), its value checked against `Publisher`."""
+        return self.get_typed(id, "Publisher", at)
+
+    @overload
+    def get_review(self, id: str, at: None = None) -> Entity[Review]: ...
+    @overload
+    def get_review(self, id: str, at: int) -> EntityAt[Review]: ...
+
+    def get_review(self, id: str, at: int | None = None) -> Entity[Review] | EntityAt[Review]:
+        """One `review` by id (as of the seq `at` when given), its value checked against `Review`."""
+        return self.get_typed(id, "Review", at)
+
+    @overload
+    def get_series(self, id: str, at: None = None) -> Entity[Series]: ...
+    @overload
+    def get_series(self, id: str, at: int) -> EntityAt[Series]: ...
+
+    def get_series(self, id: str, at: int | None = None) -> Entity[Series] | EntityAt[Series]:
+        """One `series` by id (as of the seq `at` when given), its value checked against `Series`."""
+        return self.get_typed(id, "Series", at)
 
 
 async def connect(store: str, options: ConnectOptions | None = None) -> Store:

@@ -35,6 +35,51 @@ export type Entity<V> = {
     /** The document's version (SHA-256). */
     version: string;
 };
+/** An entity as of a seq (`stardust.entity.at`): its value after that transaction. */
+export type EntityAt<V> = {
+    id: string;
+    value: V;
+    /** The seq it was read at. */
+    seq: number;
+    /** The document that held it then, relative to the store root. */
+    path: string;
+    /** The seq of the transaction that left that document so. */
+    changedAt: number;
+    /** That document's version then (SHA-256). */
+    version: string;
+};
+/** One document's part in a transaction: versions before and after (`null`: none). */
+export type TransactionDocument = {
+    path: string;
+    change: ChangeKind;
+    before: string | null;
+    after: string | null;
+    entities: {
+        created: string[];
+        changed: string[];
+        deleted: string[];
+    };
+};
+/** A committed transaction as the log records it (`stardust log --format json`). */
+export type Transaction = {
+    seq: number;
+    time: string;
+    origin: string;
+    documents: TransactionDocument[];
+};
+/** Which transactions `history` lists: those touching `path` or `entity` (or all), paged. */
+export type HistoryOptions = {
+    path?: string;
+    entity?: string;
+    limit?: number;
+    offset?: number;
+};
+/** A page of transactions, newest first. */
+export type History = {
+    transactions: Transaction[];
+    total: number;
+    nextOffset: number | null;
+};
 /** A page of query rows. */
 export type Page<Row> = {
     columns: string[];
@@ -130,8 +175,17 @@ export declare class Client<M = Record<string, Record<string, unknown>>> {
     execute(command: string, args?: unknown): Promise<unknown>;
     /** The store's current seq. */
     seq(): Promise<number>;
-    /** One entity by id (`not-found` when there is none), its value checked against its type. */
+    /**
+     * One entity by id (`not-found` when there is none), its value checked against its type.
+     * With `at`, the entity as of that seq (`stardust.entity.at`): `not-found` when it did not
+     * exist then, or the seq is past the head or compacted away; a value that no longer fits
+     * today's type is a `type-error`, as a current one is.
+     */
     get<T extends keyof M & string>(id: Id<T>): Promise<Entity<M[T]>>;
+    get<T extends keyof M & string>(id: Id<T>, at: number): Promise<EntityAt<M[T]>>;
+    get<T extends keyof M & string>(id: Id<T>, at?: number): Promise<Entity<M[T]> | EntityAt<M[T]>>;
+    /** The transactions touching a path or an entity (or all), newest first, paged (`stardust.history.list`). */
+    history(options?: HistoryOptions): Promise<History>;
     /**
      * Run a query (DUST or JSON text, or an object). With `columns` (the generated ones, in
      * `find` order) each row is checked and typed; without, rows are `unknown[]`.

@@ -87,14 +87,22 @@ export class Client {
     async seq() {
         return seqOf(await this.conn.execute("stardust.status", {}));
     }
-    /** One entity by id (`not-found` when there is none), its value checked against its type. */
-    async get(id) {
-        const entity = (await this.conn.execute("stardust.entity.get", { id }));
+    async get(id, at) {
+        const entity = (at === undefined
+            ? await this.conn.execute("stardust.entity.get", { id })
+            : await this.conn.execute("stardust.entity.at", { id, seq: at }));
         const type = id.slice(0, id.indexOf("/"));
         const name = this.schema?.types[type];
         if (this.schema && name)
             check(this.schema.decls, { kind: "named", name }, entity.value, id);
         return entity;
+    }
+    /** The transactions touching a path or an entity (or all), newest first, paged (`stardust.history.list`). */
+    async history(options = {}) {
+        const answer = (await this.conn.execute("stardust.history.list", options));
+        if (!Array.isArray(answer?.transactions))
+            throw new StardustError("internal", `a history answer without transactions: ${JSON.stringify(answer)}`);
+        return { transactions: answer.transactions, total: answer.total ?? answer.transactions.length, nextOffset: answer.nextOffset ?? null };
     }
     /**
      * Run a query (DUST or JSON text, or an object). With `columns` (the generated ones, in

@@ -21,8 +21,8 @@ from ._wire import Connection, find_stardust
 
 __all__ = [
     "Client", "Code", "Column", "Committed", "ConnectOptions", "Decls", "DecodeError", "Entity",
-    "Event", "Page", "Preview", "Shape", "StardustError", "Subscription", "SyncClient",
-    "SyncSubscription", "check", "connect", "find_stardust",
+    "EntityAt", "Event", "History", "Page", "Preview", "Shape", "StardustError", "Subscription",
+    "SyncClient", "SyncSubscription", "Transaction", "check", "connect", "find_stardust",
 ]
 
 V = TypeVar("V")
@@ -58,6 +58,45 @@ class Entity(Generic[V]):
     range: dict[str, int]
     #: The document's version (SHA-256).
     version: str
+
+
+@dataclass
+class EntityAt(Generic[V]):
+    """An entity as of a seq (``stardust.entity.at``): its value after that transaction."""
+
+    id: str
+    value: V
+    #: The seq it was read at.
+    seq: int
+    #: The document that held it then, relative to the store root.
+    path: str
+    #: The seq of the transaction that left that document so.
+    changed_at: int
+    #: That document's version then (SHA-256).
+    version: str
+
+
+@dataclass
+class Transaction:
+    """A committed transaction as the log records it (``stardust log --format json``)."""
+
+    seq: int
+    #: UTC, RFC 3339.
+    time: str
+    #: Who made it: ``external``, ``lsp:<client>``, ``sdk:<client>``, ...
+    origin: str
+    #: Each document's part: ``path``, ``change``, ``before``/``after`` versions (``None``:
+    #: none) and ``entities`` (``created``, ``changed``, ``deleted`` ids).
+    documents: list[dict[str, Any]]
+
+
+@dataclass
+class History:
+    """A page of transactions, newest first (``stardust.history.list``)."""
+
+    transactions: list[Transaction]
+    total: int
+    next_offset: int | None
 
 
 @dataclass
@@ -278,19 +317,52 @@ class Client:
         """The store's current seq."""
         return _seq(await self.execute("stardust.status"))
 
-    async def get(self, id: str) -> Entity[dict[str, Any]]:
-        """One entity by id (``not-found`` when there is none), checked when its type is known."""
-        answer = await self.execute("stardust.entity.get", {"id": id})
-        name = self._types.get(id.split("/", 1)[0])
-        if name is not None:
-            check(self._decls, {"kind": "named", "name": name}, answer.get("value"), id)
-        return Entity(answer["id"], answer["value"], answer["path"], answer["range"], answer["version"])
+    @overload
+    async def get(self, id: str, at: None = None) -> Entity[dict[str, Any]]: ...
+    @overload
+    async def get(self, id: str, at: int) -> EntityAt[dict[str, Any]]: ...
 
-    async def get_typed(self, id: str, decl: str) -> Entity[Any]:
-        """One entity by id, its value checked against the declaration ``decl``."""
-        answer = await self.execute("stardust.entity.get", {"id": id})
-        check(self._decls, {"kind": "named", "name": decl}, answer.get("value"), id)
-        return Entity(answer["id"], answer["value"], answer["path"], answer["range"], answer["version"])
+    async def get(self, id: str, at: int | None = None) -> Entity[dict[str, Any]] | EntityAt[dict[str, Any]]:
+        """One entity by id (``not-found`` when there is none), checked when its type is known.
+        With ``at``, the entity as of that seq (``stardust.entity.at``): ``not-found`` when it
+        did not exist then, or the seq is past the head or compacted away."""
+        name = self._types.get(id.split("/", 1)[0])
+        return await self._get(id, name, at)
+
+    @overload
+    async def get_typed(self, id: str, decl: str, at: None = None) -> Entity[Any]: ...
+    @overload
+    async def get_typed(self, id: str, decl: str, at: int) -> EntityAt[Any]: ...
+
+    async def get_typed(self, id: str, decl: str, at: int | None = None) -> Entity[Any] | EntityAt[Any]:
+        """One entity by id (as of the seq ``at`` when given), its value checked against the
+        declaration ``decl``."""
+        return await self._get(id, decl, at)
+
+    async def _get(self, id: str, decl: str | None, at: int | None) -> Entity[Any] | EntityAt[Any]:
+        if at is None:
+            answer = await self.execute("stardust.entity.get", {"id": id})
+        else:
+            answer = await self.execute("stardust.entity.at", {"id": id, "seq": at})
+        if decl is not None:
+            check(self._decls, {"kind": "named", "name": decl}, answer.get("value"), id)
+        if at is None:
+            return Entity(answer["id"], answer["value"], answer["path"], answer["range"], answer["version"])
+        return EntityAt(answer["id"], answer["value"], answer["seq"], answer["path"], answer["changedAt"],
+                        answer["version"])
+
+    async def history(self, *, path: str | None = None, entity: str | None = None, limit: int | None = None,
+                      offset: int | None = None) -> History:
+        """The transactions touching ``path`` or ``entity`` (or all), newest first, paged
+        (``stardust.history.list``)."""
+        arguments: dict[str, Any] = {}
+        for key, value in (("path", path), ("entity", entity), ("limit", limit), ("offset", offset)):
+            if value is not None:
+                arguments[key] = value
+        answer = await self.execute("stardust.history.list", arguments)
+        transactions = [Transaction(t["seq"], t["time"], t["origin"], list(t.get("documents") or []))
+                        for t in answer["transactions"]]
+        return History(transactions, answer["total"], answer.get("nextOffset"))
 
     @overload
     async def query(self, query: str | Mapping[str, Any], columns: None = None, *, limit: int | None = None, offset: int | None = None) -> Page[list[Any]]: ...
@@ -435,11 +507,25 @@ class SyncClient:
     def seq(self) -> int:
         return cast(int, self._run(self.client.seq()))
 
-    def get(self, id: str) -> Entity[dict[str, Any]]:
-        return cast(Entity[dict[str, Any]], self._run(self.client.get(id)))
+    @overload
+    def get(self, id: str, at: None = None) -> Entity[dict[str, Any]]: ...
+    @overload
+    def get(self, id: str, at: int) -> EntityAt[dict[str, Any]]: ...
 
-    def get_typed(self, id: str, decl: str) -> Entity[Any]:
-        return cast(Entity[Any], self._run(self.client.get_typed(id, decl)))
+    def get(self, id: str, at: int | None = None) -> Entity[dict[str, Any]] | EntityAt[dict[str, Any]]:
+        return cast(Entity[dict[str, Any]] | EntityAt[dict[str, Any]], self._run(self.client.get(id, at)))
+
+    @overload
+    def get_typed(self, id: str, decl: str, at: None = None) -> Entity[Any]: ...
+    @overload
+    def get_typed(self, id: str, decl: str, at: int) -> EntityAt[Any]: ...
+
+    def get_typed(self, id: str, decl: str, at: int | None = None) -> Entity[Any] | EntityAt[Any]:
+        return cast(Entity[Any] | EntityAt[Any], self._run(self.client.get_typed(id, decl, at)))
+
+    def history(self, *, path: str | None = None, entity: str | None = None, limit: int | None = None,
+                offset: int | None = None) -> History:
+        return cast(History, self._run(self.client.history(path=path, entity=entity, limit=limit, offset=offset)))
 
     @overload
     def query(self, query: str | Mapping[str, Any], columns: None = None, *, limit: int | None = None, offset: int | None = None) -> Page[list[Any]]: ...
