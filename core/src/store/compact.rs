@@ -200,11 +200,11 @@ impl Inner {
                         dropped.sort();
                         dropped.dedup();
                     }
-                    let contents: Vec<&[u8]> = record
-                        .contents()
-                        .into_iter()
+                    let held = record.contents().map_err(|e| io("cannot read the log for", e))?;
+                    let contents: Vec<&[u8]> = held
+                        .iter()
                         .filter(|(path, _)| !dropped.iter().any(|d| d == path))
-                        .map(|(_, content)| content)
+                        .map(|(_, content)| &content[..])
                         .collect();
                     history.push_record(at, transaction, &dropped);
                     let encoded = log::encode_compacted(transaction, &dropped, &contents);

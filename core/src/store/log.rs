@@ -25,6 +25,7 @@
 //! followed by a valid record is damage in the middle of history, and the store refuses to
 //! open rather than drop what follows.
 
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -54,6 +55,11 @@ pub enum Header {
         /// The documents (with an `after`) whose content compaction dropped.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         dropped: Vec<String>,
+        /// Set instead of `content_lengths` when each content is stored zstd-compressed: the
+        /// compressed lengths (so a reader that knows no compression finds the lengths wrong
+        /// and refuses the record rather than taking compressed bytes for a document).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        zstd: Vec<u64>,
     },
     Applied {
         seq: u64,
@@ -75,22 +81,37 @@ pub struct Record {
 }
 
 impl Record {
-    /// The new content of each document of a transaction record that has one, in order.
-    pub fn contents(&self) -> Vec<(&str, &[u8])> {
-        let Header::Transaction { transaction, content_lengths, dropped } = &self.header else {
-            return Vec::new();
+    /// The new content of each document of a transaction record that holds one, in order
+    /// (decompressed).
+    pub fn contents(&self) -> io::Result<Vec<(&str, Stored<'_>)>> {
+        let Header::Transaction { transaction, content_lengths, dropped, zstd } = &self.header
+        else {
+            return Ok(Vec::new());
         };
+        let compressed = !zstd.is_empty();
         let mut out = Vec::new();
         let mut at = self.contents_start;
-        let mut lengths = content_lengths.iter();
+        let mut lengths = if compressed { zstd } else { content_lengths }.iter();
         for doc in held(transaction, dropped) {
             let Some(&len) = lengths.next() else { break };
             let end = at + len as usize;
-            out.push((doc.path.as_str(), &self.body[at..end]));
+            let stored = &self.body[at..end];
+            let content =
+                if compressed { Cow::Owned(decompress(stored)?) } else { Cow::Borrowed(stored) };
+            out.push((doc.path.as_str(), content));
             at = end;
         }
-        out
+        Ok(out)
     }
+}
+
+/// The zstd level of stored contents: the fastest, which for documents compresses about as
+/// well as the default (a 10 KB JSON document: 374 bytes at 1, 375 at 3).
+const ZSTD_LEVEL: i32 = 1;
+
+fn decompress(stored: &[u8]) -> io::Result<Vec<u8>> {
+    zstd::stream::decode_all(stored)
+        .map_err(|e| invalid(&format!("a stored content does not decompress: {e}")))
 }
 
 /// The documents of `transaction` whose content a record holds, in order.
@@ -100,6 +121,9 @@ fn held<'a>(
 ) -> impl Iterator<Item = &'a super::txn::DocumentChange> {
     transaction.documents.iter().filter(|d| d.after.is_some() && !dropped.contains(&d.path))
 }
+
+/// A content read from a record: borrowed when stored raw, decompressed otherwise.
+pub type Stored<'a> = Cow<'a, [u8]>;
 
 /// Where and why a log stops being readable.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -125,17 +149,25 @@ pub fn encode_compacted<'a>(
     dropped: &[String],
     contents: &[&'a [u8]],
 ) -> Encoded<'a> {
+    let stored: Vec<Cow<'a, [u8]>> = contents
+        .iter()
+        .map(|c| {
+            let compressed = zstd::bulk::compress(c, ZSTD_LEVEL).expect("zstd compresses memory");
+            Cow::Owned(compressed)
+        })
+        .collect();
     let header = HeaderRef::Transaction {
         transaction,
-        content_lengths: contents.iter().map(|c| c.len() as u64).collect(),
+        content_lengths: Vec::new(),
         dropped,
+        zstd: stored.iter().map(|c| c.len() as u64).collect(),
     };
-    encode(&header, contents)
+    encode(&header, stored)
 }
 
 /// Encode an `applied` marker: the documents of every transaction through `seq` are durable.
 pub fn encode_applied(seq: u64, boot: Option<&str>) -> Encoded<'static> {
-    encode(&HeaderRef::Applied { seq, boot }, &[])
+    encode(&HeaderRef::Applied { seq, boot }, Vec::new())
 }
 
 /// [`Header`] as written, borrowing the transaction instead of cloning it.
@@ -147,6 +179,8 @@ enum HeaderRef<'a> {
         content_lengths: Vec<u64>,
         #[serde(skip_serializing_if = "<[String]>::is_empty")]
         dropped: &'a [String],
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        zstd: Vec<u64>,
     },
     Applied {
         seq: u64,
@@ -161,7 +195,7 @@ enum HeaderRef<'a> {
 pub struct Encoded<'a> {
     /// Magic, body length, header length and header.
     head: Vec<u8>,
-    contents: Vec<&'a [u8]>,
+    contents: Vec<Cow<'a, [u8]>>,
     sum: [u8; SUM_LEN as usize],
 }
 
@@ -173,7 +207,7 @@ impl Encoded<'_> {
 
     fn slices(&self) -> Vec<IoSlice<'_>> {
         std::iter::once(&self.head[..])
-            .chain(self.contents.iter().copied())
+            .chain(self.contents.iter().map(|c| &c[..]))
             .chain(std::iter::once(&self.sum[..]))
             .map(IoSlice::new)
             .collect()
@@ -194,7 +228,7 @@ impl Encoded<'_> {
     }
 }
 
-fn encode<'a>(header: &impl Serialize, contents: &[&'a [u8]]) -> Encoded<'a> {
+fn encode<'a>(header: &impl Serialize, contents: Vec<Cow<'a, [u8]>>) -> Encoded<'a> {
     let header = serde_json::to_vec(header).expect("a log header always serializes");
     let contents_len: usize = contents.iter().map(|c| c.len()).sum();
     let body_len = 4 + header.len() + contents_len;
@@ -205,10 +239,10 @@ fn encode<'a>(header: &impl Serialize, contents: &[&'a [u8]]) -> Encoded<'a> {
     head.extend_from_slice(&header);
     let mut sum = Sha256::new();
     sum.update(&head[HEAD_LEN as usize..]);
-    for content in contents {
+    for content in &contents {
         sum.update(content);
     }
-    Encoded { head, contents: contents.to_vec(), sum: sum.finalize().into() }
+    Encoded { head, contents, sum: sum.finalize().into() }
 }
 
 /// `Write::write_all` for several buffers (`write_all_vectored` is not stable).
@@ -270,8 +304,12 @@ fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Rec
     let header: Header = serde_json::from_slice(header_bytes)
         .map_err(|e| Bad::Malformed(format!("the record header does not decode: {e}")))?;
     let contents_start = 4 + header_len;
-    if let Header::Transaction { transaction, content_lengths, dropped } = &header {
+    if let Header::Transaction { transaction, content_lengths, dropped, zstd } = &header {
         let with_content = held(transaction, dropped).count();
+        if !zstd.is_empty() && !content_lengths.is_empty() {
+            return Err(Bad::Malformed("the record's contents do not match its header".to_owned()));
+        }
+        let content_lengths = if zstd.is_empty() { content_lengths } else { zstd };
         let total = content_lengths.iter().try_fold(0u64, |sum, &len| sum.checked_add(len));
         let with_after = |path: &String| {
             transaction.documents.iter().any(|d| &d.path == path && d.after.is_some())
@@ -454,17 +492,21 @@ pub enum Content {
 /// the header names.
 pub fn read_content(file: &File, offset: u64, doc: &str) -> io::Result<Content> {
     use std::os::unix::fs::FileExt;
-    let (transaction, content_lengths, dropped, mut at) = read_header_at(file, offset)?;
+    let (transaction, content_lengths, dropped, zstd, mut at) = read_header_at(file, offset)?;
     if dropped.iter().any(|d| d == doc) {
         return Ok(Content::Dropped);
     }
-    let mut lengths = content_lengths.iter();
+    let compressed = !zstd.is_empty();
+    let mut lengths = if compressed { zstd } else { content_lengths }.into_iter();
     for change in held(&transaction, &dropped) {
-        let Some(&len) = lengths.next() else { break };
+        let Some(len) = lengths.next() else { break };
         if change.path == doc {
             let len = usize::try_from(len).map_err(|_| invalid("a content too large to read"))?;
             let mut bytes = vec![0u8; len];
             file.read_exact_at(&mut bytes, at)?;
+            if compressed {
+                bytes = decompress(&bytes)?;
+            }
             return Ok(Content::Held(bytes));
         }
         at += len;
@@ -482,11 +524,12 @@ fn invalid(why: &str) -> io::Error {
 }
 
 /// The transaction whose record starts at `offset`, its content lengths, the documents whose
-/// content was dropped, and the file offset where its contents start.
+/// content was dropped, the compressed lengths, and the file offset where its contents start.
+#[allow(clippy::type_complexity)]
 fn read_header_at(
     file: &File,
     offset: u64,
-) -> io::Result<(Transaction, Vec<u64>, Vec<String>, u64)> {
+) -> io::Result<(Transaction, Vec<u64>, Vec<String>, Vec<u64>, u64)> {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; HEAD_LEN as usize + 4];
     file.read_exact_at(&mut head, offset)?;
@@ -498,10 +541,11 @@ fn read_header_at(
     file.read_exact_at(&mut header, offset + HEAD_LEN + 4)?;
     let header: Header = serde_json::from_slice(&header)
         .map_err(|_| invalid("the record header does not decode"))?;
-    let Header::Transaction { transaction, content_lengths, dropped } = header else {
+    let Header::Transaction { transaction, content_lengths, dropped, zstd } = header else {
         return Err(invalid("the indexed record is not a transaction"));
     };
-    Ok((transaction, content_lengths, dropped, offset + HEAD_LEN + 4 + header_len as u64))
+    let at = offset + HEAD_LEN + 4 + header_len as u64;
+    Ok((transaction, content_lengths, dropped, zstd, at))
 }
 
 /// Whether `file` holds only zeros from `from` to `to` (read at offsets: the file's
@@ -881,15 +925,39 @@ mod tests {
         writer.append(&encode_transaction(&t, &refs), true).unwrap();
         let mut reader = LogReader::open(&path).unwrap().unwrap();
         let record = reader.next_record().unwrap().unwrap();
-        assert_eq!(
-            record.contents(),
-            vec![("a.json", &b"{}"[..]), ("c.dust", &b"\xff not utf-8"[..])]
-        );
+        let contents = record.contents().unwrap();
+        let contents: Vec<(&str, &[u8])> = contents.iter().map(|(p, c)| (*p, &c[..])).collect();
+        assert_eq!(contents, vec![("a.json", &b"{}"[..]), ("c.dust", &b"\xff not utf-8"[..])]);
         match &record.header {
             Header::Transaction { transaction, .. } => assert_eq!(transaction, &t),
             other => panic!("unexpected {other:?}"),
         }
         assert!(reader.next_record().unwrap().is_none());
+    }
+
+    #[test]
+    fn contents_are_stored_compressed_and_a_record_of_raw_contents_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let big = "{\"rows\": [".to_owned() + &"{\"n\": 0}, ".repeat(1000) + "{}]}";
+        let (t, _) = txn(1, &[("a.json", Some(big.as_bytes()))]);
+        let record = encode_transaction(&t, &[big.as_bytes()]);
+        assert!(record.len() < big.len() / 10, "{} bytes for {}", record.len(), big.len());
+        // A record written before compression: `content_lengths` and the bytes as they are.
+        let (t2, _) = txn(2, &[("a.json", Some(b"{}"))]);
+        let raw = Header::Transaction {
+            transaction: t2,
+            content_lengths: vec![2],
+            dropped: vec![],
+            zstd: vec![],
+        };
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        let first = writer.append(&record, true).unwrap();
+        let second = writer.append(&encode(&raw, vec![Cow::Borrowed(b"{}")]), true).unwrap();
+        assert_eq!(verify(&path).unwrap().damage, None);
+        let file = File::open(&path).unwrap();
+        assert_eq!(read_content(&file, first, "a.json").unwrap(), Content::Held(big.into_bytes()));
+        assert_eq!(read_content(&file, second, "a.json").unwrap(), Content::Held(b"{}".to_vec()));
     }
 
     #[test]
@@ -903,7 +971,9 @@ mod tests {
         let v = verify(&path).unwrap();
         assert_eq!((v.transactions, v.damage), (1, None), "a dropped content is not damage");
         let record = LogReader::open(&path).unwrap().unwrap().next_record().unwrap().unwrap();
-        assert_eq!(record.contents(), vec![("b.json", &b"[]"[..])]);
+        let contents = record.contents().unwrap();
+        assert_eq!(contents.len(), 1);
+        assert_eq!((contents[0].0, &contents[0].1[..]), ("b.json", &b"[]"[..]));
         let file = File::open(&path).unwrap();
         assert_eq!(read_content(&file, offset, "a.json").unwrap(), Content::Dropped);
         assert_eq!(read_content(&file, offset, "b.json").unwrap(), Content::Held(b"[]".to_vec()));
@@ -991,8 +1061,9 @@ mod tests {
             transaction,
             content_lengths: vec![u64::MAX, 3],
             dropped: vec![],
+            zstd: vec![],
         };
-        std::fs::write(&path, encode(&header, &[b"xy"]).to_vec()).unwrap();
+        std::fs::write(&path, encode(&header, vec![Cow::Borrowed(b"xy")]).to_vec()).unwrap();
         let damage = verify(&path).unwrap().damage.unwrap();
         assert!(damage.in_middle, "a checksummed record is never a torn write");
         assert!(damage.reason.contains("do not match"), "{}", damage.reason);
@@ -1011,7 +1082,8 @@ mod tests {
         writer.append(&encode_applied(2, Some("one")), false).unwrap();
         writer.append(&encode_applied(2, Some("two")), false).unwrap();
         // A marker written before boots were recorded.
-        writer.append(&encode(&Header::Applied { seq: 3, boot: None }, &[]), false).unwrap();
+        let marker = encode(&Header::Applied { seq: 3, boot: None }, Vec::new());
+        writer.append(&marker, false).unwrap();
         let v = verify(&path).unwrap();
         assert_eq!((v.last_seq, v.applied_through, v.damage), (3, 3, None));
         let old_format = br#"{"kind":"applied","seq":3}"#;

@@ -1007,7 +1007,8 @@ fn logged_contents(
         let record = reader.next_record().map_err(|d| corrupt(log_path, d))?.ok_or_else(|| {
             io(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "a record disappeared"))
         })?;
-        for (path, content) in record.contents() {
+        let contents = record.contents().map_err(io)?;
+        for (path, content) in contents {
             if wanted.contains(&path) {
                 out.insert(path.to_owned(), content.to_vec());
             }
