@@ -121,6 +121,13 @@ fn every_answer_of_the_library(host: &mut Host) {
     let committed = host.ok("preview_confirm", json!({"previewId": created["previewId"]}));
     assert!(committed["seq"].as_u64().unwrap() > 0, "{committed}");
     host.ok("changes_since", json!({"seq": 0}));
+    let seq = committed["seq"].clone();
+    host.ok("history_list", json!({"entity": "book/dune", "limit": 5}));
+    host.ok("document_at", json!({"path": "books/dune.dust", "seq": seq}));
+    host.ok("entity_at", json!({"id": "book/dune", "seq": seq}));
+    host.ok("transaction_diff", json!({"seq": seq}));
+    let revert = host.ok("transaction_revert", json!({"seq": seq}));
+    host.ok("preview_discard", json!({"previewId": revert["previewId"]}));
     host.ok("diagnostics", json!({"limit": 5}));
     let author = json!({"entity": "book/dune", "pointer": "/author"});
     host.ok("hover", author.clone());
@@ -422,6 +429,11 @@ fn every_tool_has_its_success_answer_checked_above() {
         "preview_discard",
         "previews_list",
         "changes_since",
+        "history_list",
+        "document_at",
+        "entity_at",
+        "transaction_diff",
+        "transaction_revert",
         "diagnostics",
         "hover",
         "definition",
