@@ -30,21 +30,13 @@ pub(crate) fn run(
         })?
     };
     let mut core = Core::open(store)?;
-    let preview = core.call("stardust.patch.apply", json!({ "document": text }))?;
-    let mut out = std::io::stdout().lock();
-    if !yes {
-        match format {
-            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&preview)?)?,
-            OutputFormat::Text => write!(out, "{}", preview_text(&preview, "patch"))?,
-        }
-        return Ok(if preview["committable"] == true {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
+    let args = json!({ "document": text });
     let confirmed =
-        core.call("stardust.preview.confirm", json!({ "previewId": preview["previewId"] }))?;
+        match preview_or_confirm(&mut core, "stardust.patch.apply", args, "patch", yes, format)? {
+            Outcome::Previewed(code) => return Ok(code),
+            Outcome::Confirmed(confirmed) => confirmed,
+        };
+    let mut out = std::io::stdout().lock();
     match format {
         OutputFormat::Json => writeln!(out, "{confirmed}")?,
         OutputFormat::Text => {
@@ -55,6 +47,40 @@ pub(crate) fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What [`preview_or_confirm`] did.
+pub(crate) enum Outcome {
+    /// Printed the preview: the exit code says whether it could be committed.
+    Previewed(ExitCode),
+    /// Confirmed it: the confirmation.
+    Confirmed(Value),
+}
+
+/// Run the mutation `command` (a preview, as every mutation is); without `yes` print the
+/// preview (`what` names it in text), with it confirm the preview through the save authority.
+pub(crate) fn preview_or_confirm(
+    core: &mut Core,
+    command: &str,
+    args: Value,
+    what: &str,
+    yes: bool,
+    format: OutputFormat,
+) -> anyhow::Result<Outcome> {
+    let preview = core.call(command, args)?;
+    if !yes {
+        let mut out = std::io::stdout().lock();
+        match format {
+            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&preview)?)?,
+            OutputFormat::Text => write!(out, "{}", preview_text(&preview, what))?,
+        }
+        let code =
+            if preview["committable"] == true { ExitCode::SUCCESS } else { ExitCode::from(1) };
+        return Ok(Outcome::Previewed(code));
+    }
+    let confirmed =
+        core.call("stardust.preview.confirm", json!({ "previewId": preview["previewId"] }))?;
+    Ok(Outcome::Confirmed(confirmed))
 }
 
 /// Where the commands run: through the store's running core when there is one (so this never

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use super::apply::{Core, preview_text};
+use super::apply::{Core, Outcome, preview_or_confirm};
 use crate::OutputFormat;
 
 /// `stardust show STORE PATH [--at SEQ]`: the file's text as of the seq, byte for byte.
@@ -72,21 +72,13 @@ pub(crate) fn revert(
     format: OutputFormat,
 ) -> anyhow::Result<ExitCode> {
     let mut core = Core::open(store)?;
-    let preview = core.call("stardust.transaction.revert", json!({"seq": seq}))?;
+    let args = json!({"seq": seq});
+    let command = "stardust.transaction.revert";
+    let confirmed = match preview_or_confirm(&mut core, command, args, "revert", yes, format)? {
+        Outcome::Previewed(code) => return Ok(code),
+        Outcome::Confirmed(confirmed) => confirmed,
+    };
     let mut out = std::io::stdout().lock();
-    if !yes {
-        match format {
-            OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&preview)?)?,
-            OutputFormat::Text => write!(out, "{}", preview_text(&preview, "revert"))?,
-        }
-        return Ok(if preview["committable"] == true {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
-    let confirmed =
-        core.call("stardust.preview.confirm", json!({ "previewId": preview["previewId"] }))?;
     match format {
         OutputFormat::Json => writeln!(out, "{confirmed}")?,
         OutputFormat::Text => {
