@@ -19,7 +19,9 @@ use std::fmt::Write;
 use common::fixture::{check_fixtures, files};
 use common::{open, write};
 use stardust_core::answers::unified_diff;
-use stardust_core::store::{Change, FileChange, HistoryFilter, Origin, Store, StoreError};
+use stardust_core::store::{
+    Change, FileChange, HistoryFilter, Origin, Store, StoreError, TreeEntry,
+};
 
 fn origin() -> Origin {
     Origin::Sdk("test".into())
@@ -187,4 +189,25 @@ fn as_of_reads_at_every_seq_of_a_long_history() {
     assert_eq!(changes.len(), 1);
     assert_eq!(text(&changes[0].before.as_ref().unwrap().1), "{\"n\": 0}\n");
     assert_eq!(text(&changes[0].after.as_ref().unwrap().1), "{\"n\": 10}\n");
+}
+
+/// The tree as of a seq: folders come from the paths of the files that existed then.
+#[test]
+fn the_tree_as_of_a_seq_has_the_files_and_folders_of_then() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", "{}\n");
+    let store = open(dir.path());
+    store.commit(origin(), vec![Change::put("books/x/b.json", "{\"b\": 1}\n")]).unwrap();
+    store.commit(origin(), vec![Change::delete("a.json")]).unwrap();
+    let root = |seq| store.folder_at(seq, "");
+    assert_eq!(root(1), Some(vec![("a.json".to_owned(), false)]));
+    assert_eq!(root(2), Some(vec![("a.json".to_owned(), false), ("books".to_owned(), true)]));
+    assert_eq!(root(3), Some(vec![("books".to_owned(), true)]));
+    assert_eq!(store.folder_at(3, "books"), Some(vec![("x".to_owned(), true)]));
+    assert_eq!(store.folder_at(1, "books"), None, "no such folder then");
+    assert_eq!(store.tree_at(2, "books/x"), Some(TreeEntry::Folder));
+    assert_eq!(store.tree_at(2, "a.json"), Some(TreeEntry::File(b"{}\n".to_vec())));
+    assert_eq!(store.tree_at(3, "a.json"), None, "deleted by then");
+    assert_eq!(store.tree_at(0, ""), None);
+    assert_eq!(store.tree_at(4, ""), None, "past the head");
 }

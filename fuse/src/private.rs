@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use stardust_core::store::{PRIVATE_DIR, Store, projections};
+use stardust_core::store::{PRIVATE_DIR, Store, TreeEntry, projections};
 
 const TRANSACTIONS: &str = "transactions";
 const REJECTED: &str = "rejected";
@@ -76,7 +76,7 @@ pub fn list(store: &Store, path: &str) -> Option<Vec<(String, bool)>> {
         _ => {
             let rest = rest.strip_prefix("/at/")?;
             let (seq, dir) = rest.split_once('/').unwrap_or((rest, ""));
-            list_at(store, parse_seq(seq)?, dir)
+            store.folder_at(parse_seq(seq)?, dir)
         }
     }
 }
@@ -92,36 +92,10 @@ fn parse_seq(name: &str) -> Option<u64> {
 /// `at/<seq>[/<path>]`: the folder of a seq, a file as of it, or a folder above files.
 fn at(store: &Store, rest: &str) -> Option<Entry> {
     let (seq, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let seq = parse_seq(seq)?;
-    if seq == 0 || seq > store.head_seq() {
-        return None;
+    match store.tree_at(parse_seq(seq)?, path)? {
+        TreeEntry::Folder => Some(Entry::Dir),
+        TreeEntry::File(bytes) => Some(Entry::File(bytes)),
     }
-    if path.is_empty() {
-        return Some(Entry::Dir);
-    }
-    if let Ok(found) = store.document_at(path, seq) {
-        return Some(Entry::File(found.bytes));
-    }
-    let prefix = format!("{path}/");
-    let files = store.files_at(seq).ok()?;
-    files.iter().any(|f| f.starts_with(&prefix)).then_some(Entry::Dir)
-}
-
-/// The names in `at/<seq>/<dir>`: the files and folders as of `seq` directly under `dir`.
-fn list_at(store: &Store, seq: u64, dir: &str) -> Option<Vec<(String, bool)>> {
-    let files = store.files_at(seq).ok()?;
-    let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-    let mut names: Vec<(String, bool)> = Vec::new();
-    for file in files.iter().filter_map(|f| f.strip_prefix(&prefix)) {
-        let entry = match file.split_once('/') {
-            Some((folder, _)) => (folder.to_owned(), true),
-            None => (file.to_owned(), false),
-        };
-        if names.last() != Some(&entry) {
-            names.push(entry);
-        }
-    }
-    (!names.is_empty() || dir.is_empty()).then_some(names)
 }
 
 /// The file name of transaction `seq`.

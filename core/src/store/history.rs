@@ -658,4 +658,47 @@ impl Store {
     pub fn head_seq(&self) -> u64 {
         self.history_index().head()
     }
+
+    /// What `path` is as of `seq` in the tree of every file then (SPEC §26, the mount's
+    /// `at/<seq>/<path>`): a file with its bytes, a folder (the empty path, or a prefix of a
+    /// file's path), or `None` (no such seq held, or nothing there).
+    pub fn tree_at(&self, seq: u64, path: &str) -> Option<TreeEntry> {
+        if seq == 0 || seq > self.head_seq() {
+            return None;
+        }
+        if path.is_empty() {
+            return Some(TreeEntry::Folder);
+        }
+        if let Ok(found) = self.document_at(path, seq) {
+            return Some(TreeEntry::File(found.bytes));
+        }
+        let prefix = format!("{path}/");
+        let files = self.files_at(seq).ok()?;
+        files.iter().any(|f| f.starts_with(&prefix)).then_some(TreeEntry::Folder)
+    }
+
+    /// The names directly under folder `dir` as of `seq`, each with whether it is a folder, in
+    /// path order; `None` when `dir` is no folder then (the root always is).
+    pub fn folder_at(&self, seq: u64, dir: &str) -> Option<Vec<(String, bool)>> {
+        let files = self.files_at(seq).ok()?;
+        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let mut names: Vec<(String, bool)> = Vec::new();
+        for file in files.iter().filter_map(|f| f.strip_prefix(&prefix)) {
+            let entry = match file.split_once('/') {
+                Some((folder, _)) => (folder.to_owned(), true),
+                None => (file.to_owned(), false),
+            };
+            if names.last() != Some(&entry) {
+                names.push(entry);
+            }
+        }
+        (!names.is_empty() || dir.is_empty()).then_some(names)
+    }
+}
+
+/// A path of the tree as of a seq ([`Store::tree_at`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum TreeEntry {
+    Folder,
+    File(Vec<u8>),
 }

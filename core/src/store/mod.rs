@@ -64,7 +64,9 @@ pub use compact::Compaction;
 pub use error::{StoreError, StoreResult};
 pub use feed::{DocumentNotice, EntityNotice, Notice, Subscription};
 pub use fsio::{FailHook, FailPoint, replace_file};
-pub use history::{AtContent, EntityAt, FileChange, HistoryFilter, Revert, set_indexing};
+pub use history::{
+    AtContent, EntityAt, FileChange, HistoryFilter, Revert, TreeEntry, set_indexing,
+};
 pub use log::{Damage, Verification};
 pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
