@@ -459,6 +459,12 @@ impl Reader {
                 };
                 let token = token.to_string();
                 let value = params.get("value").unwrap_or(&Value::Null);
+                tracing::debug!(
+                    server = self.name,
+                    token,
+                    kind = value["kind"].as_str().unwrap_or_default(),
+                    "progress"
+                );
                 let mut observed = lock(&self.observed);
                 let was_busy = !observed.progress.is_empty() || !observed.announced.is_empty();
                 match value.get("kind").and_then(Value::as_str) {
