@@ -458,7 +458,11 @@ impl LanguageServer {
             };
             match answer {
                 Ok(Reply::Result(result)) => {
-                    return Ok(Answer { result, readiness: self.readiness_of(&instance).0 });
+                    let readiness = stardust_core::codefiles::answer_readiness(
+                        &activity_of(&instance),
+                        Instant::now(),
+                    );
+                    return Ok(Answer { result, readiness });
                 }
                 Ok(Reply::Error { code, .. })
                     if code == CONTENT_MODIFIED || code == SERVER_CANCELLED =>

@@ -141,6 +141,22 @@ pub const READY_SETTLE: Duration = Duration::from_millis(100);
 ///
 /// A host that keeps no clock (`initialized` unknown) is taken as `ready` since `now`.
 pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
+    readiness_with(a, now, READY_SETTLE)
+}
+
+/// The readiness a server answered in, read when its answer arrived: [`readiness`] without
+/// [`READY_SETTLE`]. The settle is for a caller deciding whether to ask, who cannot tell
+/// whether work is about to be announced; an answer comes after everything the server sent
+/// before it on the same connection, so work announced in the same turn as the end of the
+/// last (pyright's checker after a publication) has been seen by then, and the answer is not
+/// marked as given at work because work ended just before it (measured: pyright ends its check
+/// of the file a `references` opened in the same turn as it answers, and the answer was asked
+/// again 100 ms later, docs/DECISIONS.md).
+pub fn answer_readiness(a: &Activity, now: Instant) -> Readiness {
+    readiness_with(a, now, Duration::ZERO).0
+}
+
+fn readiness_with(a: &Activity, now: Instant, settle: Duration) -> (Readiness, Instant) {
     if a.stopped.is_some() {
         return (Readiness::Crashed, a.stopped_at.unwrap_or(now));
     }
@@ -163,7 +179,7 @@ pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
             };
             // Work announced in the same turn as what ended the last (pyright announces its
             // checker's work right after its first publication) is not ready yet.
-            if now < since + READY_SETTLE {
+            if now < since + settle {
                 let began = if since == over { initialized } else { since };
                 return (Readiness::Indexing, began);
             }

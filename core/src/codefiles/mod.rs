@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use host::{
     Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, Publication, READY_BOUND, READY_QUIET,
-    Readiness, readiness,
+    Readiness, answer_readiness, readiness,
 };
 pub use launch::{
     LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, shell_word,

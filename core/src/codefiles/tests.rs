@@ -554,6 +554,12 @@ fn readiness_from_what_a_server_said() {
         Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
     assert_eq!(state(&ended, 950), ("indexing", 0));
     assert_eq!(state(&ended, 1_100), ("ready", 900));
+    // An answer that arrives just after the work ended was not given at work: what the
+    // server announced before it is on the wire before it.
+    assert_eq!(answer_readiness(&ended, at(950)), Readiness::Ready);
+    assert_eq!(answer_readiness(&published, at(350)), Readiness::Ready);
+    assert_eq!(answer_readiness(&busy, at(5_000)), Readiness::Indexing);
+    assert_eq!(answer_readiness(&started, at(10)), Readiness::Indexing);
     // Work ended after the first analysis: ready since the work ended.
     let again = Activity { busy: false, work_changed: Some(at(900)), ..published.clone() };
     assert_eq!(state(&again, 2_000), ("ready", 900));
