@@ -15,9 +15,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use stardust_core::store::{
-    Change, FailPoint, OpenOptions, Origin, Store, Version, verify_log,
-};
+use stardust_core::store::{Change, FailPoint, OpenOptions, Origin, Store, Version, verify_log};
 
 const CHILD_ENV: &str = "STARDUST_STORE_GROUP_CHILD";
 const CRASH_TEST: &str = "a_burst_of_concurrent_commits_killed_midway_keeps_every_acknowledged_seq";
@@ -75,8 +73,7 @@ fn held_store(root: &Path, fail_at: Option<usize>) -> Held {
             Ok(())
         }
     };
-    let store =
-        Store::open(root, OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
+    let store = Store::open(root, OpenOptions { fail: Some(Arc::new(hook)), ..options() }).unwrap();
     Held { store: Arc::new(store), syncing, release, returned_at_sync, returned }
 }
 
@@ -87,7 +84,8 @@ fn burst(held: &Held, n: usize) -> Vec<std::thread::JoinHandle<Result<u64, Strin
         let store = held.store.clone();
         let returned = held.returned.clone();
         std::thread::spawn(move || {
-            let result = store.commit(origin(), vec![Change::put(format!("t{i}.json"), content(i, 1))]);
+            let result =
+                store.commit(origin(), vec![Change::put(format!("t{i}.json"), content(i, 1))]);
             returned.fetch_add(1, Ordering::SeqCst);
             result.map(|c| c.seq).map_err(|e| e.to_string())
         })
@@ -232,10 +230,16 @@ fn a_burst_of_concurrent_commits_killed_midway_keeps_every_acknowledged_seq() {
         let reader = std::thread::spawn(move || {
             let mut acks = Vec::new();
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let words: Vec<&str> = line.strip_prefix("ack ").unwrap_or_default().split(' ').collect();
+                let words: Vec<&str> =
+                    line.strip_prefix("ack ").unwrap_or_default().split(' ').collect();
                 if let [seq, i, n, syncs] = words[..] {
                     let syncs: u64 = syncs.parse().unwrap();
-                    acks.push((seq.parse::<u64>().unwrap(), i.parse().unwrap(), n.parse().unwrap(), syncs));
+                    acks.push((
+                        seq.parse::<u64>().unwrap(),
+                        i.parse().unwrap(),
+                        n.parse().unwrap(),
+                        syncs,
+                    ));
                     let _ = first_ack.send(());
                 }
             }

@@ -416,7 +416,10 @@ impl Analysis {
         // commit then costs views nothing per document of the store (every snapshot's views
         // are asked for by the views' thread).
         if let Some(views) = views {
-            let changed = splices.iter().map(|(p, _)| p.as_str()).chain(parsed.iter().map(|(p, _)| p.as_str()));
+            let changed = splices
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .chain(parsed.iter().map(|(p, _)| p.as_str()));
             let carried = views.carry(&self, changed);
             self.memo.get_or_init(|| carried);
         }

@@ -1478,9 +1478,13 @@ impl Inner {
                 if let Err(cut) = writer.log.truncate(first_offset) {
                     writer.poisoned = Some(format!("the log could not be cut back: {cut}"));
                 }
-                let message = format!("cannot sync the transaction log ({e}); nothing was committed");
+                let message =
+                    format!("cannot sync the transaction log ({e}); nothing was committed");
                 for (_, _, answer) in planned.drain(..) {
-                    answers.push((answer, Err(StoreError::io(message.clone(), std::io::Error::other(e.to_string())))));
+                    answers.push((
+                        answer,
+                        Err(StoreError::io(message.clone(), std::io::Error::other(e.to_string()))),
+                    ));
                 }
             }
         }
@@ -1537,8 +1541,13 @@ impl Inner {
             Plan::Later(_) => unreachable!("the first request of a batch is never put off"),
             Plan::Write(plan) => plan,
         };
-        let written =
-            self.write(writer, &plan.txn, &contents(&plan.effective), &plan.previous, plan.durable)?;
+        let written = self.write(
+            writer,
+            &plan.txn,
+            &contents(&plan.effective),
+            &plan.previous,
+            plan.durable,
+        )?;
         let Some(offset) = written else {
             return Ok(None);
         };
@@ -1738,16 +1747,15 @@ impl Inner {
         sync: LogSync,
     ) -> StoreResult<u64> {
         let record = log::encode_transaction(txn, contents);
-        let appended = self.disk.check(FailPoint::AppendLog, log::LOG_FILE).and_then(|()| {
-            match sync {
+        let appended =
+            self.disk.check(FailPoint::AppendLog, log::LOG_FILE).and_then(|()| match sync {
                 LogSync::Now => {
                     self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     writer.log.append(&record, true)
                 }
                 LogSync::Later => writer.log.append_deferred(&record),
                 LogSync::No => writer.log.append(&record, false),
-            }
-        });
+            });
         appended.map_err(|e| {
             if writer.log.is_broken() {
                 writer.poisoned = Some(format!("the log could not be cut back: {e}"));
