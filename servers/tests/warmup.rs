@@ -131,6 +131,28 @@ fn a_server_that_never_reports_progress_is_ready_after_its_quiet_and_warmed_up_a
     assert_eq!(core.started().len(), 1);
 }
 
+/// A server that goes silent while it works without reporting it (pyright running the
+/// interpreter) is not taken as ready when its quiet period passes: it answers the probe only
+/// once its work is over, and is ready only after a quiet period it answers promptly in.
+#[test]
+fn a_server_silent_at_work_is_not_ready_until_it_answers_a_probe_promptly() {
+    let core = core(&["--stall-after-initialized", "4000"], "");
+    let session = core.session();
+    let status = core.status_when(&session, Duration::from_secs(10), |s| s["pid"].is_i64());
+    assert!(status["pid"].is_i64(), "{status}");
+    let started = Instant::now();
+    // Well past the quiet period, still at work.
+    std::thread::sleep(Duration::from_millis(3_000));
+    let status = core.status(&session);
+    assert_eq!(status["state"], "indexing", "{status}");
+    // Its work over, it answers, and is ready once a prompt probe follows a quiet period.
+    let status = core.status_when(&session, Duration::from_secs(15), |s| s["state"] == "ready");
+    assert_eq!(status["state"], "ready", "{status}");
+    assert!(started.elapsed() >= Duration::from_millis(4_000), "{:?}", started.elapsed());
+    let answer = core.references(&session).unwrap();
+    assert_eq!((&answer["readiness"], &answer["complete"]), (&json!("ready"), &json!(true)));
+}
+
 #[test]
 fn a_server_indexing_forever_answers_busy_naming_its_readiness() {
     let core = core(&["--indexing-forever"], "timeouts = { request = 1 }\n");

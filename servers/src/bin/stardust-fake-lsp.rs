@@ -10,6 +10,9 @@
 //!   hour and writes its pid to PIDFILE;
 //! - `--progress-at-start MS`: reports `$/progress` work for MS milliseconds after `initialized`;
 //! - `--indexing-forever`: begins `$/progress` work after `initialized` and never ends it;
+//! - `--stall-after-initialized MS`: after `initialized`, reads and says nothing for MS
+//!   milliseconds (a server busy with work it does not report, as pyright running the
+//!   interpreter to find its search paths);
 //! - `--crash-after MS`: exits with code 3 MS milliseconds after `initialized` (a crash while
 //!   warming up);
 //! - `--pid-log FILE`: appends its pid and a newline to FILE when it starts (how many started);
@@ -219,6 +222,10 @@ fn main() {
                     json!({"jsonrpc": "2.0", "id": 1, "method": "workspace/configuration",
                            "params": {"items": [{"section": "fake"}, {}]}}),
                 );
+                let stall = arg_value(&args, "--stall-after-initialized");
+                if let Some(ms) = stall.and_then(|v| v.parse::<u64>().ok()) {
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
                 if let Some(ms) = crash_after {
                     std::thread::spawn(move || {
                         std::thread::sleep(Duration::from_millis(ms));
