@@ -40,6 +40,11 @@ use crate::inflight::InFlight;
 /// Frames larger than this are refused: no editor sends a 256 MiB message.
 const MAX_FRAME: usize = 256 << 20;
 
+/// The reader thread keeps the memory of a frame body up to this size for the next frame: a
+/// whole-text change of a large document then reads into memory the process already has,
+/// instead of memory new to it (each new page is a fault, costly on a loaded VM).
+const KEPT_BODY: usize = 32 << 20;
+
 /// Checked frames waiting for the main loop.
 const MAX_QUEUED_FRAMES: usize = 64;
 
@@ -61,7 +66,8 @@ pub fn checked_input(
     let (mut tx, rx) = mpsc::channel::<std::io::Result<Vec<u8>>>(MAX_QUEUED_FRAMES);
     std::thread::spawn(move || {
         let mut reader = BufReader::new(input);
-        while let Some(body) = next_frame(&mut reader) {
+        let mut body = Vec::new();
+        while next_frame(&mut reader, &mut body) {
             let frame = match check_message(&body) {
                 Ok(message) => {
                     if message.is_request() && !in_flight.acquire(|| tx.is_closed()) {
@@ -209,8 +215,9 @@ impl<S: LspService> LspService for Restored<S> {
     }
 }
 
-/// The body of the next frame, skipping frames with unusable headers; `None` at end of input.
-fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+/// Read the body of the next frame into `body` (its memory reused), skipping frames with
+/// unusable headers; `false` at end of input.
+fn next_frame(reader: &mut impl BufRead, body: &mut Vec<u8>) -> bool {
     loop {
         let mut length: Option<usize> = None;
         let mut bad_header = false;
@@ -218,7 +225,7 @@ fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
         loop {
             let mut line = Vec::new();
             match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => return None,
+                Ok(0) | Err(_) => return false,
                 Ok(_) => {}
             }
             let line = String::from_utf8_lossy(&line);
@@ -245,11 +252,12 @@ fn next_frame(reader: &mut impl BufRead) -> Option<Vec<u8>> {
             tracing::warn!("ignoring a frame without a usable Content-Length header");
             continue;
         };
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return None;
+        if body.capacity() > KEPT_BODY.max(length) {
+            *body = Vec::new();
         }
-        return Some(body);
+        body.clear();
+        body.resize(length, 0);
+        return reader.read_exact(body).is_ok();
     }
 }
 
@@ -452,9 +460,35 @@ mod tests {
         let input =
             b"Content-Length: x\r\n\r\nContent-Length: 2\r\n\r\n{}Content-Length: 3\r\n\r\nnul";
         let mut reader = BufReader::new(&input[..]);
-        assert_eq!(next_frame(&mut reader).as_deref(), Some(&b"{}"[..]));
-        assert_eq!(next_frame(&mut reader).as_deref(), Some(&b"nul"[..]));
-        assert_eq!(next_frame(&mut reader), None);
+        let mut body = Vec::new();
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body, b"{}");
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body, b"nul");
+        assert!(!next_frame(&mut reader, &mut body));
+    }
+
+    /// The next frame is read into the memory of the last one, up to `KEPT_BODY`.
+    #[test]
+    fn frames_are_read_into_the_memory_of_the_last_one() {
+        let big = format!("\"{}\"", "a".repeat(1 << 20));
+        let huge = format!("\"{}\"", "a".repeat(KEPT_BODY));
+        let input = [big.as_str(), "{}", huge.as_str(), "{}"]
+            .map(|b| format!("Content-Length: {}\r\n\r\n{b}", b.len()))
+            .concat();
+        let mut reader = BufReader::new(input.as_bytes());
+        let mut body = Vec::new();
+        assert!(next_frame(&mut reader, &mut body));
+        let memory = body.as_ptr();
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body, b"{}");
+        assert_eq!(body.as_ptr(), memory, "the same memory");
+        assert!(body.capacity() >= big.len());
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body.len(), huge.len());
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body, b"{}");
+        assert!(body.capacity() < KEPT_BODY, "a body larger than KEPT_BODY is not kept");
     }
 
     /// What `check_message` makes of `body`: whether it is a request, or why it is refused.
@@ -513,7 +547,8 @@ mod tests {
             let mut bytes = Vec::new();
             stream.read_to_end(&mut bytes).await.unwrap();
             let mut reader = BufReader::new(&bytes[..]);
-            while let Some(body) = next_frame(&mut reader) {
+            let mut body = Vec::new();
+            while next_frame(&mut reader, &mut body) {
                 let mut message: Value = serde_json::from_slice(&body).unwrap();
                 assert!(
                     body.len() < 100,
