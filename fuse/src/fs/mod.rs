@@ -285,6 +285,17 @@ impl StardustFs {
         }
     }
 
+    /// [`StardustFs::kind`] as far as a read-only open needs it (`Store::path_kind_to_read`).
+    fn kind_to_read(&self, path: &str) -> PathKind {
+        if path.is_empty() {
+            PathKind::Plain
+        } else if self.is_view_path(path) {
+            PathKind::Private
+        } else {
+            self.store.path_kind_to_read(path)
+        }
+    }
+
     fn is_private(path: &str) -> bool {
         path.split('/').next() == Some(PRIVATE_DIR)
     }
@@ -499,7 +510,7 @@ impl StardustFs {
     ) -> Result<(u64, FopenFlags), Errno> {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & OFlag::O_TRUNC.bits() != 0;
-        let kind = self.kind(path);
+        let kind = if write { self.kind(path) } else { self.kind_to_read(path) };
         // The memory table stays locked from the look to the count of open handles, so the
         // memory file cannot go in between.
         let mut mem = lock(&self.mem);
