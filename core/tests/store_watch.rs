@@ -263,7 +263,7 @@ fn folder_changes_until(
 
 #[test]
 fn every_change_in_the_folder_reaches_the_folder_watch_at_once() {
-    use FolderChangeKind::{Changed, Named};
+    use FolderChangeKind::{Changed, Created, Removed};
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -280,7 +280,7 @@ fn every_change_in_the_folder_reaches_the_folder_watch_at_once() {
     std::fs::set_permissions(root.join("notes.md"), std::fs::Permissions::from_mode(0o600))
         .unwrap();
     std::fs::create_dir(root.join("src")).unwrap();
-    folder_changes_until(&rx, &[("notes.md", Changed), ("src", Named)]);
+    folder_changes_until(&rx, &[("notes.md", Changed), ("src", Created)]);
     // A folder created while open is watched too.
     std::fs::write(root.join("src/main.py"), "print(1)\n").unwrap();
     std::fs::rename(root.join("notes.md"), root.join("src/notes.md")).unwrap();
@@ -289,14 +289,14 @@ fn every_change_in_the_folder_reaches_the_folder_watch_at_once() {
     let seen = folder_changes_until(
         &rx,
         &[
-            ("src/main.py", Named),
-            ("notes.md", Named),
-            ("src/notes.md", Named),
-            ("node_modules/pkg/index.js", Named),
+            ("src/main.py", Created),
+            ("notes.md", Removed),
+            ("src/notes.md", Created),
+            ("node_modules/pkg/index.js", Created),
         ],
     );
     std::fs::remove_dir_all(root.join("src")).unwrap();
-    let seen = [seen, folder_changes_until(&rx, &[("src/main.py", Named), ("src", Named)])];
+    let seen = [seen, folder_changes_until(&rx, &[("src/main.py", Removed), ("src", Removed)])];
     // The store's own private folder is not the folder's content.
     assert!(
         seen.iter().flatten().all(|c| match c {

@@ -292,14 +292,17 @@ fn invalidate_all(nodes: &Nodes, tx: &mpsc::Sender<Inval>) {
 
 /// Turn changes the store's watcher saw in the folder into the kernel cache entries they
 /// outdate: the path's attributes (and content cache); for a name that appeared or went, also
-/// the name and its folder's attributes and listing. Paths the mount never gave the kernel are
-/// skipped (a name the mount answered `ENOENT` for is not cached). The mount's own changes
+/// the name and its folder's attributes and listing. The kernel holds no name the mount never
+/// gave it (a name answered `ENOENT` is not cached), and every name in a listing it holds was
+/// given: so a name gone that the mount does not know (its own delete or rename forgot it)
+/// outdates nothing, and one that appeared outdates only its folder. The mount's own changes
 /// come back this way too: dropping entries the kernel already updated costs a lookup at most.
 fn forward_folder(
     changes: impl Iterator<Item = FolderChange>,
     nodes: &Mutex<Nodes>,
     tx: &mpsc::Sender<Inval>,
 ) {
+    // Per path: whether a name appeared, whether its name changed at all.
     let mut paths = std::collections::BTreeMap::new();
     for change in changes {
         match change {
@@ -308,25 +311,28 @@ fn forward_folder(
                 return;
             }
             FolderChange::Path { path, kind } => {
-                let named = paths.entry(path).or_insert(false);
-                *named |= kind == FolderChangeKind::Named;
+                let (created, named) = paths.entry(path).or_insert((false, false));
+                *created |= kind == FolderChangeKind::Created;
+                *named |= kind != FolderChangeKind::Changed;
             }
         }
     }
     let nodes = sync::lock(nodes);
     let mut folders = std::collections::BTreeSet::new();
-    for (path, named) in paths {
-        if let Some(ino) = nodes.get(&path) {
+    for (path, (created, named)) in paths {
+        let ino = nodes.get(&path);
+        if let Some(ino) = ino {
             let _ = tx.send(Inval::Inode(ino));
         }
-        if named
-            && !path.is_empty()
-            && let Some(parent) = nodes.get(nodes::parent(&path))
-        {
-            if nodes.get(&path).is_some() {
-                let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
-                let _ = tx.send(Inval::Entry(parent, name));
-            }
+        if !named || path.is_empty() {
+            continue;
+        }
+        let Some(parent) = nodes.get(nodes::parent(&path)) else { continue };
+        if ino.is_some() {
+            let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            let _ = tx.send(Inval::Entry(parent, name));
+            folders.insert(parent);
+        } else if created {
             folders.insert(parent);
         }
     }

@@ -41,9 +41,10 @@ pub struct Watcher {
 pub enum FolderChangeKind {
     /// What the path holds changed: its bytes, mode, owner or times.
     Changed,
-    /// The name appeared or went (created, removed, renamed from or to it): its folder's
-    /// listing changed too.
-    Named,
+    /// The name appeared (created, renamed to it): its folder's listing changed too.
+    Created,
+    /// The name went (removed, renamed from it): its folder's listing changed too.
+    Removed,
 }
 
 /// A change the watcher saw in the store's folder, passed on as it comes (not debounced).
@@ -132,9 +133,11 @@ fn folder_changes(event: &notify::Result<notify::Event>, root: &Path) -> Vec<Fol
         EventKind::Access(_) => return Vec::new(),
         // `Both` repeats the paths of its `From` and `To`.
         EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return Vec::new(),
-        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => {
-            FolderChangeKind::Named
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+            FolderChangeKind::Removed
         }
+        // A rename whose side is not known counts as a name that appeared (the stronger).
+        EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_)) => FolderChangeKind::Created,
         EventKind::Modify(_) => FolderChangeKind::Changed,
         EventKind::Any | EventKind::Other => return vec![FolderChange::Lost],
     };
@@ -144,7 +147,7 @@ fn folder_changes(event: &notify::Result<notify::Event>, root: &Path) -> Vec<Fol
         if rel == PRIVATE_DIR || rel.starts_with(".stardust/") {
             continue;
         }
-        if rel.is_empty() && kind == FolderChangeKind::Named {
+        if rel.is_empty() && kind != FolderChangeKind::Changed {
             // The root itself went or moved.
             return vec![FolderChange::Lost];
         }
@@ -358,10 +361,10 @@ mod tests {
         expect_test::expect![[r#"
             write: [Path { path: "a/notes.md", kind: Changed }]
             chmod: [Path { path: "a", kind: Changed }]
-            create: [Path { path: "new.txt", kind: Named }]
-            remove: [Path { path: "node_modules/x", kind: Named }]
-            rename from: [Path { path: "a", kind: Named }]
-            rename to: [Path { path: "b", kind: Named }]
+            create: [Path { path: "new.txt", kind: Created }]
+            remove: [Path { path: "node_modules/x", kind: Removed }]
+            rename from: [Path { path: "a", kind: Removed }]
+            rename to: [Path { path: "b", kind: Created }]
             rename both: []
             read: []
             private: []
