@@ -171,6 +171,10 @@ enum Command {
         /// directory with `stardust.toml` or `.stardust/`, else the client's root.
         #[arg(long)]
         store: Option<PathBuf>,
+        /// The client is a program using a Stardust SDK: its commits have origin
+        /// `sdk:<client name>` instead of `lsp:<client name>`.
+        #[arg(long)]
+        sdk: bool,
     },
     /// Serve the Model Context Protocol on standard input and output, for coding agents.
     Mcp {
@@ -330,7 +334,7 @@ fn main() -> ExitCode {
         Command::Serve { store, mount, idle_exit, mcp_http, share_previews } => {
             cmd::serve::run(&store, mount.as_deref(), idle_exit, mcp_http, share_previews)
         }
-        Command::Lsp { store } => cmd::lsp::run(store.as_deref()),
+        Command::Lsp { store, sdk } => cmd::lsp::run(store.as_deref(), sdk),
         Command::Mcp { store, allow_mutation, mcp_http } => {
             cmd::mcp::run(store.as_deref(), allow_mutation, mcp_http)
         }

@@ -33,14 +33,16 @@ use crate::state::{
 const MAX_CONCURRENT_REQUESTS: usize = 1024;
 
 /// Serve LSP on stdin/stdout until the client exits or closes the input; code files go to the
-/// language servers of `code` (none: they answer `server-unavailable`).
+/// language servers of `code` (none: they answer `server-unavailable`). `front` is `Lsp` for
+/// an editor, `Sdk` for a program using an SDK (its commits' origin is `sdk:<client>`).
 pub fn run_stdio(
     store: Option<PathBuf>,
     code: Option<Arc<dyn stardust_core::codefiles::CodeHost>>,
+    front: Front,
 ) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
     let store = stardust_core::scan::find_store(store.as_deref(), &cwd);
-    let source = StoreSource::Open(store, code);
+    let source = StoreSource::Open(store, code, front);
     run(std::io::stdin(), std::io::stdout(), source, std::future::pending())
 }
 
@@ -153,7 +155,7 @@ fn initialize(
     let client_name =
         params.client_info.as_ref().map_or("unknown", |info| info.name.as_str()).to_owned();
     let flag = match store {
-        StoreSource::Open(flag, code) => (flag, code),
+        StoreSource::Open(flag, code, front) => (flag, code, front),
         StoreSource::Attached(service, front) => {
             let session = service.open_session(front, &client_name);
             let buffers = Buffers::attached(service.store_arc());
@@ -161,7 +163,7 @@ fn initialize(
             return finish_initialize(shared, client, buffers, session, encoding, &params);
         }
     };
-    let (flag, code) = flag;
+    let (flag, code, front) = flag;
     let root = flag.or(from_client).ok_or_else(|| {
         error(
             ErrorCode::INVALID_PARAMS,
@@ -193,7 +195,7 @@ fn initialize(
                 root.display(),
                 service.store().snapshot().analysis.document_count()
             );
-            let session = service.open_session(Front::Lsp, &client_name);
+            let session = service.open_session(front, &client_name);
             (Buffers::attached(service.store_arc()), Some((service, session)))
         }
         Opened::ReadOnly(buffers) => (*buffers, None),

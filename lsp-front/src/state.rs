@@ -24,8 +24,9 @@ use crate::convert::Paths;
 #[derive(Clone)]
 pub enum StoreSource {
     /// Open the store itself: the flag's, else the client's root (`stardust lsp` alone), with
-    /// the language servers' host for its code files.
-    Open(Option<PathBuf>, Option<Arc<dyn stardust_core::codefiles::CodeHost>>),
+    /// the language servers' host for its code files, for a client of the front given
+    /// (`Lsp`, or `Sdk` for a program using an SDK: it names the commits' origin).
+    Open(Option<PathBuf>, Option<Arc<dyn stardust_core::codefiles::CodeHost>>, Front),
     /// A core already serving the store (`stardust serve`, the daemon): this connection is one
     /// of its sessions.
     Attached(Arc<Service>, Front),

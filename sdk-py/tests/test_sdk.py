@@ -98,7 +98,7 @@ def test_an_entity_as_of_a_seq_and_the_transactions_that_touched_it(store: Path)
         history: History = client.history(entity="book/dune")
         assert [t.seq for t in history.transactions[:2]] == [second, first]
         newest = history.transactions[0]
-        assert newest.origin == "lsp:stardust-sdk-py"
+        assert newest.origin == "sdk:stardust-sdk-py"
         assert [(d["path"], d["change"], d["entities"]["changed"]) for d in newest.documents] == [
             ("books/dune.dust", "changed", ["book/dune"])]
         page = client.history(path="books/dune.dust", limit=1)

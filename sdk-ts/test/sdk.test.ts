@@ -159,7 +159,7 @@ test("an entity as of a seq, and the transactions that touched it, newest first"
       history.transactions[0]?.documents.map((d) => [d.path, d.change, d.entities.changed]),
       [["books/dune.dust", "changed", ["book/dune"]]],
     );
-    assert.equal(history.transactions[0]?.origin, "lsp:stardust-sdk-ts");
+    assert.equal(history.transactions[0]?.origin, "sdk:stardust-sdk-ts");
     const page = await client.history({ path: "books/dune.dust", limit: 1 });
     assert.deepEqual([page.transactions.map((t) => t.seq), page.nextOffset], [[second.seq], 1]);
     assert.equal(page.total, history.total);
