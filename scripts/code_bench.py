@@ -7,6 +7,7 @@ usage: code_bench.py [--stardust BIN] [--mcpls BIN] [--deixis BIN] [--pyright BI
                      [--fixtures small,large] [--systems direct,stardust,mcpls,deixis]
                      [--no-memory] [--json OUT.json] [--keep]
        code_bench.py --complete [--cold 3] [--systems stardust,mcpls,deixis] [--json OUT.json]
+                     [--stardust-before OTHER_BIN]
 
 --complete (issue 35, SPEC §25) measures instead, on a generated project of 500 modules
 importing each other (the same as tests/code_ready.rs), from a cold start of each system
@@ -605,8 +606,18 @@ class Deixis:
         return [self.rpc.p.pid]
 
 
+class StardustBefore(Stardust):
+    """Stardust from another build (--stardust-before), beside the one measured: a before and
+    after in one run."""
+    name = "stardust-before"
+
+    def __init__(self, cfg, fx):
+        super().__init__(cfg, fx)
+        self.cfg = argparse.Namespace(**dict(vars(cfg), stardust=cfg.stardust_before))
+
+
 SYSTEMS = {"direct": Direct, "stardust": Stardust, "inproc": InProcess, "joined": Joined,
-           "mcpls": Mcpls, "deixis": Deixis}
+           "mcpls": Mcpls, "deixis": Deixis, "stardust-before": StardustBefore}
 
 
 # --- /proc ------------------------------------------------------------------------------
@@ -892,7 +903,7 @@ def ask_complete(system, kind, fx):
     store, py, places, expect = fx
     p = places[kind]
     new_name = "renamed0200"
-    if system.name == "stardust":
+    if system.name.startswith("stardust"):
         args = {"path": "py/" + p["rel"], "position": {"line": p["line"] + 1, "column": p["char"] + 1}}
         if kind == "references":
             args["limit"] = 500
@@ -961,7 +972,7 @@ def hover_after_pause(system, fx, pause=2.0):
 def complete_bench(cfg):
     fx = make_project(cfg.tmp)
     store, py, places, expect = fx
-    systems = [s for s in cfg.systems if s in ("stardust", "mcpls", "deixis")]
+    systems = [s for s in cfg.systems if s in ("stardust", "stardust-before", "mcpls", "deixis")]
     if "stardust" in systems:
         Stardust(cfg, fx).trust()
     report = {"load_before": loadavg(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -1017,7 +1028,7 @@ def complete_bench(cfg):
         report["memory"]["stardust core, after idle_stop"] = idle_rep
         stop_and_reap(sd)
     for name in systems:
-        if name == "stardust":
+        if name.startswith("stardust"):
             continue
         s = SYSTEMS[name](cfg, _hover_fx(fx))
         s.start()
@@ -1090,6 +1101,8 @@ def main():
                     help="RUST_LOG for the Stardust core (logs kept in the temp dir)")
     ap.add_argument("--json")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--stardust-before", default=None,
+                    help="with --complete: another Stardust build measured beside (system stardust-before)")
     ap.add_argument("--complete", action="store_true",
                     help="time to the first complete answer on a generated project (SPEC §25)")
     cfg = ap.parse_args()
@@ -1108,6 +1121,8 @@ def main():
     if cfg.complete:
         if cfg.systems == ["direct", "stardust", "mcpls", "deixis"]:
             cfg.systems = ["stardust", "mcpls", "deixis"]
+            if cfg.stardust_before:
+                cfg.systems.insert(0, "stardust-before")
         try:
             report = complete_bench(cfg)
         finally:

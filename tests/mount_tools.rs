@@ -88,6 +88,7 @@ fn origin(dir: &Path) -> PathBuf {
         ("empty.json", ""),
         ("src/x.py", "print('x')\n"),
         ("README.md", "# a repository\n"),
+        (".gitignore", "build/\n"),
         ("2020", "a file named like a number\n"),
     ];
     for (path, content) in files {
@@ -331,6 +332,28 @@ fn recursive_deletes_never_reach_the_private_folder() {
     pair.same("find . -delete");
     assert!(pair.dir.join(".stardust/store.json").is_file());
     assert!(pair.store.join(".stardust/log/transactions.log").is_file());
+}
+
+/// The paths of every document the log of the store at `store` names.
+fn logged_paths(store: &Path) -> Vec<String> {
+    let txns = stardust_core::store::read_log(store, 0, usize::MAX).unwrap();
+    txns.into_iter().flat_map(|t| t.documents.into_iter().map(|d| d.path)).collect()
+}
+
+/// Files the project's ignore rules leave out (SPEC §23, §24) pass through the mount as they
+/// do in the folder, without a transaction: no commit, no record in the log.
+#[test]
+fn ignored_files_pass_through_without_a_transaction() {
+    let pair = Pair::new();
+    pair.same(
+        "mkdir -p build/out && cp data/a.json build/a.json && echo '{\"x\": 1}' > build/out/p.json \
+         && mv build/a.json build/out/b.json && rsync -a data/ build/copy/ && rm build/out/p.json \
+         && echo '{\"x\": 1}' > plain.json",
+    );
+    let logged = logged_paths(&pair.store);
+    assert!(logged.iter().any(|p| p == "plain.json"), "a file not ignored is logged: {logged:?}");
+    let ignored: Vec<&String> = logged.iter().filter(|p| p.starts_with("build/")).collect();
+    assert!(ignored.is_empty(), "ignored files were committed: {ignored:?}");
 }
 
 #[test]

@@ -76,7 +76,13 @@ fn a_commit_syncs_no_document_and_a_checkpoint_marks_only_after_syncing() {
     let taken: Vec<FailPoint> = steps.lock().unwrap().drain(..).map(|(p, _)| p).collect();
     assert_eq!(
         taken,
-        [FailPoint::Read, FailPoint::AppendLog, FailPoint::WriteTemp, FailPoint::Rename]
+        [
+            FailPoint::Read,
+            FailPoint::AppendLog,
+            FailPoint::SyncLog,
+            FailPoint::WriteTemp,
+            FailPoint::Rename
+        ]
     );
     assert_eq!(verify_log(dir.path()).unwrap().applied_through, seq - 1, "not marked yet");
 

@@ -130,3 +130,51 @@ fn live_views_follow_commits_that_touch_what_they_read_and_only_those() {
     assert!(live.wait_for(c.seq, Duration::from_secs(10)));
     assert!(live.state().at_path("views/titles.csv").is_none());
 }
+
+/// A snapshot's views are carried from the one before (only the changed documents are read
+/// for views): after every kind of change they are exactly those found by reading every
+/// document.
+#[test]
+fn views_carried_across_changes_are_those_of_the_whole_store() {
+    use stardust_core::analysis::{Analysis, StoreContext};
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = Arc::new(StoreContext::load(dir.path()).unwrap());
+    let view = |id: &str, path: &str| {
+        format!("id view/{id}\ntype view\nquery {{find [?t] where [[?b title ?t]]}}\npath {path}\n")
+    };
+    let mut files: std::collections::BTreeMap<String, String> = [
+        ("books.dust", BOOKS.to_owned()),
+        ("a.dust", view("a", "views/a.json")),
+        ("c.dust", view("c", "views/c.json")),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_owned(), t))
+    .collect();
+    let whole = |files: &std::collections::BTreeMap<String, String>| {
+        let docs = files.iter().map(|(p, t)| (p.clone(), t.clone().into_bytes())).collect();
+        Analysis::new(ctx.clone(), docs)
+    };
+    let mut analysis = whole(&files);
+    assert_eq!(analysis.views().list.len(), 2);
+    let steps: Vec<Vec<(&str, Option<String>)>> = vec![
+        vec![("a.dust", Some(view("a", "views/moved.json")))],
+        vec![("c.dust", None)],
+        vec![("d.dust", Some(view("d", "views/a.json"))), ("books.dust", Some(VIEW.to_owned()))],
+        vec![("e.json", Some("{\"plain\": true}\n".to_owned()))],
+        vec![("books.dust", Some(BOOKS.to_owned())), ("a.dust", Some(BOOKS.to_owned()))],
+    ];
+    for (i, step) in steps.into_iter().enumerate() {
+        let changes = step
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.as_ref().map(|t| t.clone().into_bytes())))
+            .collect();
+        for (p, t) in step {
+            match t {
+                Some(t) => files.insert(p.to_owned(), t),
+                None => files.remove(p),
+            };
+        }
+        analysis = analysis.with_changes(changes);
+        assert_eq!(analysis.views().list, whole(&files).views().list, "step {i}");
+    }
+}

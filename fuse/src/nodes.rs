@@ -5,7 +5,8 @@
 //! numbers before and after a save see the same file. Numbers are never reused. A hard link
 //! made through the mount gives a second path to the same number.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 
 /// The root folder's inode number (FUSE's fixed `FUSE_ROOT_ID`).
 pub const ROOT: u64 = 1;
@@ -14,7 +15,9 @@ pub const ROOT: u64 = 1;
 pub struct Nodes {
     /// The main path of each number.
     by_ino: HashMap<u64, String>,
-    by_path: HashMap<String, u64>,
+    /// In path order, so the paths under a folder are one range (a rename or delete costs
+    /// what it moves, not every known path: `rsync` renames each file it writes).
+    by_path: BTreeMap<String, u64>,
     /// Further paths of numbers with several (hard links made through the mount).
     aliases: HashMap<u64, Vec<String>>,
     next: u64,
@@ -24,7 +27,7 @@ impl Default for Nodes {
     fn default() -> Nodes {
         let mut nodes = Nodes {
             by_ino: HashMap::new(),
-            by_path: HashMap::new(),
+            by_path: BTreeMap::new(),
             aliases: HashMap::new(),
             next: ROOT + 1,
         };
@@ -108,7 +111,13 @@ impl Nodes {
     /// `path` and the known paths under it.
     fn under(&self, path: &str) -> Vec<String> {
         let prefix = format!("{path}/");
-        self.by_path.keys().filter(|p| *p == path || p.starts_with(&prefix)).cloned().collect()
+        let below = self
+            .by_path
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .map(|(p, _)| p)
+            .take_while(|p| p.starts_with(&prefix));
+        let itself = self.by_path.get_key_value(path).map(|(p, _)| p);
+        itself.into_iter().chain(below).cloned().collect()
     }
 
     /// `path` no longer names `ino`: another of its paths becomes the main one, if any.

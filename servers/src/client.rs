@@ -83,6 +83,9 @@ pub(crate) struct Observed {
     pub registrations: BTreeMap<String, Value>,
     /// Why and when the connection closed.
     pub closed: Option<(String, Instant)>,
+    /// The last liveness probe ([`Connection::probe`]): its id, when it was sent, and when
+    /// its answer came.
+    pub probe: Option<(i64, Instant, Option<Instant>)>,
 }
 
 /// The largest write a pipe takes whole or not at all (POSIX `PIPE_BUF`, 4096 on Linux).
@@ -230,6 +233,21 @@ impl Connection {
         (id, rx)
     }
 
+    /// Sends a liveness probe: a request of a method no server knows, which an idle server
+    /// answers at once (with an error); when the answer comes is kept in [`Observed::probe`]
+    /// (see `stardust_core::codefiles::wants_probe`).
+    pub(crate) fn probe(&self) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.observed).probe = Some((id, Instant::now(), None));
+        let (tx, _rx) = mpsc::sync_channel(1);
+        lock(&self.pending).insert(id, tx);
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": "stardust/probe", "params": null});
+        if !self.send(message) {
+            self.forget(id);
+        }
+    }
+
     /// Gives up on request `id` (after a timeout): its answer, if it comes, is dropped.
     pub(crate) fn forget(&self, id: i64) -> Option<SyncSender<Reply>> {
         lock(&self.pending).remove(&id)
@@ -325,6 +343,11 @@ impl Reader {
         match (method, id) {
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { return };
+                if let Some((probe, _, answered)) = lock(&self.observed).probe.as_mut()
+                    && *probe == id
+                {
+                    *answered = Some(Instant::now());
+                }
                 let Some(tx) = lock(&self.pending).remove(&id) else {
                     return;
                 };
@@ -459,6 +482,12 @@ impl Reader {
                 };
                 let token = token.to_string();
                 let value = params.get("value").unwrap_or(&Value::Null);
+                tracing::debug!(
+                    server = self.name,
+                    token,
+                    kind = value["kind"].as_str().unwrap_or_default(),
+                    "progress"
+                );
                 let mut observed = lock(&self.observed);
                 let was_busy = !observed.progress.is_empty() || !observed.announced.is_empty();
                 match value.get("kind").and_then(Value::as_str) {

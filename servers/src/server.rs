@@ -458,7 +458,11 @@ impl LanguageServer {
             };
             match answer {
                 Ok(Reply::Result(result)) => {
-                    return Ok(Answer { result, readiness: self.readiness_of(&instance).0 });
+                    let readiness = stardust_core::codefiles::answer_readiness(
+                        &activity_of(&instance),
+                        Instant::now(),
+                    );
+                    return Ok(Answer { result, readiness });
                 }
                 Ok(Reply::Error { code, .. })
                     if code == CONTENT_MODIFIED || code == SERVER_CANCELLED =>
@@ -846,7 +850,7 @@ fn activity_of(instance: &Instance) -> Activity {
     let observed = lock(&instance.conn.observed);
     let stopped_at =
         stopped.as_ref().map(|_| observed.closed.as_ref().map_or_else(Instant::now, |c| c.1));
-    Activity {
+    let activity = Activity {
         busy: !observed.progress.is_empty() || !observed.announced.is_empty(),
         reports: observed.reports,
         done_at: observed.done_at,
@@ -856,7 +860,16 @@ fn activity_of(instance: &Instance) -> Activity {
         first_published: observed.first_published,
         work_changed: observed.work_changed,
         stopped_at,
+        probes: true,
+        probe_sent: observed.probe.map(|p| p.1),
+        probe_answered: observed.probe.and_then(|p| p.2),
+    };
+    drop(observed);
+    // Whoever reads a silent server's readiness probes it: every wait for readiness polls.
+    if stardust_core::codefiles::wants_probe(&activity, Instant::now()) {
+        instance.conn.probe();
     }
+    activity
 }
 
 /// The methods whose progress a `workDoneToken` of ours names: the requests about files and

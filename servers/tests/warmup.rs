@@ -131,6 +131,28 @@ fn a_server_that_never_reports_progress_is_ready_after_its_quiet_and_warmed_up_a
     assert_eq!(core.started().len(), 1);
 }
 
+/// A server that goes silent while it works without reporting it (pyright running the
+/// interpreter) is not taken as ready when its quiet period passes: it answers the probe only
+/// once its work is over, and is ready only after a quiet period it answers promptly in.
+#[test]
+fn a_server_silent_at_work_is_not_ready_until_it_answers_a_probe_promptly() {
+    let core = core(&["--stall-after-initialized", "4000"], "");
+    let session = core.session();
+    let status = core.status_when(&session, Duration::from_secs(10), |s| s["pid"].is_i64());
+    assert!(status["pid"].is_i64(), "{status}");
+    let started = Instant::now();
+    // Well past the quiet period, still at work.
+    std::thread::sleep(Duration::from_millis(3_000));
+    let status = core.status(&session);
+    assert_eq!(status["state"], "indexing", "{status}");
+    // Its work over, it answers, and is ready once a prompt probe follows a quiet period.
+    let status = core.status_when(&session, Duration::from_secs(15), |s| s["state"] == "ready");
+    assert_eq!(status["state"], "ready", "{status}");
+    assert!(started.elapsed() >= Duration::from_millis(4_000), "{:?}", started.elapsed());
+    let answer = core.references(&session).unwrap();
+    assert_eq!((&answer["readiness"], &answer["complete"]), (&json!("ready"), &json!(true)));
+}
+
 #[test]
 fn a_server_indexing_forever_answers_busy_naming_its_readiness() {
     let core = core(&["--indexing-forever"], "timeouts = { request = 1 }\n");
@@ -225,4 +247,43 @@ fn a_lazy_server_waits_for_the_first_request_and_an_idle_one_is_stopped() {
     assert!(common::survivors(&[pid], Duration::from_secs(5)).is_empty());
     core.references(&session).unwrap();
     assert_eq!(core.started().len(), 2);
+}
+
+#[test]
+fn the_warm_up_opens_the_first_file_with_content_not_an_empty_one() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("opened");
+    let core = core(&["--open-log", log.to_str().unwrap()], "");
+    // Before `a.fk` in path order, and nothing to check in it (an empty `__init__.py`).
+    std::fs::write(core.store.join("0.fk"), " \n").unwrap();
+    let session = core.session();
+    let status = core.status_when(&session, Duration::from_secs(10), |s| s["state"] == "ready");
+    assert_eq!(status["state"], "ready", "{status}");
+    let opened = std::fs::read_to_string(&log).unwrap();
+    let opened: Vec<&str> = opened.lines().collect();
+    assert_eq!(opened.len(), 1, "{opened:?}");
+    assert!(opened[0].ends_with("/store/a.fk"), "{opened:?}");
+}
+
+#[test]
+fn a_rename_s_cross_check_is_asked_while_the_rename_is_computed() {
+    // The fake answers the rename only once the references are asked too: asked one after
+    // the other, the rename would be `busy` after the request timeout.
+    let core = core(
+        &["--rename-waits-for-references", "--publish-on-change"],
+        "timeouts = { request = 3 }\n",
+    );
+    let session = core.session();
+    let args = json!({"path": "a.fk", "position": {"line": 1, "column": 1}, "newName": "omega"});
+    let snapshot = core.service.store().snapshot();
+    let preview = core
+        .service
+        .execute(&session, "rename_preview", args)
+        .map_err(|e| e.to_json(&snapshot.analysis))
+        .unwrap();
+    assert_eq!(preview["committable"], true, "{preview}");
+    let documents = preview["documents"].as_array().unwrap();
+    assert_eq!(documents.len(), 1, "{preview}");
+    assert_eq!(documents[0]["path"], "a.fk", "{preview}");
+    assert!(documents[0]["diff"].as_str().unwrap().contains("+omega"), "{preview}");
 }

@@ -60,6 +60,14 @@ impl Docs {
         self.order.iter()
     }
 
+    /// The paths under the folder `folder` (not `folder` itself), in order: one binary
+    /// search, then what is there.
+    pub(super) fn keys_under<'a>(&'a self, folder: &str) -> impl Iterator<Item = &'a Arc<str>> {
+        let prefix = format!("{folder}/");
+        let start = self.order.partition_point(|p| **p < *prefix.as_str());
+        self.order[start..].iter().take_while(move |p| p.starts_with(&prefix))
+    }
+
     /// Documents in path order.
     pub(super) fn values(&self) -> impl Iterator<Item = &Arc<Document>> {
         self.iter().map(|(_, doc)| doc)

@@ -407,9 +407,21 @@ impl Analysis {
             })
             .collect();
         let (touched_ids, schema_change) = self.reindex(&splices, &parsed);
+        let views = self.memo.get::<views::Views>();
         self.memo = Arc::default();
         if schema_change {
             return Analysis::build(self.ctx.clone(), self.docs);
+        }
+        // The views as the previous snapshot had them, with the changed documents' own: a
+        // commit then costs views nothing per document of the store (every snapshot's views
+        // are asked for by the views' thread).
+        if let Some(views) = views {
+            let changed = splices
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .chain(parsed.iter().map(|(p, _)| p.as_str()));
+            let carried = views.carry(&self, changed);
+            self.memo.get_or_init(|| carried);
         }
         let retyped = self.retype(&touched_ids);
         let mut revalidate: BTreeSet<String> = parsed.iter().map(|(p, _)| p.clone()).collect();
@@ -768,6 +780,12 @@ impl Analysis {
     /// Documents in path order.
     pub fn documents(&self) -> impl Iterator<Item = &Arc<Document>> {
         self.docs.values()
+    }
+
+    /// The paths of the documents in the folder `folder` and its subfolders, in order; costs
+    /// what it finds, not the store's documents.
+    pub fn document_paths_under(&self, folder: &str) -> Vec<String> {
+        self.docs.keys_under(folder).map(|p| p.to_string()).collect()
     }
 
     pub fn document_count(&self) -> usize {

@@ -51,7 +51,29 @@ pub struct Views {
 
 impl Views {
     fn build(analysis: &Analysis) -> Views {
-        let mut list: Vec<ViewDef> = analysis.documents().flat_map(|doc| defs(doc)).collect();
+        Views::of(analysis.documents().flat_map(|doc| defs(doc)).collect())
+    }
+
+    /// The views of `analysis`, made from these (a snapshot's before the documents at
+    /// `changed` changed): the changed documents' views replace what they held, the others
+    /// are kept. Costs the changed documents and the views, not the store's documents.
+    pub(super) fn carry<'a>(
+        &self,
+        analysis: &Analysis,
+        changed: impl IntoIterator<Item = &'a str>,
+    ) -> Views {
+        let changed: std::collections::BTreeSet<&str> = changed.into_iter().collect();
+        let mut list: Vec<ViewDef> =
+            self.list.iter().filter(|def| !changed.contains(def.doc.as_str())).cloned().collect();
+        for path in changed {
+            if let Some(doc) = analysis.docs.get(path) {
+                list.extend(defs(doc));
+            }
+        }
+        Views::of(list)
+    }
+
+    fn of(mut list: Vec<ViewDef>) -> Views {
         list.sort_by(|a, b| a.id.cmp(&b.id).then(a.doc.cmp(&b.doc)));
         let mut by_path: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, def) in list.iter().enumerate() {

@@ -87,6 +87,12 @@ pub struct Activity {
     pub work_changed: Option<Instant>,
     /// When its connection closed.
     pub stopped_at: Option<Instant>,
+    /// Whether the host probes a silent server ([`wants_probe`]): then a quiet period counts
+    /// only once a probe sent after it was answered promptly.
+    pub probes: bool,
+    /// When the last probe was sent, and when its answer came (`None`: not yet).
+    pub probe_sent: Option<Instant>,
+    pub probe_answered: Option<Instant>,
 }
 
 /// Where a language server is (SPEC §25), as `server_status` shows it.
@@ -125,6 +131,13 @@ pub const READY_QUIET: Duration = Duration::from_secs(2);
 /// publishing or reporting work: past it, its initial analysis counts as over all the same.
 pub const READY_BOUND: Duration = Duration::from_secs(20);
 
+/// How soon a probe of a silent server must be answered to show that the server is idle
+/// rather than busy in a stretch of work it reports nothing about (pyright runs the Python
+/// interpreter to find its search paths before it looks for files, and under load that took
+/// 4.6 s of silence; an idle server answers in milliseconds). A slower answer counts as the
+/// server's having spoken then: the quiet period starts again from it.
+pub const PROBE_PROMPT: Duration = Duration::from_millis(500);
+
 /// How long a server must stay out of work after its analysis or its work ended before it
 /// counts as ready: the time a server takes to announce the work that follows (under a
 /// millisecond for pyright), with a margin for a loaded machine.
@@ -141,6 +154,22 @@ pub const READY_SETTLE: Duration = Duration::from_millis(100);
 ///
 /// A host that keeps no clock (`initialized` unknown) is taken as `ready` since `now`.
 pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
+    readiness_with(a, now, READY_SETTLE)
+}
+
+/// The readiness a server answered in, read when its answer arrived: [`readiness`] without
+/// [`READY_SETTLE`]. The settle is for a caller deciding whether to ask, who cannot tell
+/// whether work is about to be announced; an answer comes after everything the server sent
+/// before it on the same connection, so work announced in the same turn as the end of the
+/// last (pyright's checker after a publication) has been seen by then, and the answer is not
+/// marked as given at work because work ended just before it (measured: pyright ends its check
+/// of the file a `references` opened in the same turn as it answers, and the answer was asked
+/// again 100 ms later, docs/DECISIONS.md).
+pub fn answer_readiness(a: &Activity, now: Instant) -> Readiness {
+    readiness_with(a, now, Duration::ZERO).0
+}
+
+fn readiness_with(a: &Activity, now: Instant, settle: Duration) -> (Readiness, Instant) {
     if a.stopped.is_some() {
         return (Readiness::Crashed, a.stopped_at.unwrap_or(now));
     }
@@ -149,8 +178,13 @@ pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
         return (Readiness::Indexing, a.work_changed.unwrap_or(initialized));
     }
     let ended_work = if a.reports { a.work_changed } else { None };
-    let last_said = [Some(initialized), a.last_heard, a.work_changed].into_iter().flatten().max();
-    let quiet = last_said.map(|t| t + READY_QUIET).filter(|at| *at <= now);
+    let quiet_from = quiet_from(a, initialized);
+    // Silence alone may be a server busy with work it does not report: where the host
+    // probes, the quiet counts once a probe sent after it was answered promptly.
+    let confirmed = !a.probes
+        || matches!((a.probe_sent, a.probe_answered),
+            (Some(sent), Some(answered)) if sent >= quiet_from && answered <= sent + PROBE_PROMPT);
+    let quiet = Some(quiet_from).filter(|at| *at <= now && confirmed);
     let bound = Some(initialized + READY_BOUND).filter(|at| *at <= now);
     let over = [ended_work, a.first_published, quiet, bound].into_iter().flatten().min();
     match over {
@@ -163,13 +197,41 @@ pub fn readiness(a: &Activity, now: Instant) -> (Readiness, Instant) {
             };
             // Work announced in the same turn as what ended the last (pyright announces its
             // checker's work right after its first publication) is not ready yet.
-            if now < since + READY_SETTLE {
+            if now < since + settle {
                 let began = if since == over { initialized } else { since };
                 return (Readiness::Indexing, began);
             }
             (Readiness::Ready, since)
         }
     }
+}
+
+/// When a server's quiet period ends: [`READY_QUIET`] after the last thing it said (or its
+/// `initialize`, or a probe it answered slowly, which shows it was at work until then).
+fn quiet_from(a: &Activity, initialized: Instant) -> Instant {
+    let slow_answer = match (a.probe_sent, a.probe_answered) {
+        (Some(sent), Some(answered)) if answered > sent + PROBE_PROMPT => Some(answered),
+        _ => None,
+    };
+    let said = [Some(initialized), a.last_heard, a.work_changed, slow_answer];
+    said.into_iter().flatten().max().unwrap_or(initialized) + READY_QUIET
+}
+
+/// Whether a host that probes should send a server a probe now (a request any server answers
+/// at once, with an error if it does not know it): the server has been quiet for
+/// [`READY_QUIET`] with its initial analysis not known to be over, and no probe has been sent
+/// since the quiet began.
+pub fn wants_probe(a: &Activity, now: Instant) -> bool {
+    let Some(initialized) = a.initialized else { return false };
+    if a.stopped.is_some()
+        || a.busy
+        || a.first_published.is_some()
+        || (a.reports && a.work_changed.is_some())
+    {
+        return false;
+    }
+    let quiet_from = quiet_from(a, initialized);
+    now >= quiet_from && a.probe_sent.is_none_or(|sent| sent < quiet_from)
 }
 
 /// The supervised language servers of one core, one instance per server name, shared by

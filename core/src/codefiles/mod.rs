@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use host::{
-    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, Publication, READY_BOUND, READY_QUIET,
-    Readiness, readiness,
+    Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, PROBE_PROMPT, Publication, READY_BOUND,
+    READY_QUIET, Readiness, answer_readiness, readiness, wants_probe,
 };
 pub use launch::{
     LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, shell_word,

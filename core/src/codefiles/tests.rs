@@ -554,10 +554,61 @@ fn readiness_from_what_a_server_said() {
         Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
     assert_eq!(state(&ended, 950), ("indexing", 0));
     assert_eq!(state(&ended, 1_100), ("ready", 900));
+    // An answer that arrives just after the work ended was not given at work: what the
+    // server announced before it is on the wire before it.
+    assert_eq!(answer_readiness(&ended, at(950)), Readiness::Ready);
+    assert_eq!(answer_readiness(&published, at(350)), Readiness::Ready);
+    assert_eq!(answer_readiness(&busy, at(5_000)), Readiness::Indexing);
+    assert_eq!(answer_readiness(&started, at(10)), Readiness::Indexing);
     // Work ended after the first analysis: ready since the work ended.
     let again = Activity { busy: false, work_changed: Some(at(900)), ..published.clone() };
     assert_eq!(state(&again, 2_000), ("ready", 900));
     // A closed connection: crashed since it closed.
-    let crashed = Activity { stopped: Some("gone".into()), stopped_at: Some(at(42)), ..started };
+    let crashed =
+        Activity { stopped: Some("gone".into()), stopped_at: Some(at(42)), ..started.clone() };
     assert_eq!(state(&crashed, 100), ("crashed", 42));
+}
+
+/// Silence is not readiness where the host probes: a server busy with work it does not report
+/// (pyright running the interpreter) answers a probe late, and only a probe sent after the
+/// quiet period and answered promptly makes the quiet count.
+#[test]
+fn a_silent_server_is_ready_only_once_it_answers_a_probe_promptly() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let quiet = READY_QUIET.as_millis() as u64;
+    let prompt = PROBE_PROMPT.as_millis() as u64;
+    let state = |a: &Activity, now: u64| {
+        let (r, since) = readiness(a, at(now));
+        (r.as_str(), since.duration_since(t0).as_millis() as u64)
+    };
+    let silent = Activity { initialized: Some(t0), probes: true, ..Activity::default() };
+    // Quiet, never probed: a probe is wanted, and the server is not ready yet.
+    assert!(!wants_probe(&silent, at(quiet - 1)));
+    assert!(wants_probe(&silent, at(quiet)));
+    assert_eq!(state(&silent, quiet + 200), ("indexing", 0));
+    // Probed and not answered (the server is at work): still indexing, no second probe.
+    let probed = Activity { probe_sent: Some(at(quiet)), ..silent.clone() };
+    assert!(!wants_probe(&probed, at(quiet + 3_000)));
+    assert_eq!(state(&probed, quiet + 3_000), ("indexing", 0));
+    // Answered promptly: ready since the quiet period ended.
+    let prompt_answer = Activity { probe_answered: Some(at(quiet + 20)), ..probed.clone() };
+    assert_eq!(state(&prompt_answer, quiet + 150), ("ready", quiet));
+    // Answered late (it was at work): the quiet starts again from the answer, which wants
+    // a probe of its own.
+    let late = quiet + prompt + 4_000;
+    let slow = Activity { probe_answered: Some(at(late)), ..probed.clone() };
+    assert_eq!(state(&slow, late + 10), ("indexing", 0));
+    assert!(!wants_probe(&slow, at(late + quiet - 1)));
+    assert!(wants_probe(&slow, at(late + quiet)));
+    // A probe sent before the server last spoke proves nothing about the silence after.
+    let spoke = Activity { last_heard: Some(at(quiet + 100)), ..prompt_answer.clone() };
+    assert_eq!(state(&spoke, quiet + 200), ("indexing", 0));
+    assert!(wants_probe(&spoke, at(2 * quiet + 100)));
+    // A server that published or reported work is never probed.
+    let published = Activity { first_published: Some(at(300)), ..silent.clone() };
+    assert!(!wants_probe(&published, at(10 * quiet)));
+    // The bound still holds for a server that never answers.
+    assert_eq!(state(&probed, 20_200), ("ready", READY_BOUND.as_millis() as u64));
 }

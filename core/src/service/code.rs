@@ -336,7 +336,16 @@ impl Service {
         let host = self.host(target.server())?;
         let _shared = self.not_speculating();
         host.sync(&target.spec, &target.file, &target.language_id, text)?;
-        Ok(host.request(&target.spec, method, params)?)
+        let asked = Instant::now();
+        let answer = host.request(&target.spec, method, params)?;
+        tracing::debug!(
+            server = target.server(),
+            method,
+            ms = asked.elapsed().as_secs_f64() * 1000.0,
+            indexing = answer.indexing,
+            "answered"
+        );
+        Ok(answer)
     }
 
     /// Wait for a speculative check in progress, and keep the next one from starting.
@@ -707,9 +716,16 @@ impl Service {
         let mut last = None;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
+            let waited = Instant::now();
             if let Err(err) = self.await_ready(target.server(), left) {
                 return last.ok_or(err);
             }
+            tracing::debug!(
+                server = target.server(),
+                method,
+                ms = waited.elapsed().as_secs_f64() * 1000.0,
+                "waited for readiness"
+            );
             let answer = self.code_request_with(target, text, method, params.clone())?;
             if !answer.indexing || Instant::now() >= deadline {
                 return Ok(answer);
@@ -799,8 +815,17 @@ pub(super) fn wall_time(at: Instant) -> std::time::SystemTime {
     std::time::SystemTime::now() - Instant::now().saturating_duration_since(at)
 }
 
-/// Warm one server up (see [`Service::warm_up`]): give it the store's first file it covers,
-/// then follow it until it is ready, starting it again after a crash while its restarts last.
+/// Warm one server up (see [`Service::warm_up`]): give it the store's first file it covers
+/// that has something in it (else the first file it covers), then follow it until it is
+/// ready, starting it again after a crash while its restarts last.
+///
+/// A file with content, not an empty `__init__.py`: a server checks the files it has open
+/// (pyright in its default `openFilesOnly` mode), and checking code evaluates what it names,
+/// down to the language's own stubs (pyright's `builtins`, `typing`), which is the largest
+/// fixed cost of the first question (measured: about a second of the first hover's 1.1 s on
+/// a cold 500-module project, docs/DECISIONS.md, "Warm-up that evaluates"). Nothing else is
+/// asked: a `workspace/symbol` that made pyright read every file cost 4 to 5 s of its one
+/// thread, which the first questions waited behind, to save about a second of a rename.
 fn warm(
     host: &dyn CodeHost,
     root: &Path,
@@ -809,18 +834,26 @@ fn warm(
     spec: LaunchSpec,
 ) {
     let name = spec.name.clone();
+    let mut empty = None;
     let first = codefiles::first_file(root, config, servers, &name, |rel| {
         let Ok(Owner::Server { language_id, .. }) = codefiles::route(config, servers, rel) else {
             return None;
         };
         let file = root.join(rel);
         let text = read_text(&file, rel).ok()?;
-        Some((with_root(spec.clone(), rel, root), file, language_id, text))
-    });
+        let found = (with_root(spec.clone(), rel, root), file, language_id, text);
+        if found.3.trim().is_empty() {
+            empty.get_or_insert(found);
+            return None;
+        }
+        Some(found)
+    })
+    .or(empty);
     let Some((spec, file, language_id, text)) = first else {
         tracing::debug!(server = name, "no warm-up: it covers no file of the store");
         return;
     };
+    tracing::debug!(server = name, file = %file.display(), "warm-up: starting");
     let deadline = Instant::now() + spec.timeouts.startup + spec.timeouts.request;
     loop {
         if let Err(err) = host.sync(&spec, &file, &language_id, &text) {
@@ -829,7 +862,10 @@ fn warm(
         }
         loop {
             match host.readiness(&name) {
-                Some((Readiness::Ready, _)) => return index(host, &spec),
+                Some((Readiness::Ready, _)) => {
+                    tracing::debug!(server = name, "warm-up: ready");
+                    return;
+                }
                 None => return,
                 Some((Readiness::Crashed, _)) => break,
                 Some(_) if Instant::now() >= deadline => return,
@@ -837,26 +873,6 @@ fn warm(
             }
         }
         tracing::info!(server = name, "it crashed while warming up: starting it again");
-    }
-}
-
-/// The query of the warm-up's `workspace/symbol`: one that matches (almost) nothing, so the
-/// answer is small while the server still reads every file to look.
-const WARM_QUERY: &str = "__stardust_warm_up__";
-
-/// The last step of a warm-up: one `workspace/symbol` request, which a server that reads
-/// files only when asked (pyright parses and binds a module the first time a request needs
-/// it) answers by reading every file of the workspace, so that the first real question finds
-/// them read. Skipped by a server without workspace symbols; its answer and errors are not
-/// used.
-fn index(host: &dyn CodeHost, spec: &LaunchSpec) {
-    let capabilities = host.capabilities(&spec.name).unwrap_or(Value::Null);
-    let offers = capabilities
-        .get("workspaceSymbolProvider")
-        .is_some_and(|p| !p.is_null() && *p != Value::Bool(false));
-    if offers && let Err(err) = host.request(spec, "workspace/symbol", json!({"query": WARM_QUERY}))
-    {
-        tracing::debug!(server = spec.name, "the warm-up's workspace/symbol: {err}");
     }
 }
 

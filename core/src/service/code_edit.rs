@@ -93,7 +93,31 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
     let (place, text) = text_position(service, target, &call.args, &mut texts)?;
     let mut params = place.clone();
     params["newName"] = json!(new_name);
-    let answer = service.ask_when_ready(target, &text, "textDocument/rename", &params)?;
+    let mut check = place;
+    check["context"] = json!({"includeDeclaration": true});
+    // The file is given to its server once, now (while it may still be loading: it then
+    // checks the file during its start rather than after the question), so that the two
+    // questions below, asked at once, find it given.
+    service.code_sync(target)?;
+    // The cross-check is asked while the rename is computed: a server answers them in turn,
+    // but neither waits for the other's round trip (docs/DECISIONS.md, "A rename's preview
+    // without idle waits").
+    let (answer, references) = std::thread::scope(|scope| {
+        let references = std::thread::Builder::new()
+            .name("rename-references".into())
+            .spawn_scoped(scope, || {
+                service.ask_when_ready(target, &text, "textDocument/references", &check)
+            });
+        let answer = service.ask_when_ready(target, &text, "textDocument/rename", &params);
+        let references = match references {
+            Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // No thread to spare: asked after the rename.
+            Err(_) => service.ask_when_ready(target, &text, "textDocument/references", &check),
+        };
+        (answer, references)
+    });
+    let answer = answer?;
+    tracing::debug!(server = target.server(), indexing = answer.indexing, "rename answered");
     if answer.result.is_null() {
         return Err(Error::Unsupported(format!(
             "{} cannot rename what is at that place of {}; prepare_rename says what can be \
@@ -103,11 +127,8 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
         ))
         .into());
     }
-    let mut params = place;
-    params["context"] = json!({"includeDeclaration": true});
     // A server without `references` cannot be checked against them; its rename stands alone.
-    let references = match service.ask_when_ready(target, &text, "textDocument/references", &params)
-    {
+    let references = match references {
         Ok(references) => references,
         Err(err) if err.code() == Code::Unsupported => {
             codefiles::CodeAnswer { result: Value::Null, indexing: false }
@@ -115,6 +136,7 @@ pub(super) fn rename_preview(call: &Call<'_>, target: &CodeTarget) -> CommandRes
         Err(err) => return Err(err),
     };
     let found = as_list(&references.result);
+    tracing::debug!(server = target.server(), count = found.len(), "rename's references answered");
     let encoding = service.code_encoding(target.server());
     let missing = uncovered(&answer.result, &found)
         .iter()
@@ -173,7 +195,10 @@ fn preview_edit(
     let encoding = service.code_encoding(server);
     let files = workspace_edit(service, edit, encoding)?;
     let delta = match dependents(service, &files, &coverage.referencing) {
-        Ok(dependents) => speculate(service, &files, &dependents),
+        Ok(dependents) => {
+            tracing::debug!(touched = files.len(), dependents = dependents.len(), "delta's files");
+            speculate(service, &files, &dependents)
+        }
         Err(reason) => Delta::Unknown(reason),
     };
     Ok(insert(call, command, files, delta, &coverage))
@@ -601,7 +626,9 @@ pub(super) fn speculate(service: &Service, files: &[FileEdit], dependents: &[Fil
         Ok(found) => found,
         Err(err) => return Delta::Unknown(format!("before the edit: {err}")),
     };
+    tracing::debug!(files = all.len(), "delta: diagnostics before the edit collected");
     let after = collect(service, &all, |f| &f.after);
+    tracing::debug!(files = all.len(), "delta: diagnostics with the edit collected");
     // Back to the texts every session sees, whatever happened; a server that crashed is
     // given them again when it restarts.
     for (file, was_open) in all.iter().zip(&was_open) {

@@ -25,8 +25,11 @@ pub enum FailPoint {
     Read,
     /// Writing a document's temporary file (and syncing it, for a durable write).
     WriteTemp,
-    /// Appending a transaction to the log and syncing it.
+    /// Appending a transaction to the log (and syncing it, for a commit that waits for no
+    /// other).
     AppendLog,
+    /// Syncing the log once for a group of commits appended together (group commit).
+    SyncLog,
     /// Renaming a temporary file over a document.
     Rename,
     /// Removing a deleted document.

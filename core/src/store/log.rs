@@ -705,13 +705,29 @@ impl LogWriter {
     /// Append an encoded record. With `sync`, the record is durable when this returns. On
     /// failure the file is cut back to where it was, so a failed append leaves no record.
     pub fn append(&mut self, record: &Encoded<'_>, sync: bool) -> io::Result<u64> {
+        self.append_with(record, sync, sync)
+    }
+
+    /// Append an encoded record that a later [`LogWriter::sync`] makes durable together with
+    /// the records appended before it (group commit): the reserve is grown as for a synced
+    /// append, so that sync writes over blocks the file already has.
+    pub fn append_deferred(&mut self, record: &Encoded<'_>) -> io::Result<u64> {
+        self.append_with(record, true, false)
+    }
+
+    /// Make every record appended so far durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn append_with(&mut self, record: &Encoded<'_>, reserve: bool, sync: bool) -> io::Result<u64> {
         if self.broken {
             return Err(io::Error::other("an earlier failed append could not be cut back"));
         }
         let offset = self.len;
         let n = record.len() as u64;
         let result = (|| {
-            if sync && offset + n > self.reserved && n <= RESERVED_RECORD_MAX {
+            if reserve && offset + n > self.reserved && n <= RESERVED_RECORD_MAX {
                 self.reserve(offset + n)?;
             }
             self.file.seek(SeekFrom::Start(offset))?;

@@ -10,6 +10,12 @@
 //! commit point leaves nothing behind; a failure after it undoes the documents already
 //! replaced and cuts the record from the log.
 //!
+//! Group commit: commits wait in a queue for the writer, and whoever holds it applies every
+//! queued one in order, each on the state the one before left (its own seq and record), then
+//! syncs the log once for all of them, and only then writes their files, publishes and answers
+//! them. A lone commit finds only itself queued and the writer free: it waits for nothing
+//! more than before. Commits arriving during a sync are grouped by the next holder.
+//!
 //! A checkpoint (see `checkpoint.rs`: in the background after the store is idle or after a
 //! number of commits, on [`Store::close`] and on drop) syncs the documents written since the
 //! last one and their folders, and only then appends an `applied` marker through the last seq.
@@ -290,6 +296,62 @@ struct Inner {
     /// The head when the log was last compacted (or the store opened): checkpoints compact
     /// again once enough was committed since (`compact.rs`).
     compacted_at: std::sync::atomic::AtomicU64,
+    /// Commits waiting for the writer; the next holder applies them all (group commit).
+    queue: Mutex<std::collections::VecDeque<(Request, Answer)>>,
+    /// How many times commits synced the log (their commit points), for tests of group
+    /// commit.
+    log_syncs: std::sync::atomic::AtomicU64,
+}
+
+/// A commit waiting for the writer (group commit, [`Inner::commit_grouped`]).
+struct Request {
+    origin: Origin,
+    changes: Vec<Change>,
+    prepared: Option<Prepared>,
+    /// The code files among the changes (their versions are read from disk when planned).
+    code: HashMap<String, Option<Version>>,
+    authority: Authority,
+}
+
+/// Where a queued commit's outcome is left for the thread that asked.
+type Answer = Arc<Mutex<Option<StoreResult<Committed>>>>;
+
+/// At most this many transactions are applied between two syncs, so the first of a long
+/// burst is not kept waiting for the whole of it.
+const BATCH_MAX: usize = 256;
+
+/// A request decided on top of the writer's head.
+enum Plan {
+    /// Nothing to write (every change left its document as it was).
+    Done(Committed),
+    /// The transaction to append, then write.
+    Write(Planned),
+    /// It found an edit made on disk behind the store's back while not first in its batch:
+    /// it goes first in the next one.
+    Later(Request),
+}
+
+struct Planned {
+    txn: Transaction,
+    /// Each changed path's new content (`None`: deleted), in path order.
+    effective: Vec<(String, Option<Vec<u8>>)>,
+    /// What each path held before, to put back if writing fails.
+    previous: HashMap<String, Option<Vec<u8>>>,
+    /// The state after the transaction.
+    snapshot: Arc<Snapshot>,
+    /// Whether it must be durable before it is acknowledged.
+    durable: bool,
+}
+
+/// When an appended record is synced.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LogSync {
+    /// Before the append returns.
+    Now,
+    /// By the batch's one sync after its last append.
+    Later,
+    /// Not by the commit (a checkpoint or the next sync carries it).
+    No,
 }
 
 struct Writer {
@@ -371,6 +433,8 @@ impl Store {
             code_saves: RwLock::new(None),
             refusals: Mutex::default(),
             compacted_at: std::sync::atomic::AtomicU64::new(snapshot_seq),
+            queue: Mutex::default(),
+            log_syncs: std::sync::atomic::AtomicU64::new(0),
         });
         if inner.remote.is_none() {
             // `[history] keep` (SPEC §26): before anything reads the history.
@@ -487,6 +551,19 @@ impl Store {
     pub fn compact(&self) -> StoreResult<Option<Compaction>> {
         let mut writer = self.inner.writer()?;
         self.inner.compact_locked(&mut writer)
+    }
+
+    /// How many times commits have synced the log since the store opened: once per durable
+    /// commit, or once for a group of them (group commit). For tests.
+    #[doc(hidden)]
+    pub fn log_syncs(&self) -> u64 {
+        self.inner.log_syncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many commits are waiting for the writer (group commit). For tests.
+    #[doc(hidden)]
+    pub fn queued_commits(&self) -> usize {
+        sync::lock(&self.inner.queue).len()
     }
 
     /// Let the store go as a crash would: no final checkpoint, so the next open redoes what
@@ -1210,7 +1287,7 @@ impl Inner {
 
     /// Make `snapshot` current and tell subscribers about `txn`.
     fn publish(&self, txn: &Transaction, snapshot: Snapshot, offset: u64) {
-        self.publish_all([txn], snapshot, [offset]);
+        self.publish_all([txn], Arc::new(snapshot), [offset]);
     }
 
     /// Make `snapshot` current after the transactions `txns` (logged at `offsets`), and tell
@@ -1218,12 +1295,12 @@ impl Inner {
     fn publish_all<'a>(
         &self,
         txns: impl IntoIterator<Item = &'a Transaction>,
-        snapshot: Snapshot,
+        snapshot: Arc<Snapshot>,
         offsets: impl IntoIterator<Item = u64>,
     ) {
         let txns: Vec<&Transaction> = txns.into_iter().collect();
         sync::write(&self.history).extend(txns.iter().copied(), offsets);
-        let old = std::mem::replace(&mut *sync::write(&self.current), Arc::new(snapshot));
+        let old = std::mem::replace(&mut *sync::write(&self.current), snapshot);
         self.reaper.free((old, self.disk.take_buried()));
         for txn in txns {
             self.feed.publish(txn);
@@ -1271,21 +1348,26 @@ impl Inner {
                 code.insert(change.path.clone(), None);
             }
         }
+        let request = Request { origin, changes, prepared, code, authority };
+        if self.remote.is_none() {
+            return self.commit_grouped(request);
+        }
+        let Request { origin, mut changes, prepared, code, authority } = request;
         let mut writer = self.writer()?;
         // A team store may find another core committed first: then it catches up and runs
         // the save authority again on the new state, from the changes as given.
         let mut prepared = prepared;
         let mut reserved = remote::Reserved::none();
         for _ in 0..remote::RETRIES {
-            let retry = self.remote.is_some().then(|| changes.clone());
-            match self.commit_locked(
-                &mut writer,
-                origin.clone(),
+            let retry = changes.clone();
+            let request = Request {
+                origin: origin.clone(),
                 changes,
-                prepared.take(),
-                &code,
+                prepared: prepared.take(),
+                code: code.clone(),
                 authority,
-            )? {
+            };
+            match self.commit_locked(&mut writer, request)? {
                 Some(committed) => return Ok(committed),
                 None => {
                     // Lost the race: hold the head for this core, so the next try wins.
@@ -1293,7 +1375,7 @@ impl Inner {
                         reserved = remote::Reserved::take(remote.as_ref())?;
                     }
                     self.catch_up_locked(&mut writer)?;
-                    changes = retry.expect("only a team store is behind");
+                    changes = retry;
                 }
             }
         }
@@ -1305,46 +1387,228 @@ impl Inner {
         })
     }
 
-    /// [`Inner::commit`] with the writer held: `None` when the team store's database moved
-    /// past the snapshot (nothing was written).
+    /// Group commit (a store without a team database): the request joins the queue, then
+    /// whoever holds the writer applies every queued request in order, each with its own seq
+    /// and log record, and makes them durable with one sync (see [`Inner::commit_batch`]).
+    /// A lone commit finds the writer free and the queue holding only itself, so it waits for
+    /// nothing more than before; commits that arrive while a sync is under way are applied
+    /// together by the next holder.
+    fn commit_grouped(&self, request: Request) -> StoreResult<Committed> {
+        let answer: Answer = Arc::default();
+        sync::lock(&self.queue).push_back((request, answer.clone()));
+        let mut writer = match self.writer() {
+            Ok(writer) => writer,
+            Err(err) => {
+                sync::lock(&self.queue).retain(|(_, a)| !Arc::ptr_eq(a, &answer));
+                return sync::lock(&answer).take().unwrap_or(Err(err));
+            }
+        };
+        loop {
+            if let Some(result) = sync::lock(&answer).take() {
+                return result;
+            }
+            if sync::lock(&self.queue).is_empty() {
+                // Taken by a holder that stopped before answering (a panic).
+                return Err(StoreError::Unavailable {
+                    what: "the commit was lost by a failed writer; nothing was committed".into(),
+                });
+            }
+            self.commit_batch(&mut writer);
+        }
+    }
+
+    /// Apply queued requests in order on top of one another, append each one's record, sync
+    /// the log once if any of them must be durable, then write their files and publish them,
+    /// and answer each (none before the sync). A request that touches a path an earlier one
+    /// of the batch touched, or finds an edit made on disk behind the store's back, waits for
+    /// the next batch: the files are written after the sync, so the disk does not hold the
+    /// earlier one's bytes yet.
+    fn commit_batch(&self, writer: &mut Writer) {
+        let mut head = self.snapshot();
+        let mut touched: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut planned: Vec<(Planned, u64, Answer)> = Vec::new();
+        let mut answers: Vec<(Answer, StoreResult<Committed>)> = Vec::new();
+        let mut durable = false;
+        while planned.len() < BATCH_MAX {
+            let next = {
+                let mut queue = sync::lock(&self.queue);
+                let clashes = queue.front().is_some_and(|(request, _)| {
+                    request.changes.iter().any(|c| touched.contains(&c.path))
+                });
+                if clashes { None } else { queue.pop_front() }
+            };
+            let Some((request, answer)) = next else { break };
+            if writer.poisoned.is_some() || writer.closed {
+                let err = match &writer.poisoned {
+                    Some(reason) => {
+                        StoreError::Poisoned { store: self.root.clone(), reason: reason.clone() }
+                    }
+                    None => StoreError::Closed { store: self.root.clone() },
+                };
+                answers.push((answer, Err(err)));
+                continue;
+            }
+            let paths: Vec<String> = request.changes.iter().map(|c| c.path.clone()).collect();
+            let first = planned.is_empty();
+            match self.plan_locked(writer, &head, first, request) {
+                Ok(Plan::Done(committed)) => answers.push((answer, Ok(committed))),
+                Ok(Plan::Later(request)) => {
+                    sync::lock(&self.queue).push_front((request, answer));
+                    break;
+                }
+                Ok(Plan::Write(plan)) => {
+                    let appended = if plan.durable {
+                        self.append(writer, &plan.txn, &contents(&plan.effective), LogSync::Later)
+                    } else {
+                        self.append(writer, &plan.txn, &contents(&plan.effective), LogSync::No)
+                    };
+                    match appended {
+                        Ok(offset) => {
+                            durable |= plan.durable;
+                            touched.extend(paths);
+                            head = plan.snapshot.clone();
+                            planned.push((plan, offset, answer));
+                        }
+                        Err(err) => answers.push((answer, Err(err))),
+                    }
+                }
+                Err(err) => answers.push((answer, Err(err))),
+            }
+        }
+        if durable && let Some(&(_, first_offset, _)) = planned.first() {
+            let synced = self.disk.check(FailPoint::SyncLog, log::LOG_FILE).and_then(|()| {
+                self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                writer.log.sync()
+            });
+            if let Err(e) = synced {
+                // Nothing of the batch was written but its records: cut them.
+                if let Err(cut) = writer.log.truncate(first_offset) {
+                    writer.poisoned = Some(format!("the log could not be cut back: {cut}"));
+                }
+                let message =
+                    format!("cannot sync the transaction log ({e}); nothing was committed");
+                for (_, _, answer) in planned.drain(..) {
+                    answers.push((
+                        answer,
+                        Err(StoreError::io(message.clone(), std::io::Error::other(e.to_string()))),
+                    ));
+                }
+            }
+        }
+        // The commit point has passed for every planned request: write their files in order.
+        let mut published: Vec<(Transaction, u64)> = Vec::new();
+        let mut last = None;
+        let mut planned = planned.into_iter();
+        for (plan, offset, answer) in planned.by_ref() {
+            let contents = contents(&plan.effective);
+            match self.write_files(writer, &plan.txn, &contents, &plan.previous, offset) {
+                Ok(()) => {
+                    answers.push((
+                        answer,
+                        Ok(Committed { seq: plan.txn.seq, transaction: Some(plan.txn.clone()) }),
+                    ));
+                    published.push((plan.txn, offset));
+                    last = Some(plan.snapshot);
+                }
+                Err(err) => {
+                    // `write_files` cut the log at this record, so the later ones went too.
+                    answers.push((answer, Err(err)));
+                    break;
+                }
+            }
+        }
+        for (plan, _, answer) in planned {
+            answers.push((
+                answer,
+                Err(StoreError::io(
+                    format!("cannot write seq {}; nothing was committed", plan.txn.seq),
+                    std::io::Error::other("an earlier commit of the same group failed"),
+                )),
+            ));
+        }
+        if let Some(snapshot) = last {
+            let (txns, offsets): (Vec<Transaction>, Vec<u64>) = published.into_iter().unzip();
+            self.publish_all(&txns, snapshot, offsets);
+        }
+        for (answer, result) in answers {
+            *sync::lock(&answer) = Some(result);
+        }
+    }
+
+    /// [`Inner::commit`] with the writer held (a team store): `None` when the team store's
+    /// database moved past the snapshot (nothing was written).
     fn commit_locked(
         &self,
         writer: &mut Writer,
-        origin: Origin,
-        changes: Vec<Change>,
-        prepared: Option<Prepared>,
-        code: &HashMap<String, Option<Version>>,
-        authority: Authority,
+        request: Request,
     ) -> StoreResult<Option<Committed>> {
-        let mut code = code.clone();
+        let head = self.snapshot();
+        let plan = match self.plan_locked(writer, &head, true, request)? {
+            Plan::Done(committed) => return Ok(Some(committed)),
+            Plan::Later(_) => unreachable!("the first request of a batch is never put off"),
+            Plan::Write(plan) => plan,
+        };
+        let written = self.write(
+            writer,
+            &plan.txn,
+            &contents(&plan.effective),
+            &plan.previous,
+            plan.durable,
+        )?;
+        let Some(offset) = written else {
+            return Ok(None);
+        };
+        let seq = plan.txn.seq;
+        let txn = plan.txn.clone();
+        self.publish_all([&plan.txn], plan.snapshot, [offset]);
+        Ok(Some(Committed { seq, transaction: Some(txn) }))
+    }
+
+    /// Decide a request on top of `head` (the published snapshot, or the last one planned in
+    /// this batch): the transaction it makes and the state after it, or its answer when it
+    /// changes nothing or is refused. Only the `first` request of a batch takes in edits made
+    /// on disk (the others are put off, `Plan::Later`).
+    fn plan_locked(
+        &self,
+        writer: &mut Writer,
+        head: &Arc<Snapshot>,
+        first: bool,
+        request: Request,
+    ) -> StoreResult<Plan> {
+        let mut code = request.code.clone();
         // Edits made on disk to these documents since the snapshot are history too: record
         // them first, so the expected versions are checked against what is really there.
-        let mut on_disk = Vec::with_capacity(changes.len());
-        for change in &changes {
+        let mut on_disk = Vec::with_capacity(request.changes.len());
+        for change in &request.changes {
             let bytes = self.disk.read(&change.path)?;
             if let Some(version) = code.get_mut(&change.path) {
                 *version = bytes.as_deref().map(Version::of);
             }
             on_disk.push(bytes);
         }
-        let snapshot = self.snapshot();
-        let external: Vec<(String, Option<Vec<u8>>)> = changes
+        let external: Vec<(String, Option<Vec<u8>>)> = request
+            .changes
             .iter()
             .zip(&on_disk)
             .filter(|(change, _)| !code.contains_key(&change.path))
             .filter(|(change, bytes)| {
-                bytes.as_deref().map(Version::of) != snapshot.version(&change.path)
+                bytes.as_deref().map(Version::of) != head.version(&change.path)
             })
             .map(|(change, bytes)| (change.path.clone(), bytes.clone()))
             .collect();
+        let mut snapshot = head.clone();
         if !external.is_empty() {
+            if !first {
+                return Ok(Plan::Later(request));
+            }
             self.ingest_locked(writer, external)?;
+            snapshot = self.snapshot();
         }
+        let Request { origin, changes, prepared, authority, .. } = request;
 
         // What each document held, to put back if the commit fails after the commit point.
         let previous: HashMap<String, Option<Vec<u8>>> =
             changes.iter().map(|c| c.path.clone()).zip(on_disk).collect();
-        let snapshot = self.snapshot();
         let mut effective: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for change in changes {
             let current = match code.get(&change.path) {
@@ -1372,7 +1636,7 @@ impl Inner {
             effective.push((change.path, content));
         }
         if effective.is_empty() {
-            return Ok(Some(Committed { seq: snapshot.seq, transaction: None }));
+            return Ok(Plan::Done(Committed { seq: snapshot.seq, transaction: None }));
         }
 
         let before = &snapshot.analysis;
@@ -1426,12 +1690,8 @@ impl Inner {
         }
         let seq = snapshot.seq + 1;
         let txn = transaction(seq, origin, before, &after, &effective, &code);
-        let written = self.write(writer, &txn, &contents(&effective), &previous, durable)?;
-        let Some(offset) = written else {
-            return Ok(None);
-        };
-        self.publish(&txn, Snapshot { seq, analysis: after }, offset);
-        Ok(Some(Committed { seq, transaction: Some(txn) }))
+        let snapshot = Arc::new(Snapshot { seq, analysis: after });
+        Ok(Plan::Write(Planned { txn, effective, previous, snapshot, durable }))
     }
 
     /// Write a transaction's documents and log record; all or nothing. `previous` holds the
@@ -1478,24 +1738,49 @@ impl Inner {
         previous: &HashMap<String, Option<Vec<u8>>>,
         sync: bool,
     ) -> StoreResult<u64> {
-        let record = log::encode_transaction(txn, contents);
-        let appended = self
-            .disk
-            .check(FailPoint::AppendLog, log::LOG_FILE)
-            .and_then(|()| writer.log.append(&record, sync));
-        let offset = match appended {
-            Ok(offset) => offset,
-            Err(e) => {
-                if writer.log.is_broken() {
-                    writer.poisoned = Some(format!("the log could not be cut back: {e}"));
-                }
-                return Err(StoreError::io(
-                    "cannot append to the transaction log; nothing was committed",
-                    e,
-                ));
-            }
-        };
+        let offset =
+            self.append(writer, txn, contents, if sync { LogSync::Now } else { LogSync::No })?;
+        self.write_files(writer, txn, contents, previous, offset)?;
+        Ok(offset)
+    }
 
+    /// Append a transaction's record to the log; returns its offset. On failure nothing of
+    /// it is left.
+    fn append(
+        &self,
+        writer: &mut Writer,
+        txn: &Transaction,
+        contents: &[&[u8]],
+        sync: LogSync,
+    ) -> StoreResult<u64> {
+        let record = log::encode_transaction(txn, contents);
+        let appended =
+            self.disk.check(FailPoint::AppendLog, log::LOG_FILE).and_then(|()| match sync {
+                LogSync::Now => {
+                    self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    writer.log.append(&record, true)
+                }
+                LogSync::Later => writer.log.append_deferred(&record),
+                LogSync::No => writer.log.append(&record, false),
+            });
+        appended.map_err(|e| {
+            if writer.log.is_broken() {
+                writer.poisoned = Some(format!("the log could not be cut back: {e}"));
+            }
+            StoreError::io("cannot append to the transaction log; nothing was committed", e)
+        })
+    }
+
+    /// Write a transaction's documents once its record (at `offset`) is the commit point; on
+    /// failure, undo what was done and cut the log back to `offset`.
+    fn write_files(
+        &self,
+        writer: &mut Writer,
+        txn: &Transaction,
+        contents: &[&[u8]],
+        previous: &HashMap<String, Option<Vec<u8>>>,
+        offset: u64,
+    ) -> StoreResult<()> {
         // The commit point has passed: the record holds everything needed to redo the writes
         // after a crash (which also removes their temporary files), and a failure here is
         // undone by hand. Temporary files are only written after the commit point so that a
@@ -1537,7 +1822,7 @@ impl Inner {
         }
         writer.dirty.extend(txn.documents.iter().map(|d| d.path.clone()));
         self.trigger.committed();
-        Ok(offset)
+        Ok(())
     }
 
     /// Put back the documents of a failed commit and cut its record from the log.
@@ -1621,6 +1906,9 @@ impl Inner {
             return Ok(None);
         }
         let record = log::encode_transaction(&txn, &contents(&changes));
+        if self.remote.is_none() {
+            self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let offset = match writer.log.append(&record, self.remote.is_none()) {
             Ok(offset) => offset,
             Err(e) => {
@@ -1780,7 +2068,7 @@ impl Inner {
         };
         let seq = batch.last().expect("a batch is not empty").transaction.seq;
         let txns = batch.iter().map(|shipped| &shipped.transaction);
-        self.publish_all(txns, Snapshot { seq, analysis }, offsets);
+        self.publish_all(txns, Arc::new(Snapshot { seq, analysis }), offsets);
         self.trigger.committed();
         writer.log.sync_in_background();
         Ok(lost.into_iter().flatten().collect())
@@ -1829,7 +2117,8 @@ impl Inner {
 
     /// Take in what the files at these store-relative paths (documents or folders) now hold.
     fn ingest_paths(&self, paths: Vec<String>) -> StoreResult<Option<Transaction>> {
-        let mut writer = self.writer()?;
+        // Which paths to read is found before the writer is taken (walking a folder that came
+        // or went is disk work that commits need not wait for); they are read under it.
         let snapshot = self.snapshot();
         let config = snapshot.analysis.config();
         let mut candidates: Vec<String> = Vec::new();
@@ -1845,14 +2134,7 @@ impl Inner {
             // that is not a file and was not a document can have been such a folder, which
             // spares the walk over all documents for the common event, a file written.
             if !is_file && snapshot.analysis.document(&rel).is_none() {
-                let prefix = format!("{rel}/");
-                candidates.extend(
-                    snapshot
-                        .analysis
-                        .documents()
-                        .filter(|doc| doc.path.starts_with(&prefix))
-                        .map(|doc| doc.path.clone()),
-                );
+                candidates.extend(snapshot.analysis.document_paths_under(&rel));
             }
             if is_dir && self.disk.resolve(&rel).is_ok() {
                 candidates.extend(documents_under(&self.root, &abs, config));
@@ -1863,6 +2145,7 @@ impl Inner {
         }
         candidates.sort();
         candidates.dedup();
+        let mut writer = self.writer()?;
         let mut found = Vec::with_capacity(candidates.len());
         for path in candidates {
             let bytes = self.disk.read(&path)?;

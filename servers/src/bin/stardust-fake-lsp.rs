@@ -10,10 +10,20 @@
 //!   hour and writes its pid to PIDFILE;
 //! - `--progress-at-start MS`: reports `$/progress` work for MS milliseconds after `initialized`;
 //! - `--indexing-forever`: begins `$/progress` work after `initialized` and never ends it;
+//! - `--stall-after-initialized MS`: after `initialized`, reads and says nothing for MS
+//!   milliseconds (a server busy with work it does not report, as pyright running the
+//!   interpreter to find its search paths);
 //! - `--crash-after MS`: exits with code 3 MS milliseconds after `initialized` (a crash while
 //!   warming up);
 //! - `--pid-log FILE`: appends its pid and a newline to FILE when it starts (how many started);
 //! - `--encodings a,b`: the position encodings it supports (default `utf-16`).
+//! - `--open-log FILE`: appends the URI of each document it is given (`didOpen`) and a
+//!   newline to FILE (which file a warm-up opened);
+//! - `--publish-on-change`: publishes empty diagnostics at the document's version for each
+//!   `didOpen` and `didChange` (a server that checks what it is given);
+//! - `--rename-waits-for-references`: answers `textDocument/rename` (the first word of the
+//!   document replaced by `newName`) only once a `textDocument/references` request has come
+//!   too: a client that asks them one after the other gets no rename.
 //!
 //! Requests besides the lifecycle: `textDocument/references` (the first character of the
 //! document asked about), `textDocument/hover` (echoes the document's version and
@@ -44,6 +54,14 @@ fn send(out: &Out, message: Value) {
     if let Some(stdout) = out.lock().unwrap().as_mut() {
         let _ = write_frame(stdout, &message);
     }
+}
+
+fn publish_empty(out: &Out, uri: &Value, version: &Value) {
+    send(
+        out,
+        json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+               "params": {"uri": uri, "version": version, "diagnostics": []}}),
+    );
 }
 
 fn arg_value(args: &[String], name: &str) -> Option<String> {
@@ -122,6 +140,11 @@ fn main() {
     let mut asked: BTreeMap<i64, Value> = BTreeMap::new();
     let next_ask = AtomicU64::new(1000);
     let mut refusals: BTreeMap<String, i64> = BTreeMap::new();
+    let open_log = arg_value(&args, "--open-log");
+    // A rename held until references are asked (`--rename-waits-for-references`): its id and
+    // its answer.
+    let mut held_rename: Option<(Value, Value)> = None;
+    let mut references_asked = false;
 
     loop {
         let message = match read_frame(&mut input) {
@@ -199,6 +222,10 @@ fn main() {
                     json!({"jsonrpc": "2.0", "id": 1, "method": "workspace/configuration",
                            "params": {"items": [{"section": "fake"}, {}]}}),
                 );
+                let stall = arg_value(&args, "--stall-after-initialized");
+                if let Some(ms) = stall.and_then(|v| v.parse::<u64>().ok()) {
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
                 if let Some(ms) = crash_after {
                     std::thread::spawn(move || {
                         std::thread::sleep(Duration::from_millis(ms));
@@ -248,6 +275,14 @@ fn main() {
             "$/cancelRequest" => cancelled.push(params.get("id").cloned().unwrap_or(Value::Null)),
             "textDocument/didOpen" => {
                 let doc = &params["textDocument"];
+                if let Some(log) = &open_log {
+                    let mut file =
+                        std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+                    writeln!(file, "{}", doc["uri"].as_str().unwrap_or("")).unwrap();
+                }
+                if flag("--publish-on-change") {
+                    publish_empty(&out, &doc["uri"], &doc["version"]);
+                }
                 documents.insert(
                     doc["uri"].as_str().unwrap_or("").to_owned(),
                     json!({"version": doc["version"], "text": doc["text"], "languageId": doc["languageId"]}),
@@ -256,6 +291,13 @@ fn main() {
             "textDocument/didChange" => {
                 let uri = params["textDocument"]["uri"].as_str().unwrap_or("").to_owned();
                 let text = params["contentChanges"][0]["text"].clone();
+                if flag("--publish-on-change") {
+                    publish_empty(
+                        &out,
+                        &params["textDocument"]["uri"],
+                        &params["textDocument"]["version"],
+                    );
+                }
                 documents.insert(
                     uri,
                     json!({"version": params["textDocument"]["version"], "text": text}),
@@ -268,6 +310,25 @@ fn main() {
                 let uri = params["textDocument"]["uri"].clone();
                 let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}});
                 reply(json!([{"uri": uri, "range": range}]));
+                references_asked = true;
+                if let Some((id, edit)) = held_rename.take() {
+                    send(&out, json!({"jsonrpc": "2.0", "id": id, "result": edit}));
+                }
+            }
+            "textDocument/rename" => {
+                let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
+                let text = documents.get(uri).and_then(|d| d["text"].as_str()).unwrap_or("");
+                let word = text.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+                let range = json!({"start": {"line": 0, "character": 0},
+                                   "end": {"line": 0, "character": word.chars().count()}});
+                let edit =
+                    json!({"changes": {uri: [{"range": range, "newText": params["newName"]}]}});
+                match &id {
+                    Some(id) if flag("--rename-waits-for-references") && !references_asked => {
+                        held_rename = Some((id.clone(), edit));
+                    }
+                    _ => reply(edit),
+                }
             }
             "textDocument/hover" => {
                 let uri = params["textDocument"]["uri"].as_str().unwrap_or("");
