@@ -286,8 +286,8 @@ fn cached_names_and_attributes_follow_changes_from_every_path() {
     eventually("the created document's name shows", || mnt.join("books/new.json").is_file());
     assert_eq!(listed("books"), ["dune.json", "emma.json", "new.json"]);
 
-    // A plain file edited in the folder: nothing tells the mount, so its attributes are kept
-    // one second at most.
+    // A plain file edited in the folder: the watcher tells the mount, which drops the kernel's
+    // entries (see `plain_files_and_folders_changed_in_the_folder_show_at_once`).
     assert_eq!(fs::metadata(mnt.join("notes.md")).unwrap().len(), 4);
     fs::write(store.join("notes.md"), "one\ntwo\n").unwrap();
     eventually("the plain file's size follows", || {
@@ -299,4 +299,83 @@ fn cached_names_and_attributes_follow_changes_from_every_path() {
     // And a file created through the mount where the cached name was.
     fs::write(mnt.join("notes.md"), "three\n").unwrap();
     assert_eq!(fs::read_to_string(store.join("notes.md")).unwrap(), "three\n");
+}
+
+/// Plain files and folders (ignored ones too) are cached by the kernel for a minute, so every
+/// change made to them in the folder behind the mount must reach it through the store's
+/// watcher: each shows well within that minute.
+#[test]
+fn plain_files_and_folders_changed_in_the_folder_show_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_tmp, store, mnt, _serve) = served(&[
+        ("notes.md", b"one\n"),
+        ("src/main.py", b"print(1)\n"),
+        (".gitignore", b"node_modules/\n"),
+        ("node_modules/pkg/index.js", b"1\n"),
+    ]);
+    let promptly = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(Instant::now() < deadline, "the mount did not show at once that {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let listed = |dir: &str| -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(mnt.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let mode = |path: &str| fs::metadata(mnt.join(path)).unwrap().mode() & 0o7777;
+    // The kernel now holds the names, attributes and listings.
+    assert_eq!(listed(""), [".gitignore", "node_modules", "notes.md", "src"]);
+    assert_eq!(listed("src"), ["main.py"]);
+    assert_eq!(fs::metadata(mnt.join("notes.md")).unwrap().len(), 4);
+    assert_eq!(fs::metadata(mnt.join("node_modules/pkg/index.js")).unwrap().len(), 2);
+    let (file_mode, folder_mode) = (mode("notes.md"), mode("src"));
+
+    // Written.
+    fs::write(store.join("notes.md"), "one\ntwo\n").unwrap();
+    promptly("a plain file grew", &|| fs::metadata(mnt.join("notes.md")).unwrap().len() == 8);
+    assert_eq!(fs::read_to_string(mnt.join("notes.md")).unwrap(), "one\ntwo\n");
+    fs::write(store.join("node_modules/pkg/index.js"), "22\n").unwrap();
+    promptly("an ignored file grew", &|| {
+        fs::metadata(mnt.join("node_modules/pkg/index.js")).unwrap().len() == 3
+    });
+    // Modes.
+    assert_ne!(file_mode, 0o600);
+    fs::set_permissions(store.join("notes.md"), fs::Permissions::from_mode(0o600)).unwrap();
+    promptly("a file's mode changed", &|| mode("notes.md") == 0o600);
+    assert_ne!(folder_mode, 0o700);
+    fs::set_permissions(store.join("src"), fs::Permissions::from_mode(0o700)).unwrap();
+    promptly("a folder's mode changed", &|| mode("src") == 0o700);
+    // Created.
+    fs::write(store.join("src/util.py"), "x = 1\n").unwrap();
+    promptly("a file was created", &|| listed("src") == ["main.py", "util.py"]);
+    assert_eq!(fs::read_to_string(mnt.join("src/util.py")).unwrap(), "x = 1\n");
+    fs::create_dir(store.join("docs")).unwrap();
+    promptly("a folder was created", &|| listed("").contains(&"docs".to_owned()));
+    assert!(mnt.join("docs").is_dir());
+    // Renamed: a file into another folder, and a folder.
+    fs::rename(store.join("src/util.py"), store.join("docs/util.py")).unwrap();
+    promptly("a file moved", &|| listed("src") == ["main.py"] && listed("docs") == ["util.py"]);
+    assert!(!mnt.join("src/util.py").exists());
+    assert_eq!(fs::read_to_string(mnt.join("docs/util.py")).unwrap(), "x = 1\n");
+    fs::rename(store.join("src"), store.join("lib")).unwrap();
+    promptly("a folder was renamed", &|| !mnt.join("src").exists() && mnt.join("lib").is_dir());
+    assert_eq!(listed("lib"), ["main.py"]);
+    assert_eq!(fs::read_to_string(mnt.join("lib/main.py")).unwrap(), "print(1)\n");
+    // Deleted.
+    fs::remove_file(store.join("notes.md")).unwrap();
+    promptly("a file was deleted", &|| !mnt.join("notes.md").exists());
+    fs::remove_dir_all(store.join("docs")).unwrap();
+    promptly("a folder was deleted", &|| !mnt.join("docs").exists());
+    assert_eq!(listed(""), [".gitignore", "lib", "node_modules"]);
+    // A name that went can be made again through the mount.
+    fs::write(mnt.join("notes.md"), "three\n").unwrap();
+    assert_eq!(fs::read_to_string(store.join("notes.md")).unwrap(), "three\n");
+    fs::create_dir(mnt.join("docs")).unwrap();
+    assert!(store.join("docs").is_dir());
 }

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use stardust_core::store::{
-    Change, ChangeKind, DocumentNotice, Notice, OpenOptions, Origin, Store, Subscription,
+    Change, ChangeKind, DocumentNotice, FolderChange, FolderChangeKind, Notice, OpenOptions,
+    Origin, Store, Subscription,
 };
 
 fn open(root: &Path) -> Store {
@@ -238,4 +239,76 @@ fn a_deleted_private_folder_is_put_back_while_idle() {
     wait_until(|| std::fs::read(&log).is_ok_and(|now| now == before));
     assert!(dir.path().join(".stardust/.gitignore").is_file());
     assert_eq!(store.transactions(0, 10).unwrap().len(), 1);
+}
+
+/// The folder changes received until every path of `want` was seen with its kind.
+fn folder_changes_until(
+    rx: &std::sync::mpsc::Receiver<FolderChange>,
+    want: &[(&str, FolderChangeKind)],
+) -> Vec<FolderChange> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    let has = |seen: &[FolderChange], (path, kind): &(&str, FolderChangeKind)| {
+        seen.contains(&FolderChange::Path { path: (*path).to_owned(), kind: *kind })
+    };
+    while !want.iter().all(|w| has(&seen, w)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(change) => seen.push(change),
+            Err(_) => panic!("the watcher did not report {want:?}; it reported {seen:?}"),
+        }
+    }
+    seen
+}
+
+#[test]
+fn every_change_in_the_folder_reaches_the_folder_watch_at_once() {
+    use FolderChangeKind::{Changed, Created, Removed};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("notes.md"), "one\n").unwrap();
+    std::fs::create_dir_all(root.join("node_modules/pkg")).unwrap();
+    std::fs::write(root.join(".gitignore"), "node_modules/\n").unwrap();
+    // A long debounce: the folder's changes do not wait for it.
+    let options = OpenOptions { debounce: Duration::from_secs(30), ..OpenOptions::default() };
+    let store = Store::open(root, options).unwrap();
+    let watch = store.folder_watch().unwrap();
+    let rx = watch.subscribe();
+
+    std::fs::write(root.join("notes.md"), "one\ntwo\n").unwrap();
+    std::fs::set_permissions(root.join("notes.md"), std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    folder_changes_until(&rx, &[("notes.md", Changed), ("src", Created)]);
+    // A folder created while open is watched too.
+    std::fs::write(root.join("src/main.py"), "print(1)\n").unwrap();
+    std::fs::rename(root.join("notes.md"), root.join("src/notes.md")).unwrap();
+    // Ignored folders are watched: the mount shows them as well.
+    std::fs::write(root.join("node_modules/pkg/index.js"), "1\n").unwrap();
+    let seen = folder_changes_until(
+        &rx,
+        &[
+            ("src/main.py", Created),
+            ("notes.md", Removed),
+            ("src/notes.md", Created),
+            ("node_modules/pkg/index.js", Created),
+        ],
+    );
+    std::fs::remove_dir_all(root.join("src")).unwrap();
+    let seen = [seen, folder_changes_until(&rx, &[("src/main.py", Removed), ("src", Removed)])];
+    // The store's own private folder is not the folder's content.
+    assert!(
+        seen.iter().flatten().all(|c| match c {
+            FolderChange::Path { path, .. } => !path.starts_with(".stardust"),
+            FolderChange::Lost => true,
+        }),
+        "{seen:?}"
+    );
+    assert!(watch.hears("node_modules/pkg/index.js"));
+    assert!(!watch.hears(".stardust/rejected"));
+
+    let unwatched = tempfile::tempdir().unwrap();
+    let options = OpenOptions { watch: false, ..OpenOptions::default() };
+    assert!(Store::open(unwatched.path(), options).unwrap().folder_watch().is_none());
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use fuser::{Config, INodeNo, MountOption, Notifier, Session, SessionACL, SessionUnmounter};
 use stardust_core::store::projections::{self, Target};
-use stardust_core::store::{ChangeKind, Notice, Store};
+use stardust_core::store::{ChangeKind, FolderChange, FolderChangeKind, Notice, Store};
 use stardust_core::views::{Live, ViewEvent};
 
 use crate::fs::{Inval, StardustFs};
@@ -51,6 +51,8 @@ pub struct Mount {
     session: Option<JoinHandle<io::Result<()>>>,
     stop: Arc<AtomicBool>,
     feed: Option<JoinHandle<()>>,
+    /// Turns the changes the store's watcher sees in the folder into invalidations.
+    folder: Option<JoinHandle<()>>,
     inval: Option<JoinHandle<()>>,
     /// The views' results, and the thread turning their changes into invalidations.
     views: Option<(Arc<Live>, JoinHandle<()>)>,
@@ -85,6 +87,8 @@ pub fn mount(
     }
     let nodes = Arc::new(Mutex::new(Nodes::default()));
     let passthrough = Arc::new(Passthrough::default());
+    // Subscribed before the first request: no change made in the folder from then on is missed.
+    let folder_changes = store.folder_watch().map(|watch| watch.subscribe());
     let (tx, rx) = mpsc::channel();
     let views = Live::of(&store)?;
     let view_events = views.subscribe();
@@ -136,6 +140,26 @@ pub fn mount(
             }
         })?
     };
+    let folder = match folder_changes {
+        Some(changes) => {
+            let (nodes, tx, stop) = (nodes.clone(), tx.clone(), stop.clone());
+            let thread = std::thread::Builder::new().name("stardust-fuse-folder".to_owned());
+            Some(thread.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match changes.recv_timeout(Duration::from_millis(200)) {
+                        Ok(first) => {
+                            // What came meanwhile too, each path once.
+                            let batch = std::iter::once(first).chain(changes.try_iter().take(4096));
+                            forward_folder(batch, &nodes, &tx);
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            })?)
+        }
+        None => None,
+    };
     let feed = {
         let stop = stop.clone();
         let subscription = store.subscribe();
@@ -153,6 +177,7 @@ pub fn mount(
         session: Some(session),
         stop,
         feed: Some(feed),
+        folder,
         inval: Some(inval),
         views: Some((views, view_thread)),
     })
@@ -194,6 +219,9 @@ impl Mount {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(feed) = self.feed.take() {
             let _ = feed.join();
+        }
+        if let Some(folder) = self.folder.take() {
+            let _ = folder.join();
         }
         // The filesystem's share of the views went with the session; `stop` ends the thread
         // forwarding their events.
@@ -240,18 +268,76 @@ fn forward(
                 {
                     let name = doc.path.rsplit('/').next().unwrap_or(&doc.path).to_owned();
                     let _ = tx.send(Inval::Entry(parent, name));
+                    if doc.change != ChangeKind::Changed {
+                        // The folder's listing, which the kernel may cache.
+                        let _ = tx.send(Inval::Inode(parent));
+                    }
                 }
             }
         }
-        Notice::Overflow { .. } => {
-            for (ino, path) in nodes.all() {
-                let _ = tx.send(Inval::Inode(ino));
-                if let Some(parent) = nodes.get(nodes::parent(&path)).filter(|_| !path.is_empty()) {
-                    let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
-                    let _ = tx.send(Inval::Entry(parent, name));
-                }
+        Notice::Overflow { .. } => invalidate_all(&nodes, tx),
+    }
+}
+
+/// Drop every kernel entry the mount ever gave.
+fn invalidate_all(nodes: &Nodes, tx: &mpsc::Sender<Inval>) {
+    for (ino, path) in nodes.all() {
+        let _ = tx.send(Inval::Inode(ino));
+        if let Some(parent) = nodes.get(nodes::parent(&path)).filter(|_| !path.is_empty()) {
+            let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            let _ = tx.send(Inval::Entry(parent, name));
+        }
+    }
+}
+
+/// Turn changes the store's watcher saw in the folder into the kernel cache entries they
+/// outdate: the path's attributes (and content cache); for a name that appeared or went, also
+/// the name and its folder's attributes and listing. The kernel holds no name the mount never
+/// gave it (a name answered `ENOENT` is not cached), and every name in a listing it holds was
+/// given: so a name gone that the mount does not know (its own delete or rename forgot it)
+/// outdates nothing, and one that appeared outdates only its folder. The mount's own changes
+/// come back this way too: dropping entries the kernel already updated costs a lookup at most.
+fn forward_folder(
+    changes: impl Iterator<Item = FolderChange>,
+    nodes: &Mutex<Nodes>,
+    tx: &mpsc::Sender<Inval>,
+) {
+    // Per path: whether a name appeared, whether its name changed at all.
+    let mut paths = std::collections::BTreeMap::new();
+    for change in changes {
+        match change {
+            FolderChange::Lost => {
+                invalidate_all(&sync::lock(nodes), tx);
+                return;
+            }
+            FolderChange::Path { path, kind } => {
+                let (created, named) = paths.entry(path).or_insert((false, false));
+                *created |= kind == FolderChangeKind::Created;
+                *named |= kind != FolderChangeKind::Changed;
             }
         }
+    }
+    let nodes = sync::lock(nodes);
+    let mut folders = std::collections::BTreeSet::new();
+    for (path, (created, named)) in paths {
+        let ino = nodes.get(&path);
+        if let Some(ino) = ino {
+            let _ = tx.send(Inval::Inode(ino));
+        }
+        if !named || path.is_empty() {
+            continue;
+        }
+        let Some(parent) = nodes.get(nodes::parent(&path)) else { continue };
+        if ino.is_some() {
+            let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            let _ = tx.send(Inval::Entry(parent, name));
+            folders.insert(parent);
+        } else if created {
+            folders.insert(parent);
+        }
+    }
+    for folder in folders {
+        let _ = tx.send(Inval::Inode(folder));
     }
 }
 
@@ -260,6 +346,7 @@ fn forward(
 fn forward_views(event: &ViewEvent, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inval>) {
     let nodes = sync::lock(nodes);
     let index = format!("{}/views.json", stardust_core::store::PRIVATE_DIR);
+    let mut folders = std::collections::BTreeSet::new();
     for path in event.paths.iter().map(|(path, _)| path).chain([&index]) {
         if let Some(ino) = nodes.get(path) {
             let _ = tx.send(Inval::Inode(ino));
@@ -268,6 +355,16 @@ fn forward_views(event: &ViewEvent, nodes: &Mutex<Nodes>, tx: &mpsc::Sender<Inva
             let name = path.rsplit('/').next().unwrap_or(path).to_owned();
             let _ = tx.send(Inval::Entry(parent, name));
         }
+        // Every folder above it lists it or a virtual folder leading to it; the kernel may
+        // cache those listings.
+        let mut above = path.as_str();
+        while !above.is_empty() {
+            above = nodes::parent(above);
+            folders.extend(nodes.get(above));
+        }
+    }
+    for folder in folders {
+        let _ = tx.send(Inval::Inode(folder));
     }
 }
 

@@ -78,6 +78,7 @@ pub use saves::{PathKind, REJECTED_DIR, is_scratch_name};
 pub use time::rfc3339;
 pub use transfer::Exported;
 pub use txn::{ChangeKind, DocumentChange, Origin, Transaction, Version};
+pub use watch::{FolderChange, FolderChangeKind, FolderWatch};
 
 use feed::{Coalesced, Feed};
 use fsio::Disk;
@@ -570,6 +571,12 @@ impl Store {
     #[doc(hidden)]
     pub fn abandon(mut self) {
         self.abandoned = true;
+    }
+
+    /// Every change the watcher sees in the store's folder, raw and at once, for fronts that
+    /// cache what the folder holds; `None` when the store is not watched.
+    pub fn folder_watch(&self) -> Option<FolderWatch> {
+        self.watcher.as_ref().map(watch::Watcher::folder)
     }
 
     /// Receive the changes of every transaction committed from now on.

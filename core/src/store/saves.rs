@@ -646,6 +646,19 @@ impl Store {
         }
     }
 
+    /// [`Store::path_kind`] as far as a read-only open needs it: [`open_effect`] without
+    /// `write` tells only private and derived paths from the rest, so every path outside the
+    /// private folder answers [`PathKind::Plain`] here, without the ignore rules, the document
+    /// globs and the language servers' configuration (checked on disk at every call). The
+    /// mount's read-only opens ask this: one for each file `grep -r` reads.
+    pub fn path_kind_to_read(&self, rel: &str) -> PathKind {
+        if rel.split('/').next() == Some(PRIVATE_DIR) {
+            self.path_kind(rel)
+        } else {
+            PathKind::Plain
+        }
+    }
+
     /// Let `check` decide which files are code files and their `code-error` rule.
     pub fn set_code_saves(&self, check: Arc<dyn CodeSaves>) {
         *crate::sync::write(&self.inner.code_saves) = Some(check);
@@ -877,6 +890,14 @@ mod tests {
         ];
         for (path, kind) in cases {
             assert_eq!(store.path_kind(path), kind, "{path}");
+            // A read-only open is the same whichever kind answers.
+            for in_memory in [false, true] {
+                assert_eq!(
+                    open_effect(store.path_kind_to_read(path), in_memory, false),
+                    open_effect(kind, in_memory, false),
+                    "{path}"
+                );
+            }
         }
     }
 

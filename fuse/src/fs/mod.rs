@@ -41,7 +41,9 @@ use stardust_core::store::saves::{
     ResizeEffect, create_effect, delete_effect, hard_link, memory_fate, open_effect, resize_effect,
     special_file, symbolic_link,
 };
-use stardust_core::store::{Change, Origin, PRIVATE_DIR, PathKind, Store, StoreError, Version};
+use stardust_core::store::{
+    Change, FolderWatch, Origin, PRIVATE_DIR, PathKind, Store, StoreError, Version,
+};
 use stardust_core::views::Live;
 
 use crate::nodes::{self, Nodes, ROOT};
@@ -55,17 +57,16 @@ mod views;
 
 use attr::{disk_attr, mem_attr, synthetic_attr, time_of, timespec};
 
-/// How long the kernel may cache the names and attributes of plain files and folders: edits
-/// made in the folder behind the store's back reach the mount through nothing else, so this
-/// bounds how long one goes unseen.
+/// How long the kernel may cache the names and attributes of files and folders on disk whose
+/// changes made in the folder the mount does not hear of (a store not watched, or a folder the
+/// watcher could not watch): this bounds how long such an edit goes unseen.
 const TTL: Duration = Duration::from_secs(1);
 
-/// How long the kernel may cache the names and attributes of files whose every change of
-/// content and existence the mount hears of, and which invalidates the kernel's entries at once
-/// (`lib.rs`): documents and code files (commits through any path, and edits made outside,
-/// which the watcher records as commits), derived files (made from commits) and memory files
-/// (held by the mount). Only a change of a document's mode or times alone, made in the folder,
-/// goes unseen this long.
+/// How long the kernel may cache the names and attributes of files whose every change the
+/// mount hears of, and which invalidates the kernel's entries at once (`lib.rs`): every file
+/// and folder the store's watcher hears of (`FolderWatch::hears`: edits made in the folder),
+/// documents and code files (commits through any path), derived files (made from commits) and
+/// memory files (held by the mount).
 const KNOWN_TTL: Duration = Duration::from_secs(60);
 
 /// A kernel cache entry to drop, sent to the thread that talks to the kernel (the kernel may
@@ -131,12 +132,17 @@ pub struct StardustFs {
     started: SystemTime,
     /// The backing files of read-only opens the kernel reads directly (passthrough.rs).
     passthrough: Arc<Passthrough>,
+    /// What the store's watcher hears of: the paths whose kernel entries `lib.rs` drops on
+    /// every change made in the folder. `None`: the store is not watched.
+    folder: Option<FolderWatch>,
 }
 
+/// An open folder. Its entries are read at the first `readdir`: a folder whose listing the
+/// kernel caches is opened without being read.
 #[derive(Debug)]
 struct DirListing {
     path: String,
-    entries: Vec<(String, FileType)>,
+    entries: std::sync::OnceLock<Vec<(String, FileType)>>,
 }
 
 fn io_errno(e: io::Error) -> Errno {
@@ -177,6 +183,7 @@ impl StardustFs {
     ) -> StardustFs {
         let root = store.root().to_owned();
         let owner = fs::metadata(&root).map(|m| (m.uid(), m.gid())).unwrap_or((0, 0));
+        let folder = store.folder_watch();
         StardustFs {
             store,
             views,
@@ -195,7 +202,14 @@ impl StardustFs {
             owner,
             started: SystemTime::now(),
             passthrough,
+            folder,
         }
+    }
+
+    /// Whether every change made in the folder to `path` reaches the mount (which then drops
+    /// the kernel's entries for it, `lib.rs`).
+    fn hears(&self, path: &str) -> bool {
+        self.folder.as_ref().is_some_and(|folder| folder.hears(path))
     }
 
     fn path_of(&self, ino: INodeNo) -> Result<String, Errno> {
@@ -249,9 +263,15 @@ impl StardustFs {
         }
     }
 
-    /// A save replaced the document at `path`: it is no longer away.
+    /// A save replaced the document at `path`: it is no longer away, and shows in its folder's
+    /// listing again (which the kernel may cache).
     fn settle(&self, path: &str) {
-        lock(&self.away).settle(path);
+        let mut away = lock(&self.away);
+        if away.is_away(path) {
+            away.settle(path);
+            drop(away);
+            self.send(Inval::Inode(ino_parent(&self.nodes, path)));
+        }
     }
 
     fn kind(&self, path: &str) -> PathKind {
@@ -262,6 +282,17 @@ impl StardustFs {
             PathKind::Private
         } else {
             self.store.path_kind(path)
+        }
+    }
+
+    /// [`StardustFs::kind`] as far as a read-only open needs it (`Store::path_kind_to_read`).
+    fn kind_to_read(&self, path: &str) -> PathKind {
+        if path.is_empty() {
+            PathKind::Plain
+        } else if self.is_view_path(path) {
+            PathKind::Private
+        } else {
+            self.store.path_kind_to_read(path)
         }
     }
 
@@ -339,7 +370,7 @@ impl StardustFs {
         {
             attr.size = size;
         }
-        let known = meta.is_file() && self.kind(path) == PathKind::Document;
+        let known = self.hears(path) || (meta.is_file() && self.kind(path) == PathKind::Document);
         Ok((attr, if known { KNOWN_TTL } else { TTL }))
     }
 
@@ -479,7 +510,7 @@ impl StardustFs {
     ) -> Result<(u64, FopenFlags), Errno> {
         let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
         let trunc = flags.0 & OFlag::O_TRUNC.bits() != 0;
-        let kind = self.kind(path);
+        let kind = if write { self.kind(path) } else { self.kind_to_read(path) };
         // The memory table stays locked from the look to the count of open handles, so the
         // memory file cannot go in between.
         let mut mem = lock(&self.mem);
@@ -624,7 +655,10 @@ impl StardustFs {
                 drop(mem);
                 if self.disk_meta(path).is_err() {
                     self.forget_path(path);
-                    self.send(Inval::Entry(ino_parent(&self.nodes, path), nodes_name(path)));
+                    let parent = ino_parent(&self.nodes, path);
+                    self.send(Inval::Entry(parent, nodes_name(path)));
+                    // Its folder's listing, which the kernel may cache, no longer has it.
+                    self.send(Inval::Inode(parent));
                 }
                 self.send(Inval::Inode(ino));
             }
@@ -686,6 +720,15 @@ impl StardustFs {
         let path = lock(&self.nodes).path(ino);
         let kind = path.as_deref().map(|path| self.kind(path));
         pending.due(when, kind).then_some(path).flatten()
+    }
+
+    /// The entries of an open folder, read at the first call.
+    fn entries_of<'a>(&self, listing: &'a DirListing) -> Result<&'a [(String, FileType)], Errno> {
+        if let Some(entries) = listing.entries.get() {
+            return Ok(entries.as_slice());
+        }
+        let entries = self.listing(&listing.path)?;
+        Ok(listing.entries.get_or_init(|| entries).as_slice())
     }
 
     fn listing(&self, path: &str) -> Result<Vec<(String, FileType)>, Errno> {
@@ -1425,13 +1468,32 @@ impl Filesystem for StardustFs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let result = self.path_of(ino).and_then(|path| {
-            let entries = self.listing(&path)?;
+            // The kernel keeps the listing of a folder on disk whose every change reaches the
+            // mount: a change made through the mount resets it in the kernel, one made in the
+            // folder (`lib.rs`), a memory file dropped, a document shown again or a view's
+            // result drop it. Other folders are read here, so a missing one fails its open.
+            let cached = self.hears(&path) && self.view_node(&path).is_none() && {
+                let held = self.disk_meta(&path).map_err(gone_stale)?;
+                if !held.is_dir() {
+                    return Err(Errno::ENOTDIR);
+                }
+                true
+            };
+            let entries = std::sync::OnceLock::new();
+            if !cached {
+                let _ = entries.set(self.listing(&path)?);
+            }
             let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
             lock(&self.dirs).insert(fh, Arc::new(DirListing { path, entries }));
-            Ok(fh)
+            let flags = if cached {
+                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+            } else {
+                FopenFlags::empty()
+            };
+            Ok((fh, flags))
         });
         match result {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok((fh, flags)) => reply.opened(FileHandle(fh), flags),
             Err(e) => reply.error(e),
         }
     }
@@ -1448,6 +1510,10 @@ impl Filesystem for StardustFs {
             reply.error(Errno::EBADF);
             return;
         };
+        let entries = match self.entries_of(&listing) {
+            Ok(entries) => entries,
+            Err(e) => return reply.error(e),
+        };
         let parent = lock(&self.nodes).get(nodes::parent(&listing.path)).unwrap_or(ROOT);
         let dots = [(".", ino.0), ("..", parent)];
         let mut index = offset as usize;
@@ -1460,7 +1526,7 @@ impl Filesystem for StardustFs {
             }
         }
         let mut nodes = lock(&self.nodes);
-        for (name, kind) in listing.entries.iter().skip(index - 2) {
+        for (name, kind) in entries.iter().skip(index - 2) {
             index += 1;
             let child = nodes.ino(&nodes::join(&listing.path, name));
             if reply.add(INodeNo(child), index as u64, *kind, name) {
@@ -1482,18 +1548,22 @@ impl Filesystem for StardustFs {
             reply.error(Errno::EBADF);
             return;
         };
+        let entries = match self.entries_of(&listing) {
+            Ok(entries) => entries,
+            Err(e) => return reply.error(e),
+        };
         let parent = nodes::parent(&listing.path).to_owned();
         let mut index = offset as usize;
-        while index < listing.entries.len() + 2 {
+        while index < entries.len() + 2 {
             let path = match index {
                 0 => listing.path.clone(),
                 1 => parent.clone(),
-                _ => nodes::join(&listing.path, &listing.entries[index - 2].0),
+                _ => nodes::join(&listing.path, &entries[index - 2].0),
             };
             let name = match index {
                 0 => ".",
                 1 => "..",
-                _ => listing.entries[index - 2].0.as_str(),
+                _ => entries[index - 2].0.as_str(),
             };
             index += 1;
             // An entry gone since `opendir` is left out, as a fresh listing would.
