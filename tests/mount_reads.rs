@@ -256,14 +256,7 @@ fn cached_names_and_attributes_follow_changes_from_every_path() {
     ]);
     let dune = mnt.join("books/dune.json");
     // The kernel now holds the names and attributes.
-    let listed = |dir: &str| -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(mnt.join(dir))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
+    let listed = |dir: &str| listed(&mnt.join(dir));
     assert_eq!(listed("books"), ["dune.json", "emma.json"]);
     let size = fs::metadata(&dune).unwrap().len();
 
@@ -320,14 +313,7 @@ fn plain_files_and_folders_changed_in_the_folder_show_at_once() {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    let listed = |dir: &str| -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(mnt.join(dir))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
+    let listed = |dir: &str| listed(&mnt.join(dir));
     let mode = |path: &str| fs::metadata(mnt.join(path)).unwrap().mode() & 0o7777;
     // The kernel now holds the names, attributes and listings.
     assert_eq!(listed(""), [".gitignore", "node_modules", "notes.md", "src"]);
@@ -378,4 +364,12 @@ fn plain_files_and_folders_changed_in_the_folder_show_at_once() {
     assert_eq!(fs::read_to_string(store.join("notes.md")).unwrap(), "three\n");
     fs::create_dir(mnt.join("docs")).unwrap();
     assert!(store.join("docs").is_dir());
+}
+
+/// The names in folder `dir`, sorted.
+fn listed(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
 }
