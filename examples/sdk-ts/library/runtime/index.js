@@ -1,5 +1,5 @@
 // @stardust/sdk: the TypeScript client of a Stardust store's core. It speaks the same
-// protocol as the Rust SDK (sdk/): an LSP session (`stardust lsp --store STORE` on stdio,
+// protocol as the Rust SDK (sdk/): an LSP session (`stardust lsp --sdk --store STORE` on stdio,
 // attached to the store's one core), registry commands through workspace/executeCommand,
 // and the change notifications (`stardust/entitiesChanged`, `stardust/documentsChanged`). Generated code (`stardust sdk generate --lang
 // typescript`) types it by the store's schemas.

@@ -18,7 +18,7 @@ export declare class Connection {
     private stderr;
     private constructor();
     /**
-     * Start `stardust lsp --store STORE` and initialize, asking for `wants` notifications. An
+     * Start `stardust lsp --sdk --store STORE` and initialize, asking for `wants` notifications. An
      * attempt that fails or is not answered within `timeoutMs` ends its process.
      */
     static open(store: string, name: string, exe: string, wants: readonly string[], timeoutMs?: number): Promise<Connection>;

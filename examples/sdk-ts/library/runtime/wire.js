@@ -1,4 +1,4 @@
-// One LSP connection to a store's core: `stardust lsp --store STORE` on stdio (which attaches
+// One LSP connection to a store's core: `stardust lsp --sdk --store STORE` on stdio (which attaches
 // to the store's core, starting one when none runs), `initialize` with the change
 // notifications wanted, then JSON-RPC requests and notifications in Content-Length frames.
 import { spawn } from "node:child_process";
@@ -67,11 +67,11 @@ export class Connection {
         });
     }
     /**
-     * Start `stardust lsp --store STORE` and initialize, asking for `wants` notifications. An
+     * Start `stardust lsp --sdk --store STORE` and initialize, asking for `wants` notifications. An
      * attempt that fails or is not answered within `timeoutMs` ends its process.
      */
     static async open(store, name, exe, wants, timeoutMs = 60_000) {
-        const child = spawn(exe, ["lsp", "--store", store], { stdio: ["pipe", "pipe", "pipe"] });
+        const child = spawn(exe, ["lsp", "--sdk", "--store", store], { stdio: ["pipe", "pipe", "pipe"] });
         const conn = new Connection(child);
         const timer = setTimeout(() => {
             conn.close(new StardustError("unavailable", `stardust lsp --store ${store} did not answer initialize within ${timeoutMs} ms`));

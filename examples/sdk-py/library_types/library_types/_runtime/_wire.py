@@ -1,4 +1,4 @@
-"""One LSP connection to a store's core: ``stardust lsp --store STORE`` on stdio (attached to
+"""One LSP connection to a store's core: ``stardust lsp --sdk --store STORE`` on stdio (attached to
 the store's core, which it starts when none runs), ``initialize`` with the change
 notifications wanted, then JSON-RPC requests and notifications in Content-Length frames."""
 
@@ -55,11 +55,11 @@ class Connection:
     @classmethod
     async def open(cls, store: str, name: str, exe: str, wants: list[str],
                    timeout: float = 60.0) -> Connection:
-        """Start ``stardust lsp --store STORE`` and initialize. An attempt that fails or is not
+        """Start ``stardust lsp --sdk --store STORE`` and initialize. An attempt that fails or is not
         answered within ``timeout`` seconds ends its process."""
         try:
             proc = await asyncio.create_subprocess_exec(
-                exe, "lsp", "--store", store,
+                exe, "lsp", "--sdk", "--store", store,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, limit=STREAM_LIMIT,
             )
