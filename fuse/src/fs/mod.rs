@@ -275,24 +275,23 @@ impl StardustFs {
     }
 
     fn kind(&self, path: &str) -> PathKind {
+        self.kind_by(path, Store::path_kind)
+    }
+
+    /// [`StardustFs::kind`] as far as a read-only open needs it (`Store::path_kind_to_read`).
+    fn kind_to_read(&self, path: &str) -> PathKind {
+        self.kind_by(path, Store::path_kind_to_read)
+    }
+
+    /// The kind of `path`, the store's `kind_of` it for every path but the root and views.
+    fn kind_by(&self, path: &str, kind_of: impl Fn(&Store, &str) -> PathKind) -> PathKind {
         if path.is_empty() {
             PathKind::Plain
         } else if self.is_view_path(path) {
             // A view's file is derived: read-only, like the private folder.
             PathKind::Private
         } else {
-            self.store.path_kind(path)
-        }
-    }
-
-    /// [`StardustFs::kind`] as far as a read-only open needs it (`Store::path_kind_to_read`).
-    fn kind_to_read(&self, path: &str) -> PathKind {
-        if path.is_empty() {
-            PathKind::Plain
-        } else if self.is_view_path(path) {
-            PathKind::Private
-        } else {
-            self.store.path_kind_to_read(path)
+            kind_of(&self.store, path)
         }
     }
 
