@@ -548,6 +548,115 @@ fn plain_and_scratch_files_and_bad_input() {
     assert_eq!(m.saves(), [mount_save(created("books/empty.json"))]);
 }
 
+/// A plain file opened with `O_TRUNC`, or created, is written into a spare and put in place at
+/// its close (SPEC §24: never a half file); meanwhile its name shows the spare to every caller
+/// through the mount, and the folder the old content.
+#[test]
+fn plain_files_are_written_whole_and_put_in_place_at_their_close() {
+    let m = Mounted::new(&[
+        ("notes.txt", "old content"),
+        ("keep.txt", "old"),
+        ("log.txt", "a"),
+        ("h1.txt", "linked"),
+    ]);
+    let script = r#"
+import os, sys
+store = sys.argv[1]
+def disk(name):
+    try:
+        return open(os.path.join(store, name)).read()
+    except FileNotFoundError:
+        return None
+def check(what, got, want):
+    assert got == want, f"{what}: {got!r}, expected {want!r}"
+
+# O_TRUNC: the folder keeps the old content until the close; the name shows the spare.
+fd = os.open("notes.txt", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"new ")
+check("folder while written", disk("notes.txt"), "old content")
+check("size through the mount", os.stat("notes.txt").st_size, 4)
+check("a second open reads", open("notes.txt").read(), "new ")
+os.fchmod(fd, 0o600)
+os.write(fd, b"text, longer")
+os.ftruncate(fd, 8)
+os.utime("notes.txt", (1000000000, 1000000000))
+check("mode by handle", os.stat("notes.txt").st_mode & 0o777, 0o600)
+os.close(fd)
+check("folder after the close", disk("notes.txt"), "new text")
+st = os.stat(os.path.join(store, "notes.txt"))
+check("mode in the folder", (st.st_mode & 0o777, int(st.st_mtime)), (0o600, 1000000000))
+
+# Created: absent from the folder until the close, listed and readable through the mount.
+fd = os.open("made.txt", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+os.write(fd, b"made")
+check("folder while created", disk("made.txt"), None)
+check("listed", "made.txt" in os.listdir("."), True)
+try:
+    os.open("made.txt", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    raise AssertionError("O_EXCL on a file being written")
+except FileExistsError:
+    pass
+os.close(fd)
+check("created in the folder", disk("made.txt"), "made")
+
+# A reader of the old file keeps reading it after the writer replaced it.
+reader = open("keep.txt")
+with open("keep.txt", "w") as w:
+    w.write("new")
+check("old reader", reader.read(), "old")
+check("new reader", open("keep.txt").read(), "new")
+
+# Unlinked while written: gone, as on any disk.
+fd = os.open("gone.txt", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"part")
+os.unlink("gone.txt")
+os.write(fd, b" more")
+os.close(fd)
+check("unlinked", (disk("gone.txt"), os.path.exists("gone.txt")), (None, False))
+
+# Renamed while written (a tool's temporary name): the writes go on under the new name.
+fd = os.open("a.partial", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"part")
+os.rename("a.partial", "a.txt")
+os.write(fd, b" rest")
+os.close(fd)
+check("renamed", (disk("a.txt"), disk("a.partial")), ("part rest", None))
+
+# A folder with a file being created in it is not empty.
+os.mkdir("d")
+fd = os.open("d/f.txt", os.O_CREAT | os.O_WRONLY, 0o644)
+try:
+    os.rmdir("d")
+    raise AssertionError("rmdir of a folder with a file being written")
+except OSError as e:
+    check("rmdir", e.errno, 39)
+os.close(fd)
+
+# Appends and hard-linked files are written in place, as before.
+fd = os.open("log.txt", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"b")
+check("append", disk("log.txt"), "ab")
+os.close(fd)
+os.link("h1.txt", "h2.txt")
+with open("h1.txt", "w") as w:
+    w.write("both")
+check("hard link", (disk("h1.txt"), disk("h2.txt")), ("both", "both"))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&m.store)
+        .current_dir(&m.dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+    eventually("no spare is left", || {
+        let left = fs::read_dir(m.store.join(".stardust/replaced")).unwrap().flatten();
+        !left.into_iter().any(|e| e.file_name().to_string_lossy().starts_with("written-"))
+    });
+    assert!(m.saves().is_empty(), "{:?}", m.saves());
+}
+
 #[test]
 fn a_plain_file_renamed_to_a_scratch_name_keeps_its_bytes() {
     let m = Mounted::new(&[("books/dune.json", DUNE), ("books/notes.txt", "notes")]);

@@ -55,6 +55,10 @@ const TEMP_SUFFIX: &str = ".stardust-tmp";
 /// ([`Spare`]); emptied at every open ([`Disk::clear_replaced`]).
 pub const REPLACED_DIR: &str = ".stardust/replaced";
 
+/// The start of the names, in [`REPLACED_DIR`], of the spares plain files are written into
+/// through the mount (`spare_writes`); emptied at every open like the rest of the folder.
+pub const SPARE_WRITE_PREFIX: &str = "written-";
+
 /// Spare files kept ready ([`Disk::restock`]): a commit of this many replaced documents
 /// creates no file.
 const SPARES: usize = 8;
@@ -179,6 +183,11 @@ impl Disk {
         }
         sync::lock(&self.graves.spares).clear();
         self.graves.usable.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`REPLACED_DIR`] is the store's own folder, usable for temporaries.
+    pub fn replaced_usable(&self) -> bool {
+        self.graves.usable.load(Ordering::Relaxed)
     }
 
     /// Make spare files until [`SPARES`] are ready: off the commit path (the store's reaper

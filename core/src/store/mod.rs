@@ -49,6 +49,7 @@ pub mod projections;
 mod reaper;
 pub mod remote;
 pub mod saves;
+pub mod spare_writes;
 mod time;
 mod transfer;
 mod txn;
@@ -270,6 +271,8 @@ impl std::fmt::Debug for Store {
 struct Inner {
     root: PathBuf,
     disk: Disk,
+    /// Plain files written whole through the mount (`spare_writes`).
+    spare_writes: spare_writes::SpareWrites,
     log_path: PathBuf,
     writer: Mutex<Writer>,
     current: RwLock<Arc<Snapshot>>,
@@ -417,9 +420,11 @@ impl Store {
             let disk = disk.clone();
             move || disk.restock()
         })?;
+        let spare_writes = spare_writes::SpareWrites::new(root.clone(), disk.replaced_usable());
         let inner = Arc::new(Inner {
             root: root.clone(),
             disk,
+            spare_writes,
             log_path,
             writer: Mutex::new(writer),
             current: RwLock::new(Arc::new(snapshot)),
@@ -477,6 +482,12 @@ impl Store {
     /// The store's root folder (canonical).
     pub fn root(&self) -> &Path {
         &self.inner.root
+    }
+
+    /// The spares plain files opened through the mount with `O_TRUNC`, or created, are
+    /// written into (SPEC §24: never a half file).
+    pub fn spare_writes(&self) -> &spare_writes::SpareWrites {
+        &self.inner.spare_writes
     }
 
     /// The current snapshot. Never waits for a commit in progress.

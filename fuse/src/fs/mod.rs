@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
@@ -77,6 +77,14 @@ pub enum Inval {
     Entry(u64, String),
 }
 
+/// A handle's part in a spare it writes into.
+#[derive(Debug, Clone, Copy)]
+struct Spare {
+    id: u64,
+    /// Whether the handle wrote since it opened (a close that wrote nothing decides nothing).
+    written: bool,
+}
+
 /// A file held in memory: a scratch file, or a document created and not yet committed.
 #[derive(Debug)]
 struct MemFile {
@@ -95,7 +103,9 @@ struct MemFile {
 enum Handle {
     /// A file on disk: plain files, documents opened for reading, kept rejected saves. Shared
     /// so that reads (the kernel reads ahead in parallel) need not hold the handle's lock.
-    Disk { ino: u64, file: Arc<File> },
+    /// `spare`: the spare a plain file is written into until its last writer closes it
+    /// (`stardust_core::store::spare_writes`).
+    Disk { ino: u64, file: Arc<File>, spare: Option<Spare> },
     /// A generated read-only file (`.stardust/`), fixed at open.
     Bytes(Vec<u8>),
     /// A memory file; its content lives in the memory table under its current path.
@@ -358,8 +368,14 @@ impl StardustFs {
             let ttl = if derived || path == PRIVATE_DIR { KNOWN_TTL } else { Duration::ZERO };
             return Ok((FileAttr { ino: INodeNo(ino), ..attr }, ttl));
         }
-        let meta = self.disk_meta(path).map_err(io_errno)?;
-        if naming {
+        // A plain file being written into a spare shows the spare.
+        let spare = self.store.spare_writes().metadata(path);
+        let spared = spare.is_some();
+        let meta = match spare {
+            Some(meta) => meta,
+            None => self.disk_meta(path).map_err(io_errno)?,
+        };
+        if naming && !spared {
             self.renumber_outdated(path, &meta);
         }
         let ino = self.ino_of(path);
@@ -541,13 +557,23 @@ impl StardustFs {
                 Ok((self.fh(handle), FopenFlags::FOPEN_DIRECT_IO))
             }
             OpenEffect::Memory | OpenEffect::Disk => {
+                let read = flags.acc_mode() != OpenAccMode::O_WRONLY;
+                let spares = self.store.spare_writes();
+                if let Some(opened) =
+                    spares.open(path, effect, read, write, trunc).map_err(gone_stale)?
+                {
+                    let spare = opened.spare.map(|id| Spare { id, written: false });
+                    let handle = Handle::Disk { ino, file: Arc::new(opened.file), spare };
+                    return Ok((self.fh(handle), FopenFlags::empty()));
+                }
                 let file = fs::OpenOptions::new()
                     .read(flags.acc_mode() != OpenAccMode::O_WRONLY)
                     .write(write)
                     .truncate(trunc)
                     .open(self.abs(path))
                     .map_err(gone_stale)?;
-                Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
+                let handle = Handle::Disk { ino, file: Arc::new(file), spare: None };
+                Ok((self.fh(handle), FopenFlags::empty()))
             }
         }
     }
@@ -591,6 +617,33 @@ impl StardustFs {
         lock(&self.nodes).remove(path);
     }
 
+    /// A spare was put in place at `path` (inode `ino`): the kernel's attributes and pages of
+    /// the inode are dropped, and its name too when passthrough readers keep the file it
+    /// replaced (their backing file), so the next lookup gives the path a new inode.
+    fn placed(&self, ino: u64, path: &str) {
+        self.send(Inval::Inode(ino));
+        if let Ok(meta) = fs::symlink_metadata(self.abs(path))
+            && self.passthrough.outdated(ino, &meta)
+        {
+            self.send(Inval::Entry(ino_parent(&self.nodes, path), nodes_name(path)));
+        }
+    }
+
+    /// Put the spares open at `path` or under it in place (before a rename, an unlink, an
+    /// `rmdir` or a hard link acts there on disk).
+    fn settle_spares(&self, path: &str) {
+        for placed in self.store.spare_writes().settle(path) {
+            let ino = self.ino_of(&placed);
+            self.placed(ino, &placed);
+        }
+    }
+
+    /// The file on disk a change of `path`'s mode, owner, times or size applies to: the spare
+    /// open at it, else the file itself.
+    fn on_disk(&self, path: &str) -> PathBuf {
+        self.store.spare_writes().file(path).unwrap_or_else(|| self.abs(path))
+    }
+
     /// Whether a handle decided at its inode's path is open on `ino`; a handle busy with a
     /// commit counts (it is not waited for).
     fn decides_at(&self, ino: u64) -> bool {
@@ -607,7 +660,7 @@ impl StardustFs {
     fn open_file_attr(&self, ino: u64) -> Option<(FileAttr, Duration)> {
         let handles: Vec<Arc<Mutex<Handle>>> = lock(&self.handles).values().cloned().collect();
         let meta = handles.iter().find_map(|h| match &*lock(h) {
-            Handle::Disk { ino: i, file } if *i == ino => file.metadata().ok(),
+            Handle::Disk { ino: i, file, .. } if *i == ino => file.metadata().ok(),
             _ => None,
         });
         meta.map(|meta| (disk_attr(ino, &meta), TTL))
@@ -624,7 +677,8 @@ impl StardustFs {
             }
             Some(private::Entry::OnDisk(file)) => {
                 let file = File::open(file).map_err(io_errno)?;
-                Ok((self.fh(Handle::Disk { ino, file: Arc::new(file) }), FopenFlags::empty()))
+                let handle = Handle::Disk { ino, file: Arc::new(file), spare: None };
+                Ok((self.fh(handle), FopenFlags::empty()))
             }
             Some(private::Entry::Dir) => Err(Errno::EISDIR),
             None => Err(Errno::ENOENT),
@@ -704,7 +758,20 @@ impl StardustFs {
                 pending.decided();
                 self.decide_written(*ino, &path, content, errno)
             }
-            Handle::Disk { file, .. } => {
+            Handle::Disk { ino, file, spare } => {
+                if let Some(spare) = spare {
+                    let placed = self.store.spare_writes().decide(spare.id, when, spare.written);
+                    match placed {
+                        Ok(Some(path)) => self.placed(*ino, &path),
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(
+                                "cannot put a file written through the mount in place: {e}"
+                            );
+                            return Err(io_errno(e));
+                        }
+                    }
+                }
                 if when == Moment::Fsync {
                     file.sync_all().map_err(io_errno)?;
                 }
@@ -768,6 +835,11 @@ impl StardustFs {
                 .and_then(FileType::from_std)
                 .unwrap_or(FileType::RegularFile);
             entries.push((name, kind));
+        }
+        for name in self.store.spare_writes().names_in(path) {
+            if !entries.iter().any(|(n, _)| *n == name) {
+                entries.push((name, FileType::RegularFile));
+            }
         }
         let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
         for key in lock(&self.mem).keys() {
@@ -833,8 +905,10 @@ impl StardustFs {
             }
             ResizeEffect::Disk => {
                 drop(mem);
-                let file =
-                    fs::OpenOptions::new().write(true).open(self.abs(path)).map_err(io_errno)?;
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(self.on_disk(path))
+                    .map_err(io_errno)?;
                 file.set_len(size).map_err(io_errno)
             }
         }
@@ -1031,7 +1105,7 @@ impl Filesystem for StardustFs {
             };
             // A derived file has no mode, owner or times of its own to change.
             if !in_mem && !private {
-                let abs = self.abs(&path);
+                let abs = self.on_disk(&path);
                 if let Some(mode) = mode {
                     fs::set_permissions(&abs, fs::Permissions::from_mode(mode & 0o7777))
                         .map_err(io_errno)?;
@@ -1108,6 +1182,7 @@ impl Filesystem for StardustFs {
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let _moving = sync::read(&self.moving);
         let result = self.child(parent, name).and_then(|path| {
+            self.settle_spares(&path);
             let meta = self.disk_meta(&path);
             let held = self.held_with(&path, &meta);
             match delete_effect(self.kind(&path), held) {
@@ -1140,6 +1215,7 @@ impl Filesystem for StardustFs {
             if lock(&self.mem).keys().any(|k| k.starts_with(&prefix)) {
                 return Err(Errno::ENOTEMPTY);
             }
+            self.settle_spares(&path);
             fs::remove_dir(self.abs(&path)).map_err(io_errno)?;
             self.forget_path(&path);
             Ok(())
@@ -1189,6 +1265,8 @@ impl Filesystem for StardustFs {
     ) {
         let result = self.path_of(ino).and_then(|from| {
             let to = self.child(newparent, newname)?;
+            self.settle_spares(&from);
+            self.settle_spares(&to);
             let held = self.held(&from);
             hard_link(self.kind(&from), held, self.kind(&to)).map_err(refusal_errno)?;
             fs::hard_link(self.abs(&from), self.abs(&to)).map_err(io_errno)?;
@@ -1272,6 +1350,7 @@ impl Filesystem for StardustFs {
         let result = self.child(parent, name).and_then(|path| {
             let excl = flags & OFlag::O_EXCL.bits() != 0;
             let exists = lock(&self.mem).contains_key(&path)
+                || self.store.spare_writes().holds(&path)
                 || self.disk_meta(&path).is_ok()
                 || self.derived_held(&path) != Held::Nothing;
             match create_effect(self.kind(&path), exists, excl).map_err(refusal_errno)? {
@@ -1279,16 +1358,19 @@ impl Filesystem for StardustFs {
                     lock(&self.mem).insert(path.clone(), self.new_mem(req, perm));
                 }
                 CreateEffect::Disk => {
-                    let abs = self.abs(&path);
-                    fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(u32::from(perm))
-                        .open(&abs)
+                    // Written into a spare, put in place at the last writer's close.
+                    let read = OpenFlags(flags).acc_mode() != OpenAccMode::O_WRONLY;
+                    let owner = Some((req.uid(), req.gid()));
+                    let opened = self
+                        .store
+                        .spare_writes()
+                        .create(&path, u32::from(perm), read, owner)
                         .map_err(io_errno)?;
-                    fs::set_permissions(&abs, fs::Permissions::from_mode(u32::from(perm)))
-                        .map_err(io_errno)?;
-                    chown_to(&abs, req);
+                    let ino = self.ino_of(&path);
+                    let spare = opened.spare.map(|id| Spare { id, written: false });
+                    let handle = Handle::Disk { ino, file: Arc::new(opened.file), spare };
+                    let (attr, ttl) = self.stat(&path)?;
+                    return Ok((attr, ttl, self.fh(handle), FopenFlags::empty()));
                 }
                 CreateEffect::Open => {}
             }
@@ -1380,7 +1462,12 @@ impl Filesystem for StardustFs {
             content[start..end].copy_from_slice(data);
         };
         let result = self.handle(fh).and_then(|handle| match &mut *lock(&handle) {
-            Handle::Disk { file, .. } => file.write_all_at(data, offset).map_err(io_errno),
+            Handle::Disk { file, spare, .. } => {
+                if let Some(spare) = spare {
+                    spare.written = true;
+                }
+                file.write_all_at(data, offset).map_err(io_errno)
+            }
             Handle::Bytes(_) => Err(Errno::EROFS),
             Handle::Doc { content, pending, .. } => {
                 self.check_size(end)?;

@@ -35,6 +35,11 @@ impl StardustFs {
     /// means, and carry it out.
     pub(super) fn do_rename(&self, from: &str, to: &str, flags: RenameFlags) -> Result<(), Errno> {
         let _moving = sync::read(&self.moving);
+        // A file written into a spare is put in place first (what was written so far), so the
+        // rename acts on the disk alone (rsync renames its temporary file after its close,
+        // whose release may not have arrived yet).
+        self.settle_spares(from);
+        self.settle_spares(to);
         let from_meta = self.disk_meta(from);
         let to_meta = self.disk_meta(to);
         let rename = Rename {
