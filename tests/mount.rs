@@ -599,6 +599,13 @@ except FileExistsError:
 os.close(fd)
 check("created in the folder", disk("made.txt"), "made")
 
+# A lock file is on disk while it is held (git's `index.lock`: the core and processes working
+# in the folder see it).
+fd = os.open("x.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+check("lock file", os.path.exists(os.path.join(store, "x.lock")), True)
+os.close(fd)
+os.unlink("x.lock")
+
 # A reader of the old file keeps reading it after the writer replaced it.
 reader = open("keep.txt")
 with open("keep.txt", "w") as w:

@@ -153,8 +153,10 @@ impl Pair {
         self.wait_mounted();
     }
 
+    /// The core's log, and the restarted core's after a crash.
     fn log(&self) -> String {
-        fs::read_to_string(self.tmp.path().join("serve.log")).unwrap_or_default()
+        let read = |name: &str| fs::read_to_string(self.tmp.path().join(name)).unwrap_or_default();
+        read("serve.log") + &read("serve-again.log")
     }
 
     /// The refused saves kept: (name, bytes).

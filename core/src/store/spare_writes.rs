@@ -49,9 +49,24 @@ pub enum OnDisk {
     Other,
 }
 
+/// Whether a file name is a lock file's (`index.lock`, `HEAD.lock`, `config.lock`: git's, and
+/// most tools' `*.lock`): what it says is that it exists, to every process, those working in
+/// the folder included, and to the core (a git operation is under way while
+/// `.git/index.lock` is there, SPEC §24). So it is created, and written, on disk at once,
+/// never into a spare.
+pub fn is_lock_name(name: &str) -> bool {
+    name.ends_with(".lock")
+}
+
+/// Whether creating the plain file `path` writes a spare (else the file is created on disk at
+/// once, as before): every new plain file but lock files ([`is_lock_name`]).
+pub fn spare_create(path: &str) -> bool {
+    !is_lock_name(path.rsplit('/').next().unwrap_or(path))
+}
+
 /// How an open of a path is carried out, given what the core's [`open_effect`] decided
 /// (`effect`), whether a spare is open at the path (`spare_open`), the open's flags and what
-/// the disk holds there. Only plain files ([`OpenEffect::Disk`]) take spares: documents are
+/// the disk holds there, and whether the path is a lock file's ([`is_lock_name`]). Only plain files ([`OpenEffect::Disk`]) take spares: documents are
 /// buffered whole already, memory files never touch the disk.
 ///
 /// [`open_effect`]: super::saves::open_effect
@@ -61,10 +76,11 @@ pub fn spare_open(
     write: bool,
     trunc: bool,
     disk: OnDisk,
+    lock: bool,
 ) -> SpareOpen {
     match effect {
         OpenEffect::Disk if spare_open => SpareOpen::Shared,
-        OpenEffect::Disk if write && trunc && disk == OnDisk::LoneFile => SpareOpen::New,
+        OpenEffect::Disk if write && trunc && disk == OnDisk::LoneFile && !lock => SpareOpen::New,
         _ => SpareOpen::Direct,
     }
 }
@@ -176,7 +192,8 @@ impl SpareWrites {
             _ => OnDisk::Other,
         };
         let disk = if self.usable { disk } else { OnDisk::Other };
-        match spare_open(effect, open.contains_key(path), write, trunc, disk) {
+        let lock = !spare_create(path);
+        match spare_open(effect, open.contains_key(path), write, trunc, disk, lock) {
             SpareOpen::Direct => Ok(None),
             SpareOpen::Shared => {
                 let spare = open.get_mut(path).expect("a spare is open at the path");
@@ -201,8 +218,9 @@ impl SpareWrites {
     }
 
     /// Create the plain file `path` (absent) with permissions `perm`, owned by `owner` when
-    /// given: a spare, put in place when its last writer closes it, or the file itself when
-    /// the store has no usable folder of temporaries or `path`'s folder is on another device.
+    /// given: a spare, put in place when its last writer closes it, or the file itself for a
+    /// lock file ([`spare_create`]), or when the store has no usable folder of temporaries or
+    /// `path`'s folder is on another device.
     pub fn create(
         &self,
         path: &str,
@@ -214,7 +232,7 @@ impl SpareWrites {
         let parent = target.parent().expect("a created file has a folder");
         let same_device = fs::metadata(parent)?.dev() == self.dev;
         let mut open = lock(&self.open);
-        if !self.usable || !same_device {
+        if !self.usable || !same_device || !spare_create(path) {
             drop(open);
             let file = OpenOptions::new()
                 .read(read)
@@ -386,30 +404,32 @@ mod tests {
         use OnDisk::*;
         use SpareOpen::*;
         let disk = OpenEffect::Disk;
-        // (effect, a spare open at the path, write, O_TRUNC, on disk) -> what the open does
+        // (effect, a spare open at the path, write, O_TRUNC, on disk, a lock file) -> what the open does
         let cases = [
-            ((disk, false, true, true, LoneFile), New),
+            ((disk, false, true, true, LoneFile, false), New),
+            // A lock file says what it says by existing: written on disk.
+            ((disk, false, true, true, LoneFile, true), Direct),
             // Appends and in-place edits (`.git/index`, a log) write the file itself.
-            ((disk, false, true, false, LoneFile), Direct),
-            ((disk, false, false, false, LoneFile), Direct),
+            ((disk, false, true, false, LoneFile, false), Direct),
+            ((disk, false, false, false, LoneFile, false), Direct),
             // Replacing a file with other names would split them.
-            ((disk, false, true, true, LinkedFile), Direct),
+            ((disk, false, true, true, LinkedFile, false), Direct),
             // FIFOs and devices are opened, never replaced.
-            ((disk, false, true, true, Other), Direct),
+            ((disk, false, true, true, Other, false), Direct),
             // While a spare is open, the name is the spare, for writers and readers.
-            ((disk, true, true, true, LoneFile), Shared),
-            ((disk, true, true, false, Other), Shared),
-            ((disk, true, false, false, LoneFile), Shared),
+            ((disk, true, true, true, LoneFile, false), Shared),
+            ((disk, true, true, false, Other, false), Shared),
+            ((disk, true, false, false, LoneFile, false), Shared),
             // Documents are buffered whole, memory files never touch the disk.
-            ((OpenEffect::Buffered, false, true, true, LoneFile), Direct),
-            ((OpenEffect::Memory, false, true, true, LoneFile), Direct),
-            ((OpenEffect::Private, false, false, false, LoneFile), Direct),
+            ((OpenEffect::Buffered, false, true, true, LoneFile, false), Direct),
+            ((OpenEffect::Memory, false, true, true, LoneFile, false), Direct),
+            ((OpenEffect::Private, false, false, false, LoneFile, false), Direct),
         ];
-        for ((effect, open, write, trunc, on_disk), expected) in cases {
+        for ((effect, open, write, trunc, on_disk, lock), expected) in cases {
             assert_eq!(
-                spare_open(effect, open, write, trunc, on_disk),
+                spare_open(effect, open, write, trunc, on_disk, lock),
                 expected,
-                "{effect:?} open={open} write={write} trunc={trunc} {on_disk:?}"
+                "{effect:?} open={open} write={write} trunc={trunc} {on_disk:?} lock={lock}"
             );
         }
     }
@@ -521,6 +541,15 @@ mod tests {
         assert_eq!(read(dir.path(), "d/made.txt").as_deref(), Some("later"));
         assert_eq!(spares.decide(made.spare.unwrap(), Moment::Release, true).unwrap(), None);
         assert!(spares.settle("d/old.txt").is_empty());
+    }
+
+    #[test]
+    fn a_lock_file_is_created_on_disk_at_once() {
+        let (dir, store) = store(&[(".git/HEAD", "ref: refs/heads/main\n")]);
+        let opened = store.spare_writes().create(".git/index.lock", 0o644, false, None).unwrap();
+        assert_eq!(opened.spare, None);
+        assert!(dir.path().join(".git/index.lock").is_file());
+        assert!(spare_create("a/index") && !spare_create("a/index.lock"));
     }
 
     #[test]
