@@ -58,10 +58,13 @@ pub fn is_lock_name(name: &str) -> bool {
     name.ends_with(".lock")
 }
 
-/// Whether creating the plain file `path` writes a spare (else the file is created on disk at
-/// once, as before): every new plain file but lock files ([`is_lock_name`]).
-pub fn spare_create(path: &str) -> bool {
-    !is_lock_name(path.rsplit('/').next().unwrap_or(path))
+/// Whether creating the plain file `path`, opened for writing or not (`write`), writes a spare
+/// (else the file is created on disk at once, as before): every new plain file but lock files
+/// ([`is_lock_name`]) and files created read-only (`open(O_CREAT | O_RDONLY)`: nothing can be
+/// written through it, so nothing can be half; and putting a spare in place changes the
+/// file's `ctime`, which its creator may have seen).
+pub fn spare_create(path: &str, write: bool) -> bool {
+    write && !is_lock_name(path.rsplit('/').next().unwrap_or(path))
 }
 
 /// How an open of a path is carried out, given what the core's [`open_effect`] decided
@@ -86,13 +89,16 @@ pub fn spare_open(
 }
 
 /// Whether a spare is put in place at `when`, by a handle that wrote since it opened
-/// (`written`), with `writers` handles open for writing on it (counting this one): at the
-/// close of the last writer (`close` then release), and at `fsync` (what it made durable
-/// must be the file's); never at the close of a handle that wrote nothing (`bash >` closes
-/// a duplicate before it writes). After that, the handles write straight to the file.
-pub fn spare_due(when: Moment, written: bool, writers: u32) -> bool {
+/// (`written`), with `writers` handles open for writing on it (counting this one), for a
+/// file that was `created` (else truncated): at the close of the last writer (`close`, so
+/// that the file is in place when `close` returns: a rename changes the file's `ctime`, which
+/// must not move after a `stat` that follows the close), and at `fsync` (what it made durable
+/// must be the file's); not at the close of a handle that wrote nothing into a truncated
+/// file (`bash >` closes a duplicate before it writes), which waits for the release. After
+/// that, the handles write straight to the file.
+pub fn spare_due(when: Moment, written: bool, writers: u32, created: bool) -> bool {
     match when {
-        Moment::Flush | Moment::Fsync => written && writers <= 1,
+        Moment::Flush | Moment::Fsync => (written || created) && writers <= 1,
         Moment::Release => writers == 0,
     }
 }
@@ -127,6 +133,8 @@ struct Spare {
     /// content to put in place.
     file: Arc<File>,
     writers: u32,
+    /// Made by a create (else by an `O_TRUNC` open of a file).
+    created: bool,
 }
 
 impl SpareWrites {
@@ -152,6 +160,19 @@ impl SpareWrites {
     /// times, size) applies to.
     pub fn file(&self, path: &str) -> Option<PathBuf> {
         lock(&self.open).get(path).map(|spare| spare.name.clone())
+    }
+
+    /// Run `change` on the file a change by path of `path` (mode, owner, times, size) applies
+    /// to: the spare open there, else the file itself. No spare is put in place meanwhile.
+    pub fn change<T>(&self, path: &str, change: impl FnOnce(&Path) -> T) -> T {
+        let open = lock(&self.open);
+        match open.get(path) {
+            Some(spare) => change(&spare.name),
+            None => {
+                drop(open);
+                change(&self.root.join(path))
+            }
+        }
     }
 
     /// The attributes of the spare open at `path`.
@@ -192,7 +213,7 @@ impl SpareWrites {
             _ => OnDisk::Other,
         };
         let disk = if self.usable { disk } else { OnDisk::Other };
-        let lock = !spare_create(path);
+        let lock = is_lock_name(path.rsplit('/').next().unwrap_or(path));
         match spare_open(effect, open.contains_key(path), write, trunc, disk, lock) {
             SpareOpen::Direct => Ok(None),
             SpareOpen::Shared => {
@@ -211,7 +232,7 @@ impl SpareWrites {
                 // The file keeps its owner and mode (a tool truncating a file it can write
                 // need not own it).
                 let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
-                let id = self.insert(&mut open, path, name, &file)?;
+                let id = self.insert(&mut open, path, name, &file, false)?;
                 Ok(Some(Opened { file, spare: Some(id) }))
             }
         }
@@ -226,13 +247,14 @@ impl SpareWrites {
         path: &str,
         perm: u32,
         read: bool,
+        write: bool,
         owner: Option<(u32, u32)>,
     ) -> io::Result<Opened> {
         let target = self.root.join(path);
         let parent = target.parent().expect("a created file has a folder");
         let same_device = fs::metadata(parent)?.dev() == self.dev;
         let mut open = lock(&self.open);
-        if !self.usable || !same_device || !spare_create(path) {
+        if !self.usable || !same_device || !spare_create(path, write) {
             drop(open);
             let file = OpenOptions::new()
                 .read(read)
@@ -242,6 +264,7 @@ impl SpareWrites {
                 .open(&target)?;
             file.set_permissions(fs::Permissions::from_mode(perm))?;
             give(&file, owner);
+            let file = if write { file } else { File::open(&target)? };
             return Ok(Opened { file, spare: None });
         }
         if open.contains_key(path) {
@@ -249,7 +272,7 @@ impl SpareWrites {
         }
         let (name, file) = self.make(perm)?;
         give(&file, owner);
-        let id = self.insert(&mut open, path, name, &file)?;
+        let id = self.insert(&mut open, path, name, &file, true)?;
         Ok(Opened { file, spare: Some(id) })
     }
 
@@ -270,10 +293,11 @@ impl SpareWrites {
         path: &str,
         name: PathBuf,
         file: &File,
+        created: bool,
     ) -> io::Result<u64> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let kept = Arc::new(file.try_clone()?);
-        open.insert(path.to_owned(), Spare { id, name, file: kept, writers: 1 });
+        open.insert(path.to_owned(), Spare { id, name, file: kept, writers: 1, created });
         Ok(id)
     }
 
@@ -289,12 +313,13 @@ impl SpareWrites {
         if when == Moment::Release {
             spare.writers = spare.writers.saturating_sub(1);
         }
-        if !spare_due(when, written, spare.writers) {
+        if !spare_due(when, written, spare.writers, spare.created) {
             return Ok(None);
         }
         let path = path.clone();
         let spare = open.remove(&path).expect("the spare was just found");
-        drop(open);
+        // Under the table's lock: a change by path ([`SpareWrites::change`]) finds the spare
+        // or the file in place, never neither.
         self.place(&path, &spare)?;
         Ok(Some(path))
     }
@@ -316,7 +341,6 @@ impl SpareWrites {
             .collect();
         let spares: Vec<(String, Spare)> =
             paths.into_iter().filter_map(|p| open.remove(&p).map(|s| (p, s))).collect();
-        drop(open);
         spares
             .into_iter()
             .filter_map(|(path, spare)| match self.place(&path, &spare) {
@@ -437,20 +461,25 @@ mod tests {
     #[test]
     fn when_a_spare_is_put_in_place() {
         use Moment::*;
-        // (moment, written since open, writers counting this one; after a release, the rest)
+        // (moment, written since open, writers counting this one (after a release, the rest),
+        // created) -> put in place
         let cases = [
-            ((Flush, true, 1), true),
+            ((Flush, true, 1, false), true),
             // `bash >` closes a duplicate before writing; `cp` closes after.
-            ((Flush, false, 1), false),
+            ((Flush, false, 1, false), false),
+            // A new file closed empty (`touch`) is in place when `close` returns.
+            ((Flush, false, 1, true), true),
             // Another writer still has it open: its last close puts it in place.
-            ((Flush, true, 2), false),
-            ((Fsync, true, 1), true),
-            ((Fsync, false, 1), false),
-            ((Release, false, 0), true),
-            ((Release, true, 1), false),
+            ((Flush, true, 2, false), false),
+            ((Flush, true, 2, true), false),
+            ((Fsync, true, 1, false), true),
+            ((Fsync, false, 1, false), false),
+            ((Release, false, 0, false), true),
+            ((Release, true, 1, true), false),
         ];
-        for ((when, written, writers), expected) in cases {
-            assert_eq!(spare_due(when, written, writers), expected, "{when:?} {written} {writers}");
+        for ((when, written, writers, created), expected) in cases {
+            let due = spare_due(when, written, writers, created);
+            assert_eq!(due, expected, "{when:?} {written} {writers} {created}");
         }
     }
 
@@ -483,7 +512,7 @@ mod tests {
     fn a_created_file_appears_in_the_folder_whole() {
         let (dir, store) = store(&[("src/keep.txt", "")]);
         let spares = store.spare_writes();
-        let opened = spares.create("src/new.txt", 0o640, false, None).unwrap();
+        let opened = spares.create("src/new.txt", 0o640, false, true, None).unwrap();
         let id = opened.spare.unwrap();
         opened.file.write_all_at(b"hello\n", 0).unwrap();
         assert_eq!(read(dir.path(), "src/new.txt"), None);
@@ -493,12 +522,12 @@ mod tests {
         let spare_file = spares.file("src/new.txt").unwrap();
         assert!(spare_file.starts_with(dir.path().join(REPLACED_DIR)));
         fs::set_permissions(&spare_file, fs::Permissions::from_mode(0o600)).unwrap();
-        // `bash >`: a close with no write since the open leaves it open.
-        assert_eq!(spares.decide(id, Moment::Flush, false).unwrap(), None);
+        // A created file closed: in place when `close` returns.
         assert_eq!(
-            spares.decide(id, Moment::Release, true).unwrap().as_deref(),
+            spares.decide(id, Moment::Flush, false).unwrap().as_deref(),
             Some("src/new.txt")
         );
+        assert_eq!(spares.decide(id, Moment::Release, false).unwrap(), None);
         assert_eq!(read(dir.path(), "src/new.txt").as_deref(), Some("hello\n"));
         let meta = fs::metadata(dir.path().join("src/new.txt")).unwrap();
         assert_eq!(meta.mode() & 0o7777, 0o600);
@@ -530,7 +559,7 @@ mod tests {
         let opened = spares.open("d/old.txt", OpenEffect::Disk, false, true, true).unwrap();
         let opened = opened.unwrap();
         opened.file.write_all_at(b"so far", 0).unwrap();
-        let made = spares.create("d/made.txt", 0o644, false, None).unwrap();
+        let made = spares.create("d/made.txt", 0o644, false, true, None).unwrap();
         // An rmdir or a rename of the folder settles what is under it.
         let mut settled = spares.settle("d");
         settled.sort();
@@ -546,10 +575,13 @@ mod tests {
     #[test]
     fn a_lock_file_is_created_on_disk_at_once() {
         let (dir, store) = store(&[(".git/HEAD", "ref: refs/heads/main\n")]);
-        let opened = store.spare_writes().create(".git/index.lock", 0o644, false, None).unwrap();
+        let opened =
+            store.spare_writes().create(".git/index.lock", 0o644, false, true, None).unwrap();
         assert_eq!(opened.spare, None);
         assert!(dir.path().join(".git/index.lock").is_file());
-        assert!(spare_create("a/index") && !spare_create("a/index.lock"));
+        assert!(spare_create("a/index", true) && !spare_create("a/index.lock", true));
+        // Created read-only: nothing can be written through it.
+        assert!(!spare_create("a/index", false));
     }
 
     #[test]

@@ -595,7 +595,8 @@ impl StardustFs {
             .then(|| lock(&self.handles).get(&fh).cloned())
             .flatten()
             .and_then(|handle| match &*lock(&handle) {
-                Handle::Disk { file, .. } => Some(file.clone()),
+                // A read-only create writes a spare: its close puts it in place.
+                Handle::Disk { file, spare: None, .. } => Some(file.clone()),
                 _ => None,
             });
         // Closing a read-only file on disk decides nothing: the kernel need not ask.
@@ -636,12 +637,6 @@ impl StardustFs {
             let ino = self.ino_of(&placed);
             self.placed(ino, &placed);
         }
-    }
-
-    /// The file on disk a change of `path`'s mode, owner, times or size applies to: the spare
-    /// open at it, else the file itself.
-    fn on_disk(&self, path: &str) -> PathBuf {
-        self.store.spare_writes().file(path).unwrap_or_else(|| self.abs(path))
     }
 
     /// Whether a handle decided at its inode's path is open on `ino`; a handle busy with a
@@ -905,11 +900,10 @@ impl StardustFs {
             }
             ResizeEffect::Disk => {
                 drop(mem);
-                let file = fs::OpenOptions::new()
-                    .write(true)
-                    .open(self.on_disk(path))
-                    .map_err(io_errno)?;
-                file.set_len(size).map_err(io_errno)
+                self.store.spare_writes().change(path, |abs| {
+                    let file = fs::OpenOptions::new().write(true).open(abs).map_err(io_errno)?;
+                    file.set_len(size).map_err(io_errno)
+                })
             }
         }
     }
@@ -1105,25 +1099,28 @@ impl Filesystem for StardustFs {
             };
             // A derived file has no mode, owner or times of its own to change.
             if !in_mem && !private {
-                let abs = self.on_disk(&path);
-                if let Some(mode) = mode {
-                    fs::set_permissions(&abs, fs::Permissions::from_mode(mode & 0o7777))
-                        .map_err(io_errno)?;
-                }
-                if uid.is_some() || gid.is_some() {
-                    std::os::unix::fs::lchown(&abs, uid, gid).map_err(io_errno)?;
-                }
-                if atime.is_some() || mtime.is_some() {
-                    // By path and without following links: opening a FIFO would block.
-                    nix::sys::stat::utimensat(
-                        nix::fcntl::AT_FDCWD,
-                        &abs,
-                        &timespec(atime),
-                        &timespec(mtime),
-                        nix::sys::stat::UtimensatFlags::NoFollowSymlink,
-                    )
-                    .map_err(|e| Errno::from_i32(e as i32))?;
-                }
+                // On the spare while one is open at the path (it is not put in place meanwhile).
+                self.store.spare_writes().change(&path, |abs| {
+                    if let Some(mode) = mode {
+                        fs::set_permissions(abs, fs::Permissions::from_mode(mode & 0o7777))
+                            .map_err(io_errno)?;
+                    }
+                    if uid.is_some() || gid.is_some() {
+                        std::os::unix::fs::lchown(abs, uid, gid).map_err(io_errno)?;
+                    }
+                    if atime.is_some() || mtime.is_some() {
+                        // By path and without following links: opening a FIFO would block.
+                        nix::sys::stat::utimensat(
+                            nix::fcntl::AT_FDCWD,
+                            abs,
+                            &timespec(atime),
+                            &timespec(mtime),
+                            nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+                        )
+                        .map_err(|e| Errno::from_i32(e as i32))?;
+                    }
+                    Ok::<(), Errno>(())
+                })?;
             }
             self.stat(&path)
         })();
@@ -1359,12 +1356,14 @@ impl Filesystem for StardustFs {
                 }
                 CreateEffect::Disk => {
                     // Written into a spare, put in place at the last writer's close.
-                    let read = OpenFlags(flags).acc_mode() != OpenAccMode::O_WRONLY;
+                    let access = OpenFlags(flags).acc_mode();
+                    let read = access != OpenAccMode::O_WRONLY;
+                    let write = access != OpenAccMode::O_RDONLY;
                     let owner = Some((req.uid(), req.gid()));
                     let opened = self
                         .store
                         .spare_writes()
-                        .create(&path, u32::from(perm), read, owner)
+                        .create(&path, u32::from(perm), read, write, owner)
                         .map_err(io_errno)?;
                     let ino = self.ino_of(&path);
                     let spare = opened.spare.map(|id| Spare { id, written: false });
