@@ -301,7 +301,8 @@ pub enum CreateEffect {
     /// A new document or scratch file: a memory file, which reaches the store only when a save
     /// of it is decided (a document) or it is renamed onto a document path (a scratch file).
     Memory,
-    /// A new ordinary file, created on disk.
+    /// A new ordinary file: written into a spare and put in place at its last writer's close
+    /// (`spare_writes::SpareWrites::create`; lock files and read-only creates on disk at once).
     Disk,
     /// The file exists: it is opened as it is.
     Open,
@@ -336,7 +337,9 @@ pub enum OpenEffect {
     /// A document opened for writing: its whole content is buffered in the handle and decided
     /// as described by [`Pending`].
     Buffered,
-    /// The file on disk (a document opened for reading always reads the committed content).
+    /// The file on disk (a document opened for reading always reads the committed content); a
+    /// plain file opened with `O_TRUNC`, or one a spare is open for, is written in that spare
+    /// (`spare_writes::spare_open`).
     Disk,
     /// A derived file opened for reading: its content generated from one snapshot, fixed at
     /// open.

@@ -187,8 +187,9 @@ impl SpareWrites {
         lock(&self.open)
             .range(prefix.clone()..)
             .take_while(|(path, _)| path.starts_with(&prefix))
-            .filter_map(|(path, _)| path[prefix.len()..].split_once('/').is_none().then(|| path))
-            .map(|path| path[prefix.len()..].to_owned())
+            .map(|(path, _)| &path[prefix.len()..])
+            .filter(|name| !name.contains('/'))
+            .map(str::to_owned)
             .collect()
     }
 
@@ -205,16 +206,22 @@ impl SpareWrites {
     ) -> io::Result<Option<Opened>> {
         let mut open = lock(&self.open);
         let target = self.root.join(path);
-        let disk = match fs::symlink_metadata(&target) {
-            Ok(meta) if meta.is_file() && meta.nlink() == 1 && meta.dev() == self.dev => {
-                OnDisk::LoneFile
+        let held = open.contains_key(path);
+        // What the disk holds matters only to a truncating writer that finds no spare: a
+        // read-only open (`grep -r`, every file read) costs no `lstat` here.
+        let disk = if held || !(write && trunc) || !self.usable {
+            OnDisk::Other
+        } else {
+            match fs::symlink_metadata(&target) {
+                Ok(meta) if meta.is_file() && meta.nlink() == 1 && meta.dev() == self.dev => {
+                    OnDisk::LoneFile
+                }
+                Ok(meta) if meta.is_file() => OnDisk::LinkedFile,
+                _ => OnDisk::Other,
             }
-            Ok(meta) if meta.is_file() => OnDisk::LinkedFile,
-            _ => OnDisk::Other,
         };
-        let disk = if self.usable { disk } else { OnDisk::Other };
         let lock = is_lock_name(path.rsplit('/').next().unwrap_or(path));
-        match spare_open(effect, open.contains_key(path), write, trunc, disk, lock) {
+        match spare_open(effect, held, write, trunc, disk, lock) {
             SpareOpen::Direct => Ok(None),
             SpareOpen::Shared => {
                 let spare = open.get_mut(path).expect("a spare is open at the path");

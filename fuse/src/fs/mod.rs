@@ -7,7 +7,10 @@
 //!   `release` and when a file is renamed onto a document path;
 //! - memory files: editors' scratch files, and documents created but not yet committed; they
 //!   never touch the store's folder;
-//! - plain files and folders: passed through to the store's folder as they are.
+//! - plain files and folders: passed through to the store's folder as they are, except that a
+//!   plain file opened with `O_TRUNC` or created is written into a spare the core keeps
+//!   (`stardust_core::store::spare_writes`) and put in place at its last writer's close; its
+//!   path shows the spare meanwhile (attributes, listing, opens, changes by path).
 //!
 //! The virtual `.stardust/` folder is read-only (see `private`).
 //!
