@@ -1350,13 +1350,18 @@ impl Inner {
         }
         let request = Request { origin, changes, prepared, code, authority };
         if self.remote.is_none() {
-            return self.commit_grouped(request);
+            self.commit_grouped(request)
+        } else {
+            self.commit_remote(request)
         }
-        let Request { origin, mut changes, prepared, code, authority } = request;
+    }
+
+    /// Commit to a team store: another core may have committed first, and then this one
+    /// catches up and runs the save authority again on the new state, from the changes as
+    /// given. Never grouped: each try holds the head of the shared log.
+    fn commit_remote(&self, request: Request) -> StoreResult<Committed> {
+        let Request { origin, mut changes, mut prepared, code, authority } = request;
         let mut writer = self.writer()?;
-        // A team store may find another core committed first: then it catches up and runs
-        // the save authority again on the new state, from the changes as given.
-        let mut prepared = prepared;
         let mut reserved = remote::Reserved::none();
         for _ in 0..remote::RETRIES {
             let retry = changes.clone();
