@@ -195,6 +195,67 @@ fn child(root: &Path) -> ! {
     }
 }
 
+/// A content that compresses poorly (hex of a xorshift stream), about 32 KB, for `k`.
+fn big(k: u64) -> String {
+    let mut x = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut hex = String::with_capacity(32 * 1024);
+    while hex.len() < 32 * 1024 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        hex.push_str(&format!("{x:016x}"));
+    }
+    format!("{{\"id\": \"doc/a\", \"type\": \"counter\", \"pad\": \"{hex}\"}}\n")
+}
+
+#[test]
+fn a_content_written_again_is_logged_once_and_kept_through_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    store_with_keep(root, "4");
+    let logged = || verify_log(root).unwrap().valid_len;
+    // seq -> which content a.json holds from it on.
+    let mut states = std::collections::BTreeMap::new();
+    {
+        let store = Store::open(root, options()).unwrap();
+        let mut commit = |k: u64| {
+            let before = logged();
+            let seq = store.commit(origin(), vec![Change::put("a.json", big(k))]).unwrap().seq;
+            states.insert(seq, k);
+            logged() - before
+        };
+        let first = commit(0);
+        assert!(first > 16 * 1024, "a new content is stored: {first} bytes");
+        assert!(commit(1) > 16 * 1024);
+        // A branch switched back and forth: each content is already in the log.
+        for round in 0..10 {
+            let grew = commit(round % 2);
+            assert!(grew < 2048, "round {round}: a content logged again took {grew} bytes");
+            store.compact().unwrap();
+        }
+        // Every state still held reads back as it was, though most of them share a record
+        // that compaction would otherwise have dropped.
+        let head = store.head_seq();
+        let oldest = store.oldest_held();
+        assert!(oldest > 2, "compaction ran: oldest {oldest}");
+        for seq in oldest..=head {
+            let k = states.range(..=seq).next_back().map(|(_, &k)| k).unwrap();
+            let at = store.document_at("a.json", seq).unwrap();
+            assert_eq!(at.bytes, big(k).into_bytes(), "a.json as of seq {seq}");
+        }
+    }
+    assert_eq!(verify_log(root).unwrap().damage, None);
+    // Recovery and the index read the shared contents too after a reopen.
+    let store = Store::open(root, options()).unwrap();
+    let head = store.head_seq();
+    let k = states[&head];
+    assert_eq!(std::fs::read(root.join("a.json")).unwrap(), big(k).into_bytes());
+    for seq in store.oldest_held()..=head {
+        let k = states.range(..=seq).next_back().map(|(_, &k)| k).unwrap();
+        assert_eq!(store.document_at("a.json", seq).unwrap().bytes, big(k).into_bytes());
+    }
+}
+
 #[test]
 fn acknowledged_transactions_survive_sigkill_during_compaction() {
     if let Some(root) = child_root(CHILD_ENV) {
