@@ -707,7 +707,11 @@ impl Service {
                 Some((Readiness::Indexing, _))
                     if asking
                         && host.activity(server).is_some_and(|a| {
-                            codefiles::answer_readiness(&a, Instant::now()) == Readiness::Ready
+                            // Only a host that keeps the server's clock says the same as its
+                            // readiness did, less the settle.
+                            a.initialized.is_some()
+                                && codefiles::answer_readiness(&a, Instant::now())
+                                    == Readiness::Ready
                         }) =>
                 {
                     return Ok(());
