@@ -8,15 +8,20 @@
 //! the way an interrupted append would. Each pair also rewrites a code file (`e.py`, SPEC §18),
 //! which the log records and recovery redoes like a document, but never analyses.
 //!
-//! The child is this same test binary, run again with `CHILD_ENV` set to the store's path.
+//! The child is this same test binary, run again with `CHILD_ENV` set to the store's path
+//! (`common::child`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use stardust_core::store::{Change, OpenOptions, Origin, Store, Version, verify_log};
+
+use common::child::{Rng, child_root, spawn};
+use common::options;
+
+mod common;
 
 const CHILD_ENV: &str = "STARDUST_STORE_CRASH_CHILD";
 /// How many commits the child lets pass between checkpoints.
@@ -30,9 +35,11 @@ fn content(name: &str, n: u64) -> String {
     format!("{{\"id\": \"doc/{name}\", \"type\": \"counter\", \"n\": {n}, \"pad\": \"{pad}\"}}\n")
 }
 
-/// The content of the code file `e.py` at commit `n`.
+/// The content of the code file `e.py` at commit `n`: one of seven, so most commits write a
+/// content the log already holds (and shares instead of storing again).
 fn code(n: u64) -> String {
-    format!("n = {n}\npad = '{}'\n", "y".repeat((n * 53 % 300) as usize))
+    let k = n % 7;
+    format!("k = {k}\npad = '{}'\n", "y".repeat((k * 53 % 300) as usize))
 }
 
 /// The `n` of a document's content, checking the content is whole.
@@ -42,10 +49,6 @@ fn parse_n(name: &str, text: &str) -> u64 {
     let n = value["n"].as_u64().unwrap_or_else(|| panic!("{name} has no n: {text:?}"));
     assert_eq!(text, content(name, n), "{name} is not a content the child wrote");
     n
-}
-
-fn options() -> OpenOptions {
-    OpenOptions { watch: false, ..OpenOptions::default() }
 }
 
 /// The child: open the store and commit pairs of documents until killed, printing each
@@ -82,22 +85,10 @@ fn child(root: &Path) -> ! {
     }
 }
 
-/// A small xorshift generator: enough randomness for kill timing, reproducible from a seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[test]
 fn acknowledged_commits_survive_sigkill() {
-    if let Some(root) = std::env::var_os(CHILD_ENV) {
-        child(Path::new(&root));
+    if let Some(root) = child_root(CHILD_ENV) {
+        child(&root);
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -105,8 +96,8 @@ fn acknowledged_commits_survive_sigkill() {
     std::fs::write(root.join("b.json"), content("b", 0)).unwrap();
     drop(Store::open(root, options()).unwrap());
 
-    let seed = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_clock();
+    let seed = rng.seed();
     // Every commit of a and b any child acknowledged: seq -> n; and those of d alone.
     let mut acked: BTreeMap<u64, u64> = BTreeMap::new();
     let mut acked_d: Vec<u64> = Vec::new();
@@ -115,46 +106,29 @@ fn acknowledged_commits_survive_sigkill() {
     let mut long_tails = 0;
     for round in 0..ROUNDS {
         let context = format!("round {round} (seed {seed})");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, root)
-            .env(EVERY_ENV, if round % 4 < 2 { "4" } else { "1000" })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (first_ack, acked_once) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut acks = Vec::new();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let mut words = line.strip_prefix("ack ").unwrap_or_default().split(' ');
-                let seq = words.next().and_then(|w| w.parse::<u64>().ok());
-                // `None` for a commit of d alone.
-                let n = words.next().map(|w| w.parse::<u64>().ok());
-                if let (Some(seq), Some(n)) = (seq, n) {
-                    acks.push((seq, n));
-                    let _ = first_ack.send(());
-                }
-            }
-            acks
-        });
+        let every = if round % 4 < 2 { "4" } else { "1000" };
+        let child = spawn(TEST_NAME, CHILD_ENV, root, &[(EVERY_ENV, every)]);
         // Odd rounds kill at any moment from the start (opening and recovering included);
         // even rounds once the child is committing.
         if round.is_multiple_of(2) {
-            let _ = acked_once.recv_timeout(Duration::from_secs(20));
+            child.first_ack(Duration::from_secs(20));
             std::thread::sleep(Duration::from_micros(rng.below(40_000)));
         } else {
             std::thread::sleep(Duration::from_micros(rng.below(80_000)));
         }
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
+        let (status, acks) = child.kill();
         assert!(status.code().is_none(), "{context}: the child exited by itself: {status}");
-        let acks = reader.join().unwrap();
         if !acks.is_empty() {
             killed_mid_run += 1;
         }
-        for (seq, n) in acks {
+        for ack in acks {
+            // `ack <seq> <n>`, or `ack <seq> d` for a commit of d alone (`n` is `None`).
+            let mut words = ack.split(' ');
+            let (Some(Ok(seq)), Some(n)) = (words.next().map(str::parse::<u64>), words.next())
+            else {
+                continue;
+            };
+            let n = n.parse::<u64>().ok();
             let twice = acked.contains_key(&seq) || acked_d.contains(&seq);
             assert!(!twice, "{context}: seq {seq} acknowledged twice");
             match n {

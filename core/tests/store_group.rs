@@ -7,23 +7,22 @@
 //! The crash test's child is this same test binary, run again with `CHILD_ENV` set.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use stardust_core::store::{Change, FailPoint, OpenOptions, Origin, Store, Version, verify_log};
+
+use common::child::{Rng, child_root, spawn};
+use common::options;
+
+mod common;
 
 const CHILD_ENV: &str = "STARDUST_STORE_GROUP_CHILD";
 const CRASH_TEST: &str = "a_burst_of_concurrent_commits_killed_midway_keeps_every_acknowledged_seq";
 const THREADS: usize = 8;
-
-fn options() -> OpenOptions {
-    OpenOptions { watch: false, ..OpenOptions::default() }
-}
 
 fn content(i: usize, n: u64) -> String {
     let pad = "x".repeat((n * 37 % 300) as usize);
@@ -199,58 +198,34 @@ fn child(root: &Path) -> ! {
 
 #[test]
 fn a_burst_of_concurrent_commits_killed_midway_keeps_every_acknowledged_seq() {
-    if let Some(root) = std::env::var_os(CHILD_ENV) {
-        child(Path::new(&root));
+    if let Some(root) = child_root(CHILD_ENV) {
+        child(&root);
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let seed = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = seed;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let mut rng = Rng::from_clock();
+    let seed = rng.seed();
     // seq -> (thread, n) of every acknowledged commit of every round.
     let mut acked: BTreeMap<u64, (usize, u64)> = BTreeMap::new();
     // Rounds whose child synced fewer times than it acknowledged commits.
     let mut grouped = 0;
     for round in 0..12 {
         let context = format!("round {round} (seed {seed})");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([CRASH_TEST, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (first_ack, acked_once) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut acks = Vec::new();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let words: Vec<&str> =
-                    line.strip_prefix("ack ").unwrap_or_default().split(' ').collect();
-                if let [seq, i, n, syncs] = words[..] {
-                    let syncs: u64 = syncs.parse().unwrap();
-                    acks.push((
-                        seq.parse::<u64>().unwrap(),
-                        i.parse().unwrap(),
-                        n.parse().unwrap(),
-                        syncs,
-                    ));
-                    let _ = first_ack.send(());
-                }
-            }
-            acks
-        });
-        let _ = acked_once.recv_timeout(Duration::from_secs(20));
-        std::thread::sleep(Duration::from_micros(below(30_000)));
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
+        let child = spawn(CRASH_TEST, CHILD_ENV, root, &[]);
+        child.first_ack(Duration::from_secs(20));
+        std::thread::sleep(Duration::from_micros(rng.below(30_000)));
+        let (status, acks) = child.kill();
         assert!(status.code().is_none(), "{context}: the child exited by itself: {status}");
-        let acks = reader.join().unwrap();
+        // `ack <seq> <thread> <n> <syncs so far>`
+        let acks: Vec<(u64, usize, u64, u64)> = acks
+            .iter()
+            .filter_map(|ack| match ack.split(' ').collect::<Vec<_>>()[..] {
+                [seq, i, n, syncs] => {
+                    Some((seq.parse().ok()?, i.parse().ok()?, n.parse().ok()?, syncs.parse().ok()?))
+                }
+                _ => None,
+            })
+            .collect();
         assert!(!acks.is_empty(), "{context}: the child acknowledged nothing");
         // Fewer syncs than acknowledged commits: some of them shared one.
         let syncs = acks.iter().map(|a| a.3).max().unwrap();

@@ -4,23 +4,22 @@
 //!
 //! The crash test's child is this same test binary, run again with `CHILD_ENV` set.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use stardust_core::store::{
     Change, FailPoint, OpenOptions, Origin, Store, StoreError, read_log, verify_log,
 };
 
+use common::child::{Rng, child_root, spawn};
+use common::options;
+
+mod common;
+
 const CHILD_ENV: &str = "STARDUST_RETENTION_CHILD";
 /// Set in the child to abort (no cleanup, as a kill) at a compaction step.
 const ABORT_AT_ENV: &str = "STARDUST_RETENTION_ABORT_AT";
 const TEST_NAME: &str = "acknowledged_transactions_survive_sigkill_during_compaction";
-
-fn options() -> OpenOptions {
-    OpenOptions { watch: false, ..OpenOptions::default() }
-}
 
 fn origin() -> Origin {
     Origin::Sdk("test".into())
@@ -196,10 +195,71 @@ fn child(root: &Path) -> ! {
     }
 }
 
+/// A content that compresses poorly (hex of a xorshift stream), about 32 KB, for `k`.
+fn big(k: u64) -> String {
+    let mut x = k.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut hex = String::with_capacity(32 * 1024);
+    while hex.len() < 32 * 1024 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        hex.push_str(&format!("{x:016x}"));
+    }
+    format!("{{\"id\": \"doc/a\", \"type\": \"counter\", \"pad\": \"{hex}\"}}\n")
+}
+
+#[test]
+fn a_content_written_again_is_logged_once_and_kept_through_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    store_with_keep(root, "4");
+    let logged = || verify_log(root).unwrap().valid_len;
+    // seq -> which content a.json holds from it on.
+    let mut states = std::collections::BTreeMap::new();
+    {
+        let store = Store::open(root, options()).unwrap();
+        let mut commit = |k: u64| {
+            let before = logged();
+            let seq = store.commit(origin(), vec![Change::put("a.json", big(k))]).unwrap().seq;
+            states.insert(seq, k);
+            logged() - before
+        };
+        let first = commit(0);
+        assert!(first > 16 * 1024, "a new content is stored: {first} bytes");
+        assert!(commit(1) > 16 * 1024);
+        // A branch switched back and forth: each content is already in the log.
+        for round in 0..10 {
+            let grew = commit(round % 2);
+            assert!(grew < 2048, "round {round}: a content logged again took {grew} bytes");
+            store.compact().unwrap();
+        }
+        // Every state still held reads back as it was, though most of them share a record
+        // that compaction would otherwise have dropped.
+        let head = store.head_seq();
+        let oldest = store.oldest_held();
+        assert!(oldest > 2, "compaction ran: oldest {oldest}");
+        for seq in oldest..=head {
+            let k = states.range(..=seq).next_back().map(|(_, &k)| k).unwrap();
+            let at = store.document_at("a.json", seq).unwrap();
+            assert_eq!(at.bytes, big(k).into_bytes(), "a.json as of seq {seq}");
+        }
+    }
+    assert_eq!(verify_log(root).unwrap().damage, None);
+    // Recovery and the index read the shared contents too after a reopen.
+    let store = Store::open(root, options()).unwrap();
+    let head = store.head_seq();
+    let k = states[&head];
+    assert_eq!(std::fs::read(root.join("a.json")).unwrap(), big(k).into_bytes());
+    for seq in store.oldest_held()..=head {
+        let k = states.range(..=seq).next_back().map(|(_, &k)| k).unwrap();
+        assert_eq!(store.document_at("a.json", seq).unwrap().bytes, big(k).into_bytes());
+    }
+}
+
 #[test]
 fn acknowledged_transactions_survive_sigkill_during_compaction() {
-    if let Some(root) = std::env::var_os(CHILD_ENV) {
-        child(Path::new(&root));
+    if let Some(root) = child_root(CHILD_ENV) {
+        child(&root);
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -212,43 +272,24 @@ fn acknowledged_transactions_survive_sigkill_during_compaction() {
             store.commit(origin(), changes).unwrap();
         }
     }
-    let seed = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = seed;
+    let mut rng = Rng::from_clock();
+    let seed = rng.seed();
     let mut acked = 0u64;
     // Two rounds abort at each compaction step, the rest are killed at random moments.
     let rounds: Vec<Option<&str>> =
         [Some("write"), Some("rename")].into_iter().chain(std::iter::repeat_n(None, 12)).collect();
     for (round, abort_at) in rounds.into_iter().enumerate() {
         let context = format!("round {round} (seed {seed})");
-        let mut command = Command::new(std::env::current_exe().unwrap());
-        command
-            .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if let Some(step) = abort_at {
-            command.env(ABORT_AT_ENV, step);
-        }
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut seqs = Vec::new();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(seq) = line.strip_prefix("ack ") {
-                    seqs.push(seq.trim().parse::<u64>().unwrap());
-                }
-            }
-            seqs
-        });
-        if abort_at.is_none() {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            std::thread::sleep(Duration::from_millis(100 + rng % 400));
-            let _ = child.kill();
-        }
-        child.wait().unwrap();
-        let seqs = reader.join().unwrap();
+        let extra: Vec<(&str, &str)> =
+            abort_at.map(|step| (ABORT_AT_ENV, step)).into_iter().collect();
+        let child = spawn(TEST_NAME, CHILD_ENV, root, &extra);
+        let (_, seqs) = if abort_at.is_none() {
+            std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
+            child.kill()
+        } else {
+            child.wait()
+        };
+        let seqs: Vec<u64> = seqs.iter().map(|seq| seq.trim().parse().unwrap()).collect();
         if let Some(&last) = seqs.last() {
             acked = acked.max(last);
         }

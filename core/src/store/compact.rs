@@ -193,21 +193,24 @@ impl Inner {
                 break;
             };
             let encoded = match &record.header {
-                Header::Transaction { transaction, dropped, .. } => {
+                Header::Transaction { transaction, dropped, shared, .. } => {
                     let mut dropped = dropped.clone();
                     if let Some(more) = droppable.get(&transaction.seq) {
                         dropped.extend(more.iter().cloned());
                         dropped.sort();
                         dropped.dedup();
                     }
+                    // A shared content dropped is no longer shared.
+                    let mut shared = shared.clone();
+                    shared.retain(|path, _| !dropped.contains(path));
                     let held = record.contents().map_err(|e| io("cannot read the log for", e))?;
                     let contents: Vec<&[u8]> = held
                         .iter()
                         .filter(|(path, _)| !dropped.iter().any(|d| d == path))
                         .map(|(_, content)| &content[..])
                         .collect();
-                    history.push_record(at, transaction, &dropped);
-                    let encoded = log::encode_compacted(transaction, &dropped, &contents);
+                    history.push_record(at, transaction, &dropped, &shared);
+                    let encoded = log::encode_record(transaction, &dropped, &shared, &contents);
                     encoded.write_to(&mut out).map_err(|e| io("cannot write", e))?;
                     encoded.len()
                 }

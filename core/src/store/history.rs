@@ -29,6 +29,9 @@ struct PathEntry {
     version: Option<Version>,
     /// Compaction dropped this content from the log.
     dropped: bool,
+    /// The seq whose record holds the content: `seq` itself, or an earlier record holding
+    /// the same content of the path (the log's `shared`).
+    holder: u64,
 }
 
 /// Where an entity was after a transaction that touched it: its document, `None` when gone.
@@ -48,7 +51,13 @@ pub(super) struct History {
     /// The first seq from which every state's contents are held (0 read as 1): one past
     /// the last state a dropped content was in force for.
     oldest: u64,
+    /// The shared contents of transactions logged but not indexed yet: seq -> path -> holder.
+    pending: HashMap<u64, BTreeMap<String, u64>>,
 }
+
+/// How many of a path's latest states a new content is compared with for sharing: enough
+/// for a branch switched back and forth, bounded so a commit never walks a long chain.
+const SHARE_WINDOW: usize = 64;
 
 /// Whether publications index paths and entities (always, but for the benchmark that
 /// measures what the indexing costs a commit: `set_indexing`).
@@ -64,11 +73,53 @@ pub fn set_indexing(on: bool) {
 impl History {
     /// Index the transaction logged at `offset`; transactions come in seq order.
     pub fn push(&mut self, offset: u64, txn: &Transaction) {
-        self.push_record(offset, txn, &[]);
+        let mut shared = self.pending.remove(&txn.seq).unwrap_or_default();
+        // An append cut back (a failed sync) can leave a note for a seq that another record
+        // then took: only a holder that has this very content of the path is taken from it.
+        shared.retain(|path, &mut holder| {
+            let after = txn.documents.iter().find(|d| &d.path == path).and_then(|d| d.after);
+            let held = self.path_at(path, holder).filter(|e| e.seq == holder && !e.dropped);
+            after.is_some() && held.is_some_and(|e| e.version == after)
+        });
+        self.push_record(offset, txn, &[], &shared);
     }
 
-    /// [`History::push`] for a record whose `dropped` documents' contents were compacted away.
-    pub fn push_record(&mut self, offset: u64, txn: &Transaction, dropped: &[String]) {
+    /// Which new contents of `txn` a record the log holds already has for the same path:
+    /// path -> that record's seq. Only contents not dropped, among each path's last
+    /// [`SHARE_WINDOW`] states.
+    pub fn shareable(&self, txn: &Transaction) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for doc in &txn.documents {
+            let (Some(version), Some(chain)) = (doc.after, self.paths.get(doc.path.as_str()))
+            else {
+                continue;
+            };
+            let recent = chain.iter().rev().take(SHARE_WINDOW);
+            if let Some(e) = recent.filter(|e| !e.dropped).find(|e| e.version == Some(version)) {
+                out.insert(doc.path.clone(), e.holder);
+            }
+        }
+        out
+    }
+
+    /// Remember the contents the record of `seq`, logged and not yet indexed, shares.
+    pub fn logged_shared(&mut self, seq: u64, shared: BTreeMap<String, u64>) {
+        if shared.is_empty() {
+            self.pending.remove(&seq);
+        } else {
+            self.pending.insert(seq, shared);
+        }
+    }
+
+    /// [`History::push`] for a record whose `dropped` documents' contents were compacted away
+    /// and whose `shared` ones are held by earlier records.
+    pub fn push_record(
+        &mut self,
+        offset: u64,
+        txn: &Transaction,
+        dropped: &[String],
+        shared: &BTreeMap<String, u64>,
+    ) {
         debug_assert_eq!(txn.seq, self.offsets.len() as u64 + 1);
         self.offsets.push(offset);
         if !INDEXING.load(std::sync::atomic::Ordering::Relaxed) {
@@ -86,7 +137,8 @@ impl History {
                 self.oldest = self.oldest.max(txn.seq);
             }
             let dropped = dropped.contains(&doc.path);
-            chain.push(PathEntry { seq: txn.seq, version: doc.after, dropped });
+            let holder = shared.get(&doc.path).copied().unwrap_or(txn.seq);
+            chain.push(PathEntry { seq: txn.seq, version: doc.after, dropped, holder });
             // An entity that left one document and arrived in another is where it arrived.
             for id in &doc.deleted {
                 entities.entry(id).or_insert(None);
@@ -131,12 +183,14 @@ impl History {
     pub fn droppable(&self, oldest: u64) -> BTreeMap<u64, Vec<String>> {
         let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
         for (path, chain) in &self.paths {
-            for pair in chain.windows(2) {
-                if pair[1].seq > oldest {
-                    break;
-                }
-                if pair[0].version.is_some() && !pair[0].dropped {
-                    out.entry(pair[0].seq).or_default().push(path.to_string());
+            // The states in force from `oldest` on: the last one at or before it, and later.
+            let kept = chain.partition_point(|e| e.seq <= oldest).saturating_sub(1);
+            // A kept state whose content an earlier record holds keeps that record's content.
+            let needed: std::collections::HashSet<u64> =
+                chain[kept..].iter().filter(|e| e.version.is_some()).map(|e| e.holder).collect();
+            for entry in &chain[..kept] {
+                if entry.version.is_some() && !entry.dropped && !needed.contains(&entry.seq) {
+                    out.entry(entry.seq).or_default().push(path.to_string());
                 }
             }
         }
@@ -291,7 +345,12 @@ impl Store {
         let offset = *offset;
         let log_path = &self.inner.log_path;
         let io = |e| StoreError::io(format!("cannot read {path} as of seq {seq} from the log"), e);
-        let bytes = log::read_content(file, offset, path).map_err(io)?;
+        let mut bytes = log::read_content(file, offset, path).map_err(io)?;
+        if let log::Content::Shared(holder) = bytes {
+            // Never shared again: a holder holds its content itself.
+            let (file, offset) = self.record_of(holder)?;
+            bytes = log::read_content(&file, offset, path).map_err(io)?;
+        }
         match bytes {
             log::Content::Held(bytes) if Version::of(&bytes) == version => Ok(bytes),
             // Compacted meanwhile: as if asked after.

@@ -26,6 +26,7 @@
 //! open rather than drop what follows.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufReader, IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -60,6 +61,13 @@ pub enum Header {
         /// and refuses the record rather than taking compressed bytes for a document).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         zstd: Vec<u64>,
+        /// The documents (with an `after`, not `dropped`) whose content the record does not
+        /// hold because an earlier record holds the same content of the same path: path ->
+        /// that record's seq (issue 39: a content written again is logged once). A reader
+        /// that knows no sharing counts these among the held contents, finds the lengths
+        /// wrong and refuses the record rather than misreading it.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        shared: BTreeMap<String, u64>,
     },
     Applied {
         seq: u64,
@@ -84,7 +92,8 @@ impl Record {
     /// The new content of each document of a transaction record that holds one, in order
     /// (decompressed).
     pub fn contents(&self) -> io::Result<Vec<(&str, Stored<'_>)>> {
-        let Header::Transaction { transaction, content_lengths, dropped, zstd } = &self.header
+        let Header::Transaction { transaction, content_lengths, dropped, zstd, shared } =
+            &self.header
         else {
             return Ok(Vec::new());
         };
@@ -92,7 +101,7 @@ impl Record {
         let mut out = Vec::new();
         let mut at = self.contents_start;
         let mut lengths = if compressed { zstd } else { content_lengths }.iter();
-        for doc in held(transaction, dropped) {
+        for doc in held(transaction, dropped, shared) {
             let Some(&len) = lengths.next() else { break };
             let end = at + len as usize;
             let stored = &self.body[at..end];
@@ -118,8 +127,11 @@ fn decompress(stored: &[u8]) -> io::Result<Vec<u8>> {
 fn held<'a>(
     transaction: &'a Transaction,
     dropped: &'a [String],
+    shared: &'a BTreeMap<String, u64>,
 ) -> impl Iterator<Item = &'a super::txn::DocumentChange> {
-    transaction.documents.iter().filter(|d| d.after.is_some() && !dropped.contains(&d.path))
+    transaction.documents.iter().filter(|d| {
+        d.after.is_some() && !dropped.contains(&d.path) && !shared.contains_key(&d.path)
+    })
 }
 
 /// A content read from a record: borrowed when stored raw, decompressed otherwise.
@@ -139,14 +151,16 @@ pub struct Damage {
 /// Encode a transaction record. `contents` holds the new content of each document whose
 /// `after` is `Some`, in the transaction's order.
 pub fn encode_transaction<'a>(transaction: &Transaction, contents: &[&'a [u8]]) -> Encoded<'a> {
-    encode_compacted(transaction, &[], contents)
+    encode_record(transaction, &[], &BTreeMap::new(), contents)
 }
 
-/// Encode a transaction record whose `dropped` documents' contents were compacted away;
-/// `contents` holds the others' (SPEC §26).
-pub fn encode_compacted<'a>(
+/// Encode a transaction record whose `dropped` documents' contents were compacted away
+/// (SPEC §26) and whose `shared` documents' contents are held by earlier records; `contents`
+/// holds the others', in the transaction's order.
+pub fn encode_record<'a>(
     transaction: &Transaction,
     dropped: &[String],
+    shared: &BTreeMap<String, u64>,
     contents: &[&'a [u8]],
 ) -> Encoded<'a> {
     let stored: Vec<Cow<'a, [u8]>> = contents
@@ -161,6 +175,7 @@ pub fn encode_compacted<'a>(
         content_lengths: Vec::new(),
         dropped,
         zstd: stored.iter().map(|c| c.len() as u64).collect(),
+        shared,
     };
     encode(&header, stored)
 }
@@ -181,6 +196,8 @@ enum HeaderRef<'a> {
         dropped: &'a [String],
         #[serde(skip_serializing_if = "Vec::is_empty")]
         zstd: Vec<u64>,
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        shared: &'a BTreeMap<String, u64>,
     },
     Applied {
         seq: u64,
@@ -304,8 +321,8 @@ fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Rec
     let header: Header = serde_json::from_slice(header_bytes)
         .map_err(|e| Bad::Malformed(format!("the record header does not decode: {e}")))?;
     let contents_start = 4 + header_len;
-    if let Header::Transaction { transaction, content_lengths, dropped, zstd } = &header {
-        let with_content = held(transaction, dropped).count();
+    if let Header::Transaction { transaction, content_lengths, dropped, zstd, shared } = &header {
+        let with_content = held(transaction, dropped, shared).count();
         if !zstd.is_empty() && !content_lengths.is_empty() {
             return Err(Bad::Malformed("the record's contents do not match its header".to_owned()));
         }
@@ -317,6 +334,15 @@ fn read_record(reader: &mut impl Read, offset: u64, file_len: u64) -> Result<Rec
         if !dropped.iter().all(with_after) {
             return Err(Bad::Malformed(
                 "the record drops the content of a document it gives none".to_owned(),
+            ));
+        }
+        let earlier = |(path, &seq): (&String, &u64)| {
+            with_after(path) && !dropped.contains(path) && (1..transaction.seq).contains(&seq)
+        };
+        if !shared.iter().all(earlier) {
+            return Err(Bad::Malformed(
+                "the record shares a content it cannot: no such document, or not an earlier seq"
+                    .to_owned(),
             ));
         }
         if content_lengths.len() != with_content
@@ -480,6 +506,8 @@ impl LogReader {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Content {
     Held(Vec<u8>),
+    /// The record of this seq holds the same content of the same path.
+    Shared(u64),
     /// Compaction dropped it (SPEC §26 `[history] keep`).
     Dropped,
     /// The record has none for the document.
@@ -492,13 +520,17 @@ pub enum Content {
 /// the header names.
 pub fn read_content(file: &File, offset: u64, doc: &str) -> io::Result<Content> {
     use std::os::unix::fs::FileExt;
-    let (transaction, content_lengths, dropped, zstd, mut at) = read_header_at(file, offset)?;
+    let (transaction, content_lengths, dropped, zstd, shared, mut at) =
+        read_header_at(file, offset)?;
     if dropped.iter().any(|d| d == doc) {
         return Ok(Content::Dropped);
     }
+    if let Some(&seq) = shared.get(doc) {
+        return Ok(Content::Shared(seq));
+    }
     let compressed = !zstd.is_empty();
     let mut lengths = if compressed { zstd } else { content_lengths }.into_iter();
-    for change in held(&transaction, &dropped) {
+    for change in held(&transaction, &dropped, &shared) {
         let Some(len) = lengths.next() else { break };
         if change.path == doc {
             let len = usize::try_from(len).map_err(|_| invalid("a content too large to read"))?;
@@ -524,12 +556,13 @@ fn invalid(why: &str) -> io::Error {
 }
 
 /// The transaction whose record starts at `offset`, its content lengths, the documents whose
-/// content was dropped, the compressed lengths, and the file offset where its contents start.
+/// content was dropped, the compressed lengths, the shared contents, and the file offset
+/// where its contents start.
 #[allow(clippy::type_complexity)]
 fn read_header_at(
     file: &File,
     offset: u64,
-) -> io::Result<(Transaction, Vec<u64>, Vec<String>, Vec<u64>, u64)> {
+) -> io::Result<(Transaction, Vec<u64>, Vec<String>, Vec<u64>, BTreeMap<String, u64>, u64)> {
     use std::os::unix::fs::FileExt;
     let mut head = [0u8; HEAD_LEN as usize + 4];
     file.read_exact_at(&mut head, offset)?;
@@ -541,11 +574,11 @@ fn read_header_at(
     file.read_exact_at(&mut header, offset + HEAD_LEN + 4)?;
     let header: Header = serde_json::from_slice(&header)
         .map_err(|_| invalid("the record header does not decode"))?;
-    let Header::Transaction { transaction, content_lengths, dropped, zstd } = header else {
+    let Header::Transaction { transaction, content_lengths, dropped, zstd, shared } = header else {
         return Err(invalid("the indexed record is not a transaction"));
     };
     let at = offset + HEAD_LEN + 4 + header_len as u64;
-    Ok((transaction, content_lengths, dropped, zstd, at))
+    Ok((transaction, content_lengths, dropped, zstd, shared, at))
 }
 
 /// Whether `file` holds only zeros from `from` to `to` (read at offsets: the file's
@@ -966,6 +999,7 @@ mod tests {
             content_lengths: vec![2],
             dropped: vec![],
             zstd: vec![],
+            shared: BTreeMap::new(),
         };
         let mut writer = LogWriter::open(&path, 0).unwrap();
         let first = writer.append(&record, true).unwrap();
@@ -983,7 +1017,8 @@ mod tests {
         let mut writer = LogWriter::open(&path, 0).unwrap();
         let (t, _) = txn(1, &[("a.json", Some(b"{}")), ("b.json", Some(b"[]")), ("c.json", None)]);
         let dropped = vec!["a.json".to_owned()];
-        let offset = writer.append(&encode_compacted(&t, &dropped, &[b"[]"]), true).unwrap();
+        let offset =
+            writer.append(&encode_record(&t, &dropped, &BTreeMap::new(), &[b"[]"]), true).unwrap();
         let v = verify(&path).unwrap();
         assert_eq!((v.transactions, v.damage), (1, None), "a dropped content is not damage");
         let record = LogReader::open(&path).unwrap().unwrap().next_record().unwrap().unwrap();
@@ -998,7 +1033,8 @@ mod tests {
         // Dropping the content of a document the transaction deleted is written wrong.
         let path = dir.path().join("bad.log");
         let bad = vec!["c.json".to_owned()];
-        std::fs::write(&path, encode_compacted(&t, &bad, &[b"{}", b"[]"]).to_vec()).unwrap();
+        std::fs::write(&path, encode_record(&t, &bad, &BTreeMap::new(), &[b"{}", b"[]"]).to_vec())
+            .unwrap();
         let damage = verify(&path).unwrap().damage.unwrap();
         assert!(damage.in_middle && damage.reason.contains("drops"), "{damage:?}");
     }
@@ -1069,6 +1105,45 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_content_is_read_from_the_record_that_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let (t1, _) = txn(1, &[("a.py", Some(b"x = 1"))]);
+        let (t2, _) = txn(2, &[("a.py", Some(b"x = 2"))]);
+        let (t3, _) = txn(3, &[("a.py", Some(b"x = 1")), ("b.py", Some(b"y"))]);
+        let shared = BTreeMap::from([("a.py".to_owned(), 1)]);
+        let mut writer = LogWriter::open(&path, 0).unwrap();
+        writer.append(&encode_transaction(&t1, &[b"x = 1"]), true).unwrap();
+        writer.append(&encode_transaction(&t2, &[b"x = 2"]), true).unwrap();
+        let third = encode_record(&t3, &[], &shared, &[b"y"]);
+        let offset = writer.append(&third, true).unwrap();
+        assert_eq!(verify(&path).unwrap().damage, None);
+        let file = File::open(&path).unwrap();
+        assert_eq!(read_content(&file, offset, "a.py").unwrap(), Content::Shared(1));
+        assert_eq!(read_content(&file, offset, "b.py").unwrap(), Content::Held(b"y".to_vec()));
+        let mut reader = LogReader::open(&path).unwrap().unwrap();
+        reader.seek(offset, 3).unwrap();
+        let record = reader.next_record().unwrap().unwrap();
+        let held: Vec<(&str, Vec<u8>)> =
+            record.contents().unwrap().into_iter().map(|(p, c)| (p, c.to_vec())).collect();
+        assert_eq!(held, vec![("b.py", b"y".to_vec())]);
+
+        // A record that shares with itself or a later seq, or a path it gives no content, is
+        // damage.
+        for bad in [("a.py", 3), ("a.py", 0), ("c.py", 1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(LOG_FILE);
+            let shared = BTreeMap::from([(bad.0.to_owned(), bad.1)]);
+            let mut writer = LogWriter::open(&path, 0).unwrap();
+            writer.append(&encode_transaction(&t1, &[b"x = 1"]), true).unwrap();
+            writer.append(&encode_transaction(&t2, &[b"x = 2"]), true).unwrap();
+            writer.append(&encode_record(&t3, &[], &shared, &[b"y"]), true).unwrap();
+            let damage = verify(&path).unwrap().damage.expect("damage");
+            assert!(damage.reason.contains("shares"), "{bad:?}: {}", damage.reason);
+        }
+    }
+
+    #[test]
     fn a_checksummed_record_with_impossible_lengths_is_damage_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOG_FILE);
@@ -1078,6 +1153,7 @@ mod tests {
             content_lengths: vec![u64::MAX, 3],
             dropped: vec![],
             zstd: vec![],
+            shared: BTreeMap::new(),
         };
         std::fs::write(&path, encode(&header, vec![Cow::Borrowed(b"xy")]).to_vec()).unwrap();
         let damage = verify(&path).unwrap().damage.unwrap();

@@ -813,13 +813,23 @@ fn read_log_state(log_path: &Path) -> StoreResult<LogState> {
     loop {
         match reader.next_record() {
             Ok(Some(record)) => match record.header {
-                Header::Transaction { transaction, dropped, .. } => {
-                    state.offsets.push_record(record.offset, &transaction, &dropped);
+                Header::Transaction { transaction, dropped, shared, .. } => {
+                    state.offsets.push_record(record.offset, &transaction, &dropped, &shared);
                     for doc in &transaction.documents {
                         match doc.after {
                             Some(version) => {
-                                let at =
-                                    Logged { version, offset: record.offset, seq: transaction.seq };
+                                // A shared content is read from the record that holds it.
+                                let (offset, seq) = match shared.get(&doc.path) {
+                                    Some(&holder) => {
+                                        let offset = state.offsets.offset(holder);
+                                        (
+                                            offset.expect("the log checked the seq is earlier"),
+                                            holder,
+                                        )
+                                    }
+                                    None => (record.offset, transaction.seq),
+                                };
+                                let at = Logged { version, offset, seq };
                                 state.logged.insert(doc.path.clone(), at);
                             }
                             None => {
@@ -1350,13 +1360,18 @@ impl Inner {
         }
         let request = Request { origin, changes, prepared, code, authority };
         if self.remote.is_none() {
-            return self.commit_grouped(request);
+            self.commit_grouped(request)
+        } else {
+            self.commit_remote(request)
         }
-        let Request { origin, mut changes, prepared, code, authority } = request;
+    }
+
+    /// Commit to a team store: another core may have committed first, and then this one
+    /// catches up and runs the save authority again on the new state, from the changes as
+    /// given. Never grouped: each try holds the head of the shared log.
+    fn commit_remote(&self, request: Request) -> StoreResult<Committed> {
+        let Request { origin, mut changes, mut prepared, code, authority } = request;
         let mut writer = self.writer()?;
-        // A team store may find another core committed first: then it catches up and runs
-        // the save authority again on the new state, from the changes as given.
-        let mut prepared = prepared;
         let mut reserved = remote::Reserved::none();
         for _ in 0..remote::RETRIES {
             let retry = changes.clone();
@@ -1753,7 +1768,7 @@ impl Inner {
         contents: &[&[u8]],
         sync: LogSync,
     ) -> StoreResult<u64> {
-        let record = log::encode_transaction(txn, contents);
+        let (record, shared) = self.encode(txn, contents);
         let appended =
             self.disk.check(FailPoint::AppendLog, log::LOG_FILE).and_then(|()| match sync {
                 LogSync::Now => {
@@ -1763,12 +1778,36 @@ impl Inner {
                 LogSync::Later => writer.log.append_deferred(&record),
                 LogSync::No => writer.log.append(&record, false),
             });
+        if appended.is_ok() {
+            sync::write(&self.history).logged_shared(txn.seq, shared);
+        }
         appended.map_err(|e| {
             if writer.log.is_broken() {
                 writer.poisoned = Some(format!("the log could not be cut back: {e}"));
             }
             StoreError::io("cannot append to the transaction log; nothing was committed", e)
         })
+    }
+
+    /// `txn`'s log record, with `contents` (those of its documents with an `after`, in order),
+    /// except those an earlier record holds for the same path (issue 39: a content written
+    /// again, by a branch switched back, is logged once); and the contents it shares, for
+    /// [`history::History::logged_shared`] once the record is appended.
+    fn encode<'c>(
+        &self,
+        txn: &Transaction,
+        contents: &[&'c [u8]],
+    ) -> (log::Encoded<'c>, BTreeMap<String, u64>) {
+        let shared = sync::read(&self.history).shareable(txn);
+        let stored: Vec<&[u8]> = txn
+            .documents
+            .iter()
+            .filter(|d| d.after.is_some())
+            .zip(contents)
+            .filter(|(d, _)| !shared.contains_key(&d.path))
+            .map(|(_, content)| *content)
+            .collect();
+        (log::encode_record(txn, &[], &shared, &stored), shared)
     }
 
     /// Write a transaction's documents once its record (at `offset`) is the commit point; on
@@ -1905,12 +1944,15 @@ impl Inner {
         {
             return Ok(None);
         }
-        let record = log::encode_transaction(&txn, &contents(&changes));
+        let (record, shared) = self.encode(&txn, &contents(&changes));
         if self.remote.is_none() {
             self.log_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let offset = match writer.log.append(&record, self.remote.is_none()) {
-            Ok(offset) => offset,
+            Ok(offset) => {
+                sync::write(&self.history).logged_shared(txn.seq, shared);
+                offset
+            }
             Err(e) => {
                 if writer.log.is_broken() {
                     writer.poisoned = Some(format!("the log could not be cut back: {e}"));

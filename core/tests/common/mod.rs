@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod child;
 pub mod code;
 pub mod fixture;
 pub mod remote;
