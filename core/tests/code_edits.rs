@@ -860,3 +860,24 @@ fn a_pre_existing_error_moved_by_the_edit_is_not_in_the_delta_and_importers_are_
     assert!(given.iter().any(|t| t == B), "{given:?}");
     assert!(!given.iter().any(|t| t == C), "{given:?}");
 }
+
+/// A server whose work ended a moment ago is asked at once: the settle after the end of work
+/// (`READY_SETTLE`) is for a caller deciding whether the server is ready, while an answer's
+/// own readiness, read when it arrives, says whether work began meanwhile. Here the server's
+/// work ends just as it is looked at, every time: its readiness is always `indexing`, and a
+/// preview that waited for `ready` would answer `busy` after the 1 s request timeout.
+#[test]
+fn a_server_whose_work_has_just_ended_is_asked_without_the_settle() {
+    let f = common::code::fixture_with(
+        &[("lib.py", LIB), ("app.py", APP)],
+        "timeouts = { request = 1 }\n",
+    );
+    config(&f, "");
+    let host = Canned { work_just_ended: true, ..host_renaming(rename_hello(&f, "greet")) };
+    let (service, _, host) = f.service(host);
+    let session = agent(&f, &service);
+    let preview = run(&service, &session, "rename_preview", at_hello("greet"));
+    assert_eq!(preview["committable"], true, "{preview}");
+    let asked: Vec<String> = host.requests.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert_eq!(asked.iter().filter(|m| *m == "textDocument/rename").count(), 1, "{asked:?}");
+}

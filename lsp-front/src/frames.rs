@@ -14,7 +14,10 @@
 //! `didChange` of a 2 MB document is unescaped once and never copied between the threads,
 //! where the main loop would otherwise decode it again (twice over: `async-lsp` buffers a
 //! message whole to find which kind it is). Stand-ins travel in the same queue as the other
-//! frames, so the order of messages is kept.
+//! frames, so the order of messages is kept. A member named `text` (a document's whole text)
+//! is unescaped straight into the `String` the core's buffer and document keep ([`Params`]):
+//! no scratch buffer and no second copy, which for a 2 MB text are memory the process may never
+//! have touched.
 //!
 //! Both directions are bounded, so a client that stops reading its input costs bounded memory:
 //! past `MAX_QUEUED_OUTPUT` bytes not yet written, writing waits (the main loop then stops
@@ -255,6 +258,11 @@ fn next_frame(reader: &mut impl BufRead, body: &mut Vec<u8>) -> bool {
         if body.capacity() > KEPT_BODY.max(length) {
             *body = Vec::new();
         }
+        if body.capacity() < length {
+            // Room for the next whole text after a few characters typed; nothing of the old
+            // body is kept, so nothing is copied.
+            *body = Vec::with_capacity(length + length / 16);
+        }
         body.clear();
         body.resize(length, 0);
         return reader.read_exact(body).is_ok();
@@ -273,7 +281,7 @@ struct Shape {
     #[serde(default)]
     id: Present<Value>,
     #[serde(default)]
-    params: Present<Value>,
+    params: Present<Params>,
     #[serde(default)]
     result: Present<serde::de::IgnoredAny>,
     #[serde(default)]
@@ -311,6 +319,189 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Present<T> {
     }
 }
 
+/// `params` as a [`Value`], except that every member named `text` holding a string (the
+/// document's text in `didOpen`, `didChange` and `didSave`) is unescaped here, once, straight
+/// into a `String` of its own ([`unescaped`]): serde_json would unescape it into a scratch
+/// buffer, grown by doubling, and then copy it out; for a 2 MB text that is about 6 MB of
+/// memory the process may never have touched (docs/DECISIONS.md "The first edit after an
+/// open"). The `String` is the one the core's buffer and document keep. Everything else is
+/// decoded as serde_json decodes a `Value` (the last of duplicate keys wins, nesting is
+/// bounded by serde_json's recursion limit). Only for bodies read whole (`from_slice`): the
+/// text is borrowed raw from the body.
+struct Params(Value);
+
+impl<'de> serde::Deserialize<'de> for Params {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ParamsVisitor).map(Params)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ParamsVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(Params(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = if key == "text" {
+                let raw: &'de serde_json::value::RawValue = map.next_value()?;
+                decoded_text(raw.get()).map_err(serde::de::Error::custom)?
+            } else {
+                map.next_value::<Params>()?.0
+            };
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// The value of a member named `text`, given raw: a string unescaped by [`unescaped`],
+/// anything else as serde_json decodes it.
+fn decoded_text(raw: &str) -> Result<Value, String> {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) => unescaped(inner).map(Value::String),
+        None => serde_json::from_str::<Params>(raw).map(|p| p.0).map_err(|e| e.to_string()),
+    }
+}
+
+/// The JSON string whose text between the quotes is `escaped`, unescaped into one `String`
+/// allocated once (an unescaped string is never longer than its escaped form), with
+/// serde_json's rules for a UTF-8 string: a control character or an unknown escape is an
+/// error, and so is a surrogate `\u` escape that is not a high one followed by a low one.
+fn unescaped(escaped: &str) -> Result<String, String> {
+    let bytes = escaped.as_bytes();
+    let mut out = String::with_capacity(escaped.len());
+    let mut run = 0;
+    let mut i = 0;
+    loop {
+        i = next_special(bytes, i);
+        match bytes.get(i) {
+            None => break,
+            Some(b'\\') => {}
+            Some(b'"') => return Err("an unescaped quote inside a string".to_owned()),
+            Some(_) => return Err("a control character inside a string".to_owned()),
+        }
+        out.push_str(&escaped[run..i]);
+        let escape = bytes.get(i + 1).copied().ok_or("a string ends inside an escape")?;
+        i += 2;
+        let c = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(bytes, i)?;
+                i += 4;
+                match high {
+                    0xD800..=0xDBFF => {
+                        if bytes.get(i..i + 2) != Some(b"\\u") {
+                            return Err("a high surrogate escape without its low one".to_owned());
+                        }
+                        let low = hex4(bytes, i + 2)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return Err("a high surrogate escape without its low one".to_owned());
+                        }
+                        i += 6;
+                        let code = 0x1_0000
+                            + ((u32::from(high) - 0xD800) << 10)
+                            + (u32::from(low) - 0xDC00);
+                        char::from_u32(code).ok_or("an invalid escaped character")?
+                    }
+                    0xDC00..=0xDFFF => {
+                        return Err("a low surrogate escape without its high one".to_owned());
+                    }
+                    code => {
+                        char::from_u32(u32::from(code)).ok_or("an invalid escaped character")?
+                    }
+                }
+            }
+            _ => return Err("an invalid escape inside a string".to_owned()),
+        };
+        out.push(c);
+        run = i;
+    }
+    out.push_str(&escaped[run..]);
+    Ok(out)
+}
+
+/// The index of the first byte at or after `from` that a JSON string cannot hold as it is (a
+/// quote, a backslash, a control character), or `bytes.len()`: eight bytes at a time, as
+/// serde_json's own scan does (a document's text escapes a quote every few bytes, so this loop
+/// is most of a whole-text change's decoding).
+fn next_special(bytes: &[u8], mut from: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    // The high bit of each byte that is zero; a false one only above a true one.
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let v = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let found = zero(v ^ (ONES * u64::from(b'"')))
+            | zero(v ^ (ONES * u64::from(b'\\')))
+            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+        if found != 0 {
+            return from + (found.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    let rest = bytes.get(from..).unwrap_or_default();
+    from + rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len())
+}
+
+/// The four hex digits at `at` of `bytes`, as a UTF-16 code unit.
+fn hex4(bytes: &[u8], at: usize) -> Result<u16, String> {
+    let digits = bytes.get(at..at + 4).ok_or("a string ends inside a \\u escape")?;
+    let digits = std::str::from_utf8(digits).map_err(|_| "an invalid \\u escape")?;
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("an invalid \\u escape".to_owned());
+    }
+    u16::from_str_radix(digits, 16).map_err(|_| "an invalid \\u escape".to_owned())
+}
+
 /// `body` as a message the main loop can take: a request or notification (a string
 /// `method`, an integer or string `id` if any), or a response (an integer or string `id` with
 /// a `result` or an `error`); else why not.
@@ -344,7 +535,7 @@ fn check_message(body: &[u8]) -> Result<Checked, String> {
         {
             return Err("a request's 'id' must be a 32-bit integer or a string".to_owned());
         }
-        return Ok(Checked::Call { method, id, params: shape.params.0 });
+        return Ok(Checked::Call { method, id, params: shape.params.0.map(|p| p.0) });
     }
     let error = shape.error.0;
     let error_ok = error.as_ref().is_none_or(|e| {
@@ -472,8 +663,10 @@ mod tests {
     #[test]
     fn frames_are_read_into_the_memory_of_the_last_one() {
         let big = format!("\"{}\"", "a".repeat(1 << 20));
+        // A whole text after some typing.
+        let longer = format!("\"{}\"", "a".repeat((1 << 20) + (1 << 15)));
         let huge = format!("\"{}\"", "a".repeat(KEPT_BODY));
-        let input = [big.as_str(), "{}", huge.as_str(), "{}"]
+        let input = [big.as_str(), "{}", longer.as_str(), huge.as_str(), "{}"]
             .map(|b| format!("Content-Length: {}\r\n\r\n{b}", b.len()))
             .concat();
         let mut reader = BufReader::new(input.as_bytes());
@@ -484,6 +677,9 @@ mod tests {
         assert_eq!(body, b"{}");
         assert_eq!(body.as_ptr(), memory, "the same memory");
         assert!(body.capacity() >= big.len());
+        assert!(next_frame(&mut reader, &mut body));
+        assert_eq!(body, longer.as_bytes());
+        assert_eq!(body.as_ptr(), memory, "room was kept for a slightly longer body");
         assert!(next_frame(&mut reader, &mut body));
         assert_eq!(body.len(), huge.len());
         assert!(next_frame(&mut reader, &mut body));
@@ -532,6 +728,100 @@ mod tests {
         };
         assert_eq!((method.as_str(), id), ("textDocument/didChange", None));
         assert_eq!(params["contentChanges"][0]["text"], "{\"a\": \"\\😀é\"}\r\n");
+    }
+
+    /// A member named `text` is unescaped by `unescaped`, not by serde_json: the same string
+    /// where serde_json decodes one, refused where serde_json refuses it.
+    #[test]
+    fn texts_are_unescaped_as_serde_json_unescapes_them() {
+        let good = [
+            r#""""#,
+            r#""a\"b\\c\/d\b\f\n\r\t""#,
+            r#""\u00e9\u20AC\ud83d\ude00 é😀 \u0000""#,
+            r#""x\uD83D\uDE00y\u007f""#,
+        ];
+        for raw in good {
+            let theirs: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(decoded_text(raw), Ok(theirs), "{raw}");
+        }
+        let bad = [
+            r#""\ud83d""#,
+            r#""\ude00""#,
+            r#""\ud83dx""#,
+            r#""\ud83d\n""#,
+            r#""\ud83d\u0041""#,
+            r#""\x""#,
+            r#""\u12""#,
+            r#""\u12g4""#,
+            "\"a\u{1}\"",
+        ];
+        for raw in bad {
+            assert!(serde_json::from_str::<Value>(raw).is_err(), "{raw}");
+            assert!(decoded_text(raw).is_err(), "{raw}");
+        }
+        // A member named `text` that is no string is any value, its own `text`s included.
+        let raw = r#"{"text": "a\nb", "n": [1, -2, 2.5, 1e300, null, true, {"text": 3}]}"#;
+        assert_eq!(
+            decoded_text(raw),
+            serde_json::from_str::<Value>(raw).map_err(|e| e.to_string())
+        );
+        // A message whose text cannot be decoded is dropped, as serde_json's refusal did.
+        let body = br#"{"jsonrpc":"2.0","method":"x","params":{"text":"\ud800"}}"#;
+        assert!(check_message(body).is_err());
+    }
+
+    /// The scan eight bytes at a time finds the first quote, backslash or control character
+    /// wherever it is, and nothing else (a space, DEL, the bytes of non-ASCII characters).
+    #[test]
+    fn the_scan_finds_the_first_special_byte() {
+        let plain = " \u{7f}aé😀~".repeat(4);
+        assert_eq!(next_special(plain.as_bytes(), 0), plain.len());
+        for special in ["\"", "\\", "\u{0}", "\u{1f}"] {
+            for at in 0..plain.len() {
+                if !plain.is_char_boundary(at) {
+                    continue;
+                }
+                let text = format!("{}{special}{}\"", &plain[..at], &plain[at..]);
+                assert_eq!(next_special(text.as_bytes(), 0), at, "{special:?} at {at}");
+                assert_eq!(next_special(text.as_bytes(), at + 1), text.len() - 1);
+            }
+        }
+    }
+
+    /// `s` as a JSON string, each character written as `how` picks: as it is (when JSON allows
+    /// it), as its short escape, or as `\u` escapes of its UTF-16 units.
+    fn escaped(s: &str, how: &[u8]) -> String {
+        let mut out = String::from("\"");
+        for (n, c) in s.chars().enumerate() {
+            let short = match c {
+                '"' => Some("\\\""),
+                '\\' => Some("\\\\"),
+                '\n' => Some("\\n"),
+                '\t' => Some("\\t"),
+                '/' => Some("\\/"),
+                _ => None,
+            };
+            match (how.get(n % how.len().max(1)).copied().unwrap_or(0) % 3, short) {
+                (0, _) if c != '"' && c != '\\' && c >= ' ' => out.push(c),
+                (1, Some(short)) => out.push_str(short),
+                (2, _) if n % 2 == 0 => {
+                    c.encode_utf16(&mut [0; 2]).iter().for_each(|u| out += &format!("\\u{u:04x}"))
+                }
+                _ => c.encode_utf16(&mut [0; 2]).iter().for_each(|u| out += &format!("\\u{u:04X}")),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        /// Any string, escaped in any way JSON allows, decodes to itself.
+        #[test]
+        fn any_escaped_text_decodes_to_itself(s in "\\PC*|[\"\\\\/\n\t\r\u{0}-\u{1f}é😀]*", how in proptest::collection::vec(0u8..3, 1..8)) {
+            let raw = escaped(&s, &how);
+            proptest::prop_assert_eq!(&serde_json::from_str::<String>(&raw).unwrap(), &s, "{}", raw);
+            proptest::prop_assert_eq!(decoded_text(&raw), Ok(Value::String(s)), "{}", raw);
+        }
     }
 
     /// The messages the main loop reads when the client sends `bodies`, each stand-in restored

@@ -86,6 +86,8 @@ pub(crate) struct Observed {
     /// The last liveness probe ([`Connection::probe`]): its id, when it was sent, and when
     /// its answer came.
     pub probe: Option<(i64, Instant, Option<Instant>)>,
+    /// When the server last answered a request (a result or an error).
+    pub answered: Option<Instant>,
 }
 
 /// The largest write a pipe takes whole or not at all (POSIX `PIPE_BUF`, 4096 on Linux).
@@ -343,10 +345,15 @@ impl Reader {
         match (method, id) {
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { return };
-                if let Some((probe, _, answered)) = lock(&self.observed).probe.as_mut()
-                    && *probe == id
                 {
-                    *answered = Some(Instant::now());
+                    let mut observed = lock(&self.observed);
+                    let now = Instant::now();
+                    observed.answered = Some(now);
+                    if let Some((probe, _, answered)) = observed.probe.as_mut()
+                        && *probe == id
+                    {
+                        *answered = Some(now);
+                    }
                 }
                 let Some(tx) = lock(&self.pending).remove(&id) else {
                     return;

@@ -863,6 +863,7 @@ fn activity_of(instance: &Instance) -> Activity {
         probes: true,
         probe_sent: observed.probe.map(|p| p.1),
         probe_answered: observed.probe.and_then(|p| p.2),
+        answered: observed.answered,
     };
     drop(observed);
     // Whoever reads a silent server's readiness probes it: every wait for readiness polls.

@@ -92,8 +92,9 @@ pub struct Document {
     /// Store-relative, `/`-separated.
     pub path: String,
     pub lang: Lang,
-    /// The text; for a file that is not UTF-8, its valid prefix.
-    pub text: Arc<str>,
+    /// The text; for a file that is not UTF-8, its valid prefix. Shared with the editor's
+    /// buffer it came from, if any ([`Content::Text`]): a whole-text change is not copied.
+    pub text: Arc<String>,
     /// The length of the content in bytes; longer than `text` when the content is not UTF-8.
     pub byte_len: u64,
     pub version: String,
@@ -127,9 +128,21 @@ impl Document {
     /// Parse and locally diagnose the document at store-relative `path` holding `bytes`,
     /// written in `lang` (the store's [`crate::scan::lang_of`] the path).
     pub fn new(path: String, lang: Lang, bytes: Vec<u8>) -> Document {
-        let version = version_of(&bytes);
-        let byte_len = bytes.len() as u64;
+        Document::of(path, lang, Content::Bytes(bytes))
+    }
+
+    /// [`Document::new`] of either kind of content; a shared text is kept, not copied.
+    pub fn of(path: String, lang: Lang, content: Content) -> Document {
+        let version = version_of(content.as_bytes());
+        let byte_len = content.as_bytes().len() as u64;
         let mut local = Vec::new();
+        let bytes = match content {
+            Content::Text(text) if text.len() <= u32::MAX as usize => {
+                return Document::parsed(path, lang, text, byte_len, version, local);
+            }
+            Content::Text(text) => Arc::unwrap_or_clone(text).into_bytes(),
+            Content::Bytes(bytes) => bytes,
+        };
         let text: String = if bytes.len() > u32::MAX as usize {
             local.push(Diagnostic::new(
                 DiagnosticCode::Syntax,
@@ -155,6 +168,19 @@ impl Document {
                 }
             }
         };
+        Document::parsed(path, lang, Arc::new(text), byte_len, version, local)
+    }
+
+    /// The document of `text`, with the problems `local` found in its bytes (none: it is
+    /// parsed).
+    fn parsed(
+        path: String,
+        lang: Lang,
+        text: Arc<String>,
+        byte_len: u64,
+        version: String,
+        mut local: Vec<Diagnostic>,
+    ) -> Document {
         let parse = if local.is_empty() {
             syntax::parse(&text, lang)
         } else {
@@ -174,7 +200,7 @@ impl Document {
         let mut doc = Document {
             path,
             lang,
-            text: text.into(),
+            text,
             byte_len,
             version,
             line_index,
@@ -308,7 +334,41 @@ type Types = SharedMap<Arc<str>, Arc<str>>;
 type Validation = SharedMap<Arc<str>, Arc<Vec<Diagnostic>>>;
 
 /// Changes to documents: (store-relative path, new content, or `None` for a deletion).
-type Changes = Vec<(String, Option<Vec<u8>>)>;
+type Changes = Vec<(String, Option<Content>)>;
+
+/// A document's new content: the bytes of a file, or the text an editor's buffer holds,
+/// which the document then shares instead of copying (a 2 MB text copied is 2 MB of memory
+/// the process may never have touched: docs/DECISIONS.md "The first edit after an open").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    Bytes(Vec<u8>),
+    Text(Arc<String>),
+}
+
+impl Content {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Content::Bytes(bytes) => bytes,
+            Content::Text(text) => text.as_bytes(),
+        }
+    }
+
+    /// As a shared text, without copying; `None` for bytes that are not UTF-8.
+    fn into_text(self) -> Result<Arc<String>, Content> {
+        match self {
+            Content::Text(text) => Ok(text),
+            Content::Bytes(bytes) => {
+                String::from_utf8(bytes).map(Arc::new).map_err(|e| Content::Bytes(e.into_bytes()))
+            }
+        }
+    }
+}
+
+impl From<Vec<u8>> for Content {
+    fn from(bytes: Vec<u8>) -> Content {
+        Content::Bytes(bytes)
+    }
+}
 /// Documents parsed whole for a change, `None` for a deletion.
 type Parsed = Vec<(String, Option<Arc<Document>>)>;
 
@@ -391,18 +451,29 @@ impl Analysis {
         self.clone().into_with_changes(changes)
     }
 
+    /// [`Analysis::into_with_changes`] of any [`Content`]: a shared text becomes the
+    /// document's own without a copy (an editor's buffer, [`crate::ide::Buffers`]).
+    pub fn into_with_contents(self, changes: Changes) -> Analysis {
+        self.into_with(changes)
+    }
+
     /// [`Analysis::with_changes`], consuming this snapshot. A changed document that no other
     /// snapshot shares is edited in place when the edit stays inside one item of a top-level
     /// entity array: only that item is parsed and validated again, which keeps an edit of a
     /// large document in the time of its item rather than of the whole text.
-    pub fn into_with_changes(mut self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
+    pub fn into_with_changes(self, changes: Vec<(String, Option<Vec<u8>>)>) -> Analysis {
+        let changes = changes.into_iter().map(|(path, bytes)| (path, bytes.map(Content::Bytes)));
+        self.into_with(changes.collect())
+    }
+
+    fn into_with(mut self, changes: Changes) -> Analysis {
         let (splices, rest) = self.splice_in_place(changes);
         tracing::debug!("{} documents edited in place, {} parsed whole", splices.len(), rest.len());
         let parsed: Parsed = rest
             .into_par_iter()
-            .map(|(path, bytes)| {
+            .map(|(path, content)| {
                 let lang = lang_of(&self.ctx.config, &path);
-                let doc = bytes.map(|b| Arc::new(Document::new(path.clone(), lang, b)));
+                let doc = content.map(|c| Arc::new(Document::of(path.clone(), lang, c)));
                 (path, doc)
             })
             .collect();
@@ -455,8 +526,8 @@ impl Analysis {
                 let doc = if lang == doc.lang {
                     doc.clone()
                 } else {
-                    let bytes = doc.text.as_bytes().to_vec();
-                    Arc::new(Document::new(doc.path.clone(), lang, bytes))
+                    let text = Content::Text(doc.text.clone());
+                    Arc::new(Document::of(doc.path.clone(), lang, text))
                 };
                 (path.clone(), doc)
             })
@@ -513,17 +584,25 @@ impl Analysis {
         let docs = Arc::make_mut(&mut self.docs);
         let mut splices = Vec::new();
         let mut rest = Vec::new();
-        for ((path, bytes), eligible) in changes.into_iter().zip(eligible) {
-            let spliced = match &bytes {
-                Some(bytes) if eligible => docs.get_mut(&path).and_then(|doc| {
+        for ((path, content), eligible) in changes.into_iter().zip(eligible) {
+            // The new text is taken as it is (shared, or the bytes' own memory), never copied.
+            let text = match content {
+                Some(content) if eligible => content.into_text(),
+                content => {
+                    rest.push((path, content));
+                    continue;
+                }
+            };
+            let spliced = match &text {
+                Ok(text) => docs.get_mut(&path).and_then(|doc| {
                     note_copy(Arc::strong_count(doc) > 1);
-                    Arc::make_mut(doc).splice(bytes)
+                    Arc::make_mut(doc).splice(text)
                 }),
-                _ => None,
+                Err(_) => None,
             };
             match spliced {
                 Some(splice) => splices.push((path, splice)),
-                None => rest.push((path, bytes)),
+                None => rest.push((path, Some(text.map_or_else(|bytes| bytes, Content::Text)))),
             }
         }
         (splices, rest)

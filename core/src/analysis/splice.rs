@@ -8,6 +8,8 @@
 //! checks that on random edits. Anything else (DUST, syntax errors, an edit across items) is re-parsed whole
 //! by the caller.
 
+use std::sync::Arc;
+
 use crate::model::{self, Entity, Reference};
 use crate::syntax::{self, Lang, MAX_DEPTH, Node, NodeKind};
 use crate::text::Span;
@@ -30,9 +32,11 @@ pub(super) struct Splice {
 }
 
 impl Document {
-    /// Take `new` as this document's content by re-parsing one top-level item. Returns `None`,
-    /// with the document untouched, when the edit cannot be taken that way.
-    pub(super) fn splice(&mut self, new: &[u8]) -> Option<Splice> {
+    /// Take `shared` as this document's content by re-parsing one top-level item, and keep it
+    /// as the document's text without copying it. Returns `None`, with the document untouched,
+    /// when the edit cannot be taken that way.
+    pub(super) fn splice(&mut self, shared: &Arc<String>) -> Option<Splice> {
+        let new = shared.as_str();
         if self.lang != Lang::Json
             || !self.parse.is_clean()
             || self.text.len() as u64 != self.byte_len
@@ -40,8 +44,7 @@ impl Document {
         {
             return None;
         }
-        let new = std::str::from_utf8(new).ok()?;
-        let old = &*self.text;
+        let old = self.text.as_str();
         let root = self.parse.root.as_ref()?;
         let NodeKind::Array(items) = &root.kind else { return None };
 
@@ -123,7 +126,8 @@ impl Document {
         self.line_index.splice(new, start, old_end, delta);
         self.version = version_of(new.as_bytes());
         self.byte_len = new.len() as u64;
-        self.text = new.into();
+        // The new text as it came: an editor's buffer shares it.
+        self.text = shared.clone();
         Some(Splice { old: old_span, delta, entity, old_refs })
     }
 }
@@ -195,12 +199,14 @@ fn moved(offset: u32, by: i64) -> u32 {
 mod tests {
     use super::super::Document;
     use crate::syntax::Lang;
+    use std::sync::Arc;
 
     const TEXT: &str = "[\n  {\"id\": \"x/1\", \"type\": \"a\", \"n\": 1},\n  {\"id\": \"x/2\", \"type\": \"a\", \"n\": 2}\n]\n";
 
     fn splice(new: &str) -> Option<(u32, u32, i64, Option<usize>)> {
         let mut doc = Document::new("list.json".to_owned(), Lang::Json, TEXT.into());
-        doc.splice(new.as_bytes()).map(|s| (s.old.start, s.old.end, s.delta, s.entity.map(|e| e.0)))
+        doc.splice(&Arc::new(new.to_owned()))
+            .map(|s| (s.old.start, s.old.end, s.delta, s.entity.map(|e| e.0)))
     }
 
     #[test]
@@ -220,6 +226,6 @@ mod tests {
         assert_eq!(splice(&TEXT.replace("\"id\": \"x/1\", ", "")), None);
         // DUST is always parsed whole.
         let mut dust = Document::new("a.dust".to_owned(), Lang::Dust, b"id x/1\ntype a\n".to_vec());
-        assert!(dust.splice(b"id x/1\ntype b\n").is_none());
+        assert!(dust.splice(&Arc::new("id x/1\ntype b\n".to_owned())).is_none());
     }
 }

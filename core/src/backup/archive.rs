@@ -98,7 +98,7 @@ impl EntryKind {
 #[derive(Debug)]
 pub(super) enum Source {
     /// A document as of the snapshot, with its version (the SHA-256 of the content).
-    Document { content: std::sync::Arc<str>, version: String },
+    Document { content: std::sync::Arc<String>, version: String },
     /// A file read from disk while archiving.
     Disk,
     /// A folder or a symbolic link (its target in the entry).
@@ -340,7 +340,7 @@ pub(super) fn write(
 /// when it still has the snapshot's version.
 fn document_bytes<'a>(
     entry: &Entry,
-    text: &'a std::sync::Arc<str>,
+    text: &'a std::sync::Arc<String>,
     version: &str,
 ) -> BackupResult<std::borrow::Cow<'a, [u8]>> {
     if text.len() as u64 == entry.size {

@@ -93,6 +93,10 @@ pub struct Activity {
     /// When the last probe was sent, and when its answer came (`None`: not yet).
     pub probe_sent: Option<Instant>,
     pub probe_answered: Option<Instant>,
+    /// When the server last answered a request of ours (`None`: not yet, or the host keeps no
+    /// clock). An answer comes in a later turn of the server than the end of work before it,
+    /// so work announced in that turn has been seen by then: it ends [`READY_SETTLE`].
+    pub answered: Option<Instant>,
 }
 
 /// Where a language server is (SPEC §25), as `server_status` shows it.
@@ -196,8 +200,9 @@ fn readiness_with(a: &Activity, now: Instant, settle: Duration) -> (Readiness, I
                 _ => over,
             };
             // Work announced in the same turn as what ended the last (pyright announces its
-            // checker's work right after its first publication) is not ready yet.
-            if now < since + settle {
+            // checker's work right after its first publication) is not ready yet, unless the
+            // server has answered a request since: the answer came after that turn.
+            if now < since + settle && a.answered.is_none_or(|at| at < since) {
                 let began = if since == over { initialized } else { since };
                 return (Readiness::Indexing, began);
             }

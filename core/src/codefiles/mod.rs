@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use host::{
     Activity, CodeAnswer, CodeError, CodeEvent, CodeHost, PROBE_PROMPT, Publication, READY_BOUND,
-    READY_QUIET, Readiness, answer_readiness, readiness, wants_probe,
+    READY_QUIET, READY_SETTLE, Readiness, answer_readiness, readiness, wants_probe,
 };
 pub use launch::{
     LaunchError, LaunchSpec, Probe, find_program, may_start, probe, root_for, shell_word,

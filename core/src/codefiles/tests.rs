@@ -554,6 +554,12 @@ fn readiness_from_what_a_server_said() {
         Activity { busy: false, reports: true, work_changed: Some(at(900)), ..started.clone() };
     assert_eq!(state(&ended, 950), ("indexing", 0));
     assert_eq!(state(&ended, 1_100), ("ready", 900));
+    // An answer to a request after the work ended ends the settle (what the server announced
+    // in the turn that ended its work came before the answer); one from before does not.
+    let answered = Activity { answered: Some(at(920)), ..ended.clone() };
+    assert_eq!(state(&answered, 950), ("ready", 900));
+    let earlier = Activity { answered: Some(at(850)), ..ended.clone() };
+    assert_eq!(state(&earlier, 950), ("indexing", 0));
     // An answer that arrives just after the work ended was not given at work: what the
     // server announced before it is on the wire before it.
     assert_eq!(answer_readiness(&ended, at(950)), Readiness::Ready);

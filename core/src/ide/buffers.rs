@@ -23,6 +23,8 @@
 //! - A whole-text change costs what the equivalent range edit costs: it is kept until needed
 //!   (a burst keeps its last), then reduced to the range edit it amounts to
 //!   ([`crate::text::diff::minimal_edit`]), which the analysis splices like any other.
+//! - A buffer's text is never copied into the analysis: its document shares it
+//!   ([`Content::Text`]), so a whole-text change's 2 MB is the front's one allocation.
 //! - Publication is in generation order, and never names a buffer closed since its analysis
 //!   was taken ([`Buffers::publish`], [`Buffers::close`]).
 //! - Read-only mode (the store could not be opened for writing, e.g. another process owns it):
@@ -35,7 +37,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Content};
 use crate::store::{OpenOptions, Store, StoreError};
 use crate::syntax::Lang;
 use crate::text::{LineIndex, diff};
@@ -634,13 +636,14 @@ fn compute<M>(
             base.clone()
         }
     };
-    // A buffer holding what the start already has needs no change.
+    // A buffer holding what the start already has needs no change. The others' documents
+    // share the buffer's text: a whole-text change is taken in without a copy.
     let changes = buffers
         .values()
         .filter(|b| start.document(&b.path).is_none_or(|d| *d.text != **b.text))
-        .map(|b| (b.path.clone(), Some(b.text.as_bytes().to_vec())))
+        .map(|b| (b.path.clone(), Some(Content::Text(b.text.clone()))))
         .collect();
-    (start.into_with_changes(changes), open)
+    (start.into_with_contents(changes), open)
 }
 
 /// Start copying, on a thread of its own, the open documents that `analysis` shares with the

@@ -679,11 +679,43 @@ impl Service {
     /// readiness past the timeout. A server that crashed is not waited for: the request
     /// that follows starts it again or answers why it cannot.
     pub(super) fn await_ready(&self, server: &str, timeout: Duration) -> Result<(), CommandError> {
+        self.await_readiness(server, timeout, false)
+    }
+
+    /// [`Service::await_ready`] for a caller that asks at once and reads the answer's own
+    /// readiness ([`Service::ask_when_ready`]): a server whose work ended within
+    /// [`crate::codefiles::READY_SETTLE`] is asked without waiting the settle out. Work it
+    /// announces meanwhile is seen before its answer (one connection, in order), so such an
+    /// answer is marked as given at work and asked again; the settle only saves that second
+    /// question, and costs every first one 100 ms (docs/DECISIONS.md, "A cold rename's time,
+    /// step by step").
+    fn await_askable(&self, server: &str, timeout: Duration) -> Result<(), CommandError> {
+        self.await_readiness(server, timeout, true)
+    }
+
+    fn await_readiness(
+        &self,
+        server: &str,
+        timeout: Duration,
+        asking: bool,
+    ) -> Result<(), CommandError> {
         let host = self.host(server)?;
         let deadline = Instant::now() + timeout;
         loop {
             match host.readiness(server) {
                 None | Some((Readiness::Ready | Readiness::Crashed, _)) => return Ok(()),
+                Some((Readiness::Indexing, _))
+                    if asking
+                        && host.activity(server).is_some_and(|a| {
+                            // Only a host that keeps the server's clock says the same as its
+                            // readiness did, less the settle.
+                            a.initialized.is_some()
+                                && codefiles::answer_readiness(&a, Instant::now())
+                                    == Readiness::Ready
+                        }) =>
+                {
+                    return Ok(());
+                }
                 Some((readiness, since)) if Instant::now() >= deadline => {
                     return Err(CommandError::NotReady {
                         server: server.to_owned(),
@@ -717,7 +749,7 @@ impl Service {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = Instant::now();
-            if let Err(err) = self.await_ready(target.server(), left) {
+            if let Err(err) = self.await_askable(target.server(), left) {
                 return last.ok_or(err);
             }
             tracing::debug!(

@@ -419,3 +419,45 @@ fn the_first_edit_after_an_open_finds_the_document_copied_ahead() {
     assert!(lock(&buffers.lock().cache.as_ref().unwrap().2.owning).is_none());
     drop(overlay);
 }
+
+/// A buffer's text is never copied into the analysis: the document of a whole-text change
+/// shares the buffer's text, whether the edit is spliced into the document or the document is
+/// parsed whole, and it is analysed as the same text given as bytes.
+#[test]
+fn the_document_shares_the_buffers_text() {
+    let dir = store();
+    let buffers = open(dir.path());
+    buffers.open_buffer("notes.json".to_owned(), NOTES.to_owned(), 1, ());
+    buffers.open_buffer("other.json".to_owned(), "{}".to_owned(), 1, ());
+    drop(buffers.snapshot());
+    let spliced = NOTES.replace("\"B\"", "2");
+    let whole = r#"{"id": "other/x", "type": "other", "é": "😀\"\\"}"#;
+    buffers.edit("notes.json", 2, [Edit::Replace(spliced.clone())], bytes);
+    buffers.edit("other.json", 2, [Edit::Replace(whole.to_owned())], bytes);
+    let overlay = buffers.snapshot();
+    for path in ["notes.json", "other.json"] {
+        let doc = overlay.analysis.document(path).unwrap();
+        let buffer = overlay.buffer(path).unwrap();
+        assert!(std::ptr::eq(doc.text.as_str(), buffer.text()), "{path}: one text, not a copy");
+    }
+    let fresh = Analysis::load(buffers.root()).unwrap().with_changes(vec![
+        ("notes.json".to_owned(), Some(spliced.into_bytes())),
+        ("other.json".to_owned(), Some(whole.as_bytes().to_vec())),
+    ]);
+    assert_eq!(overlay.analysis.all_diagnostics(), fresh.all_diagnostics(), "as given as bytes");
+    assert!(!overlay.analysis.diagnostics_of("notes.json").is_empty(), "a number is no title");
+    for path in ["notes.json", "other.json"] {
+        let (ours, theirs) = (overlay.analysis.document(path), fresh.document(path));
+        let (ours, theirs) = (ours.unwrap(), theirs.unwrap());
+        assert_eq!(
+            (&ours.text, &ours.version, &ours.parse.value, &ours.entities, &ours.line_index),
+            (
+                &theirs.text,
+                &theirs.version,
+                &theirs.parse.value,
+                &theirs.entities,
+                &theirs.line_index
+            )
+        );
+    }
+}
