@@ -613,6 +613,21 @@ impl Store {
     }
 }
 
+/// A store of `files` (store-relative path, text) in a new folder, opened without the
+/// watcher: for the store's unit tests.
+#[cfg(test)]
+pub(crate) fn test_store(files: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let store =
+        Store::open(dir.path(), OpenOptions { watch: false, ..OpenOptions::default() }).unwrap();
+    (dir, store)
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Stop taking in watched edits and checkpointing in the background before the lock

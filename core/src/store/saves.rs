@@ -834,7 +834,7 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Change, OpenOptions, Origin};
+    use crate::store::{Change, Origin};
 
     #[test]
     fn scratch_names() {
@@ -863,17 +863,7 @@ mod tests {
         }
     }
 
-    fn store(files: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
-        }
-        let store = Store::open(dir.path(), OpenOptions { watch: false, ..OpenOptions::default() })
-            .unwrap();
-        (dir, store)
-    }
+    use crate::store::test_store as store;
 
     #[test]
     fn path_kinds() {

@@ -414,17 +414,7 @@ mod tests {
     use crate::store::{OpenOptions as StoreOptions, Store};
     use std::os::unix::fs::FileExt;
 
-    fn store(files: &[(&str, &str)]) -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            fs::create_dir_all(p.parent().unwrap()).unwrap();
-            fs::write(p, text).unwrap();
-        }
-        let options = StoreOptions { watch: false, ..StoreOptions::default() };
-        let store = Store::open(dir.path(), options).unwrap();
-        (dir, store)
-    }
+    use crate::store::test_store as store;
 
     fn read(dir: &Path, path: &str) -> Option<String> {
         fs::read_to_string(dir.join(path)).ok()
