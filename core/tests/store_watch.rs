@@ -281,7 +281,21 @@ fn every_change_in_the_folder_reaches_the_folder_watch_at_once() {
         .unwrap();
     std::fs::create_dir(root.join("src")).unwrap();
     folder_changes_until(&rx, &[("notes.md", Changed), ("src", Created)]);
-    // A folder created while open is watched too.
+    // A folder created while open is watched too, from a moment after its creation is
+    // reported (the watch on it is added then): a file written there until one is heard.
+    let heard = |change: &FolderChange| matches!(change, FolderChange::Path { path, .. } if path == "src/probe.txt");
+    let mut watched = false;
+    for _ in 0..50 {
+        std::fs::write(root.join("src/probe.txt"), "x").unwrap();
+        let until = Instant::now() + Duration::from_millis(200);
+        while let Ok(change) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            watched |= heard(&change);
+        }
+        if watched {
+            break;
+        }
+    }
+    assert!(watched, "a file written in a folder created while open was never reported");
     std::fs::write(root.join("src/main.py"), "print(1)\n").unwrap();
     std::fs::rename(root.join("notes.md"), root.join("src/notes.md")).unwrap();
     // Ignored folders are watched: the mount shows them as well.
